@@ -1,0 +1,289 @@
+/**
+ * The Agent facade: one run of the agent machine, with the operations a service embeds.
+ *
+ * The machine (machines/agent.ts) decides; this class owns the actor, gives it the real policy
+ * and tool actors, turns calls into events and waits until the run settles (any status but
+ * `running`). A resumed agent does not start its actor until asked to work, so
+ * `Agent.resume(blob).checkpoint() === blob` and nothing runs by merely loading a run.
+ */
+import { randomUUID } from 'node:crypto';
+import { type Actor, createActor } from 'xstate';
+import { type AgentMachine, agentMachine } from '../machines/agent.js';
+import type { AgentEvent, Limits, Status } from '../machines/types.js';
+import { policyActor, toolActor } from './actors.js';
+import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue } from './checkpoint.js';
+import { isoTime } from './clock.js';
+import {
+  NoPendingApprovalError,
+  OptionsError,
+  RunStateError,
+  StaleApprovalError,
+  SystemError,
+} from './errors.js';
+import { parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
+import type { AgentOptions, DecideOptions, ResumeOptions, RunState } from './types.js';
+
+type MachineSnapshot = ReturnType<Actor<AgentMachine>['getSnapshot']>;
+
+/** Set by `Agent.resume` for the constructor it calls: the restored run. */
+let restoring: PersistedRun | null = null;
+
+const FINAL: readonly Status[] = ['done', 'cancelled'];
+
+function statusOf(snapshot: MachineSnapshot): Status {
+  return statusOfValue(snapshot.value as PersistedRun['value']);
+}
+
+/**
+ * One agent run.
+ *
+ * @example
+ * const agent = new Agent({ policy, tools, maxSteps: 8, runId: 'run-1' });
+ * await agent.start('email ops the refund policy'); // 'awaiting_approval'
+ * const blob = agent.checkpoint();
+ * const again = Agent.resume(blob, { policy, tools });
+ * await again.decide(true, 'ok');                   // 'done'
+ */
+export class Agent {
+  /** The run's id: part of every idempotency key. */
+  readonly runId: string;
+  readonly #runtime: Runtime;
+  #actor: Actor<AgentMachine>;
+  #started = false;
+  #fault: unknown = undefined;
+  #settling: Promise<Status> | null = null;
+  /** Keys in flight in the checkpoint this agent was resumed from (write-ahead records). */
+  readonly #recovering = new Set<string>();
+
+  constructor(options: AgentOptions) {
+    const restored = restoring;
+    restoring = null;
+    if (restored) {
+      // Options were checked by Agent.resume.
+      this.#runtime = parseResumeOptions(options).runtime;
+      this.runId = restored.context.runId;
+      if (restored.context.inflight) this.#recovering.add(restored.context.inflight.key);
+      this.#actor = this.#createActor(restored);
+      return;
+    }
+    const parsed = parseAgentOptions(options);
+    this.#runtime = parsed.runtime;
+    this.runId = parsed.runId ?? randomUUID();
+    this.#actor = createActor(this.#machine(), {
+      input: { runId: this.runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs },
+    });
+  }
+
+  /**
+   * Brings a run back from a checkpoint, in this process or any other. Limits given here
+   * replace the checkpoint's. Nothing runs until `run()`, `decide()` or `cancel()`.
+   * @throws CheckpointError when the blob is not a checkpoint this version can resume.
+   */
+  static resume(blob: string, options: ResumeOptions): Agent {
+    const parsed = parseResumeOptions(options);
+    const run = decodeCheckpoint(blob);
+    if (Object.keys(parsed.limits).length > 0) {
+      run.context = { ...run.context, limits: { ...run.context.limits, ...parsed.limits } };
+    }
+    restoring = run;
+    try {
+      return new Agent(options as AgentOptions);
+    } finally {
+      restoring = null;
+    }
+  }
+
+  /** The run's status: the machine's top-level state. */
+  get status(): Status {
+    return statusOf(this.#actor.getSnapshot());
+  }
+
+  /** The whole run as plain JSON (a copy: changing it changes nothing). */
+  get state(): RunState {
+    const snapshot = this.#actor.getSnapshot();
+    const c = snapshot.context;
+    return structuredClone({
+      runId: c.runId,
+      status: statusOf(snapshot),
+      history: c.history,
+      steps: c.steps,
+      usage: c.usage,
+      activeMs: c.activeMs,
+      limits: c.limits,
+      pending: c.pending,
+      answer: c.answer,
+      stoppedBy: c.stoppedBy,
+      error: c.error,
+      cancelReason: c.cancelReason,
+      inflight: c.inflight && { key: c.inflight.key, tool: c.inflight.tool, step: c.inflight.step },
+    });
+  }
+
+  /** The persisted run: canonical JSON that `Agent.resume` reads. Valid at any moment. */
+  checkpoint(): string {
+    this.#throwIfFaulted();
+    return encodeCheckpoint(this.#actor.getPersistedSnapshot());
+  }
+
+  /**
+   * Starts the run with the user's goal and runs until it settles.
+   * @throws RunStateError if the run is not `idle`.
+   */
+  async start(goal: string): Promise<Status> {
+    if (typeof goal !== 'string') throw new OptionsError(`start: goal must be a string, got ${typeof goal}`, this.#details());
+    this.#expect(['idle'], 'start');
+    return this.#send({ type: 'START', goal });
+  }
+
+  /**
+   * Continues a resumable run: one restored mid-run, one that `failed` (the policy is tried
+   * again), one whose budget was raised, one whose pending approval has expired. Otherwise
+   * returns the status unchanged.
+   * @throws RunStateError if the run was never started.
+   */
+  async run(): Promise<Status> {
+    const status = this.status;
+    if (status === 'idle') {
+      throw new RunStateError('run: the run has not started; call start(goal)', ['running', 'failed', 'budget_exhausted'], this.#details());
+    }
+    if (status === 'running') return this.#settle();
+    if (status === 'failed' || status === 'budget_exhausted') return this.#send({ type: 'RUN' });
+    if (status === 'awaiting_approval') {
+      const expiresAt = this.#actor.getSnapshot().context.pending?.expiresAt;
+      const now = this.#runtime.clock.now();
+      if (expiresAt && now >= Date.parse(expiresAt)) return this.#send({ type: 'EXPIRE', at: isoTime(now) });
+    }
+    return status;
+  }
+
+  /**
+   * Decides the pending approval. `true` runs the call exactly once with its key; `false`
+   * tells the model `denied by human: <note>` and runs nothing. After `pending.expiresAt`,
+   * either way, nothing runs and the model is told `approval expired`.
+   * @throws NoPendingApprovalError if nothing awaits approval.
+   * @throws StaleApprovalError if `opts.callId` is not the pending call's id.
+   */
+  async decide(approved: boolean, note = '', opts: DecideOptions = {}): Promise<Status> {
+    if (typeof approved !== 'boolean') throw new OptionsError(`decide: approved must be a boolean, got ${typeof approved}`, this.#details());
+    if (typeof note !== 'string') throw new OptionsError(`decide: note must be a string, got ${typeof note}`, this.#details());
+    if (opts.by !== undefined && typeof opts.by !== 'string') throw new OptionsError('decide: by must be a string', this.#details());
+    const pending = this.#actor.getSnapshot().context.pending;
+    if (this.status !== 'awaiting_approval' || !pending) {
+      throw new NoPendingApprovalError(`decide: no call awaits approval (status ${this.status})`, ['awaiting_approval'], this.#details());
+    }
+    if (opts.callId !== undefined && opts.callId !== pending.id) {
+      throw new StaleApprovalError(
+        `decide: call ${JSON.stringify(opts.callId)} is not the pending call ${JSON.stringify(pending.id)}`,
+        String(opts.callId),
+        pending.id,
+        this.#details(),
+      );
+    }
+    const decision = { callId: pending.id, by: opts.by ?? 'human', note, at: isoTime(this.#runtime.clock.now()) };
+    return this.#send({ type: approved ? 'APPROVE' : 'DENY', ...decision });
+  }
+
+  /**
+   * Cancels the run from any status but `done` and `cancelled`. A policy or tool call in flight
+   * has its signal aborted.
+   * @throws RunStateError if the run has already ended.
+   */
+  async cancel(reason = ''): Promise<Status> {
+    if (typeof reason !== 'string') throw new OptionsError('cancel: reason must be a string', this.#details());
+    this.#expect(['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'], 'cancel');
+    return this.#send({ type: 'CANCEL', reason });
+  }
+
+  /**
+   * Changes budget limits (raise them, then `run()` continues a `budget_exhausted` run).
+   * @returns the new limits.
+   * @throws RunStateError if the run has already ended.
+   */
+  extendBudget(limits: Partial<Limits>): Limits {
+    const given = parseLimits(limits);
+    this.#expect(['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'], 'extendBudget');
+    if (this.#started) {
+      this.#actor.send({ type: 'EXTEND_BUDGET', limits: given });
+    } else {
+      // Not started (e.g. just resumed mid-call): starting would restart the call, so the
+      // limits are written into the snapshot the actor will start from.
+      const run = this.#actor.getPersistedSnapshot() as unknown as PersistedRun;
+      this.#actor = this.#createActor({ ...run, context: { ...run.context, limits: { ...run.context.limits, ...given } } });
+    }
+    return structuredClone(this.#actor.getSnapshot().context.limits);
+  }
+
+  #machine() {
+    const host = {
+      ...this.#runtime,
+      recovering: this.#recovering,
+      history: () => this.#actor.getSnapshot().context.history,
+      beforeEffect: async () => {},
+    };
+    return agentMachine.provide({ actors: { policy: policyActor(host), tool: toolActor(host, this.runId) } });
+  }
+
+  #createActor(run: PersistedRun): Actor<AgentMachine> {
+    return createActor(this.#machine(), { snapshot: run as never, input: undefined as never });
+  }
+
+  #details() {
+    return { runId: this.runId, status: this.status };
+  }
+
+  #expect(allowed: readonly Status[], operation: string): void {
+    const status = this.status;
+    if (!allowed.includes(status)) {
+      const why = FINAL.includes(status) ? 'the run has ended' : `expected ${allowed.join(' or ')}`;
+      throw new RunStateError(`${operation}: the run is ${status}; ${why}`, allowed, this.#details());
+    }
+  }
+
+  #throwIfFaulted(): void {
+    if (this.#fault !== undefined) {
+      throw new SystemError(`the run's actor failed: ${String(this.#fault)}`, { ...this.#details(), cause: this.#fault });
+    }
+  }
+
+  #ensureStarted(): void {
+    if (this.#started) return;
+    this.#started = true;
+    // Always listen for errors: an unobserved actor error is rethrown asynchronously and
+    // would kill the host process (ARCHITECTURE.md, XState pitfalls).
+    this.#actor.subscribe({ error: (error) => void (this.#fault = error) });
+    this.#actor.start();
+  }
+
+  async #send(event: AgentEvent): Promise<Status> {
+    this.#throwIfFaulted();
+    this.#ensureStarted();
+    this.#actor.send(event);
+    return this.#settle();
+  }
+
+  /** Resolves with the status once the run is no longer `running`. */
+  #settle(): Promise<Status> {
+    this.#throwIfFaulted();
+    this.#ensureStarted();
+    if (this.status !== 'running') return Promise.resolve(this.status);
+    this.#settling ??= new Promise<Status>((resolve, reject) => {
+      const subscription = this.#actor.subscribe({
+        next: (snapshot) => {
+          if (statusOf(snapshot) === 'running') return;
+          subscription.unsubscribe();
+          this.#settling = null;
+          resolve(statusOf(snapshot));
+        },
+        error: () => {
+          this.#settling = null;
+          try {
+            this.#throwIfFaulted();
+          } catch (error) {
+            reject(error);
+          }
+        },
+      });
+    });
+    return this.#settling;
+  }
+}

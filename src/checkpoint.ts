@@ -1,0 +1,198 @@
+/**
+ * The checkpoint codec: the actor's persisted snapshot in a named, versioned envelope,
+ * serialised as canonical JSON (RFC 8785) so that `resume(blob).checkpoint() === blob`.
+ *
+ * Decoding validates everything before XState sees it: restoring a snapshot whose state does
+ * not exist does not throw but kills the process later, and a missing or renamed invoke hangs
+ * the run (ARCHITECTURE.md, "XState pitfalls"). A blob that passes `decodeCheckpoint` restores
+ * to a run that can only do what its state allows.
+ */
+import canonicalize from 'canonicalize';
+import { z } from 'zod';
+import { deepFreeze } from '../machines/agent.js';
+import type { AgentContext, Status } from '../machines/types.js';
+import { CheckpointError } from './errors.js';
+
+export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
+export const CHECKPOINT_VERSION = 1;
+/** Versions this build can read. A migration step goes in its own module when version 2 comes. */
+export const READABLE_VERSIONS: readonly number[] = [1];
+
+/** The persisted snapshot as XState writes it for the agent machine. */
+export interface PersistedRun {
+  status: 'active' | 'done';
+  value: string | { running: 'deciding' | 'executing' };
+  historyValue: Record<string, never>;
+  context: AgentContext;
+  children: Record<string, { snapshot: { status: 'active'; input: unknown }; src: string; syncSnapshot: false }>;
+}
+
+const count = z.number().int().nonnegative();
+const iso = z.iso.datetime();
+const json = z.json();
+const jsonObject = z.record(z.string(), json);
+const approval = z.strictObject({
+  approved: z.boolean(),
+  by: z.string(),
+  note: z.string(),
+  at: iso,
+  callId: z.string(),
+});
+const entry = z.union([
+  z.looseObject({ role: z.literal('user'), content: z.string() }),
+  z.looseObject({ role: z.literal('assistant'), tool: z.string(), args: jsonObject }),
+  z.looseObject({ role: z.literal('assistant'), final: json }),
+  z.looseObject({ role: z.literal('tool'), tool: z.string(), result: json, approval: approval.optional() }),
+  z.looseObject({
+    role: z.literal('tool'),
+    tool: z.string(),
+    error: z.string(),
+    approval: approval.optional(),
+    outcome: z.literal('unknown').optional(),
+  }),
+]);
+const call = {
+  id: z.string().min(1),
+  key: z.string().min(1),
+  step: z.number().int().positive(),
+  tool: z.string().min(1),
+  args: jsonObject,
+  attempt: z.number().int().positive(),
+};
+const pending = z.strictObject({
+  ...call,
+  requestedAt: iso,
+  expiresAt: iso.nullable(),
+  outcome: z.literal('unknown').optional(),
+});
+const inflight = z.strictObject({ ...call, approval: approval.nullable() });
+const limitOrNull = z.number().nonnegative().nullable();
+
+const context = z.strictObject({
+  runId: z.string().min(1),
+  history: z.array(entry),
+  steps: count,
+  usage: z.strictObject({ inputTokens: count, outputTokens: count }),
+  activeMs: z.number().nonnegative(),
+  limits: z.strictObject({ maxSteps: count, maxTokens: limitOrNull, maxActiveMs: limitOrNull }),
+  approvalTtlMs: z.number().positive().nullable(),
+  pending: pending.nullable(),
+  inflight: inflight.nullable(),
+  answer: json,
+  stoppedBy: z.enum(['steps', 'tokens', 'time']).nullable(),
+  error: z.string().nullable(),
+  cancelReason: z.string().nullable(),
+});
+
+const value = z.union([
+  z.enum(['idle', 'awaiting_approval', 'budget_exhausted', 'failed', 'done', 'cancelled']),
+  z.strictObject({ running: z.enum(['deciding', 'executing']) }),
+]);
+
+const snapshot = z.strictObject({
+  status: z.enum(['active', 'done']),
+  value,
+  historyValue: z.strictObject({}),
+  context,
+  children: z.record(z.string(), z.unknown()),
+});
+
+const envelope = z.looseObject({ format: z.unknown(), version: z.unknown(), snapshot: z.unknown() });
+
+/** The status a persisted value stands for. */
+export function statusOfValue(v: PersistedRun['value']): Status {
+  return typeof v === 'string' ? (v as Status) : 'running';
+}
+
+/** The children XState must find to resume the state: the invoke of that state, nothing else. */
+function expectedChildren(run: PersistedRun): PersistedRun['children'] {
+  const v = run.value;
+  if (typeof v === 'string') return {};
+  const c = run.context;
+  return v.running === 'deciding'
+    ? { policy: { snapshot: { status: 'active', input: { runId: c.runId, step: c.steps + 1 } }, src: 'policy', syncSnapshot: false } }
+    : { tool: { snapshot: { status: 'active', input: c.inflight }, src: 'tool', syncSnapshot: false } };
+}
+
+/** Rules that tie the context to the state: what zod's shapes cannot say. */
+function consistencyProblem(run: PersistedRun): [string, string] | null {
+  const status = statusOfValue(run.value);
+  const c = run.context;
+  const executing = typeof run.value === 'object' && run.value.running === 'executing';
+  if ((run.status === 'done') !== (status === 'done' || status === 'cancelled')) {
+    return ['snapshot.status', `status ${run.status} does not fit state ${status}`];
+  }
+  if ((c.pending !== null) !== (status === 'awaiting_approval')) {
+    return ['snapshot.context.pending', `pending must be set exactly when awaiting_approval (state ${status})`];
+  }
+  if ((c.inflight !== null) !== executing) {
+    return ['snapshot.context.inflight', 'inflight must be set exactly while executing a tool'];
+  }
+  const call = c.pending ?? c.inflight;
+  if (call && (call.key !== `${c.runId}:${call.step}` || call.step > c.steps)) {
+    return ['snapshot.context', `call key ${call.key} does not belong to run ${c.runId} at step ${c.steps}`];
+  }
+  if ((c.stoppedBy !== null) !== (status === 'budget_exhausted')) {
+    return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
+  }
+  if (status !== 'idle' && c.history.length === 0) {
+    return ['snapshot.context.history', `a ${status} run must have a history`];
+  }
+  if (canonicalize(run.children) !== canonicalize(expectedChildren(run))) {
+    return ['snapshot.children', `the invoked actors do not match state ${JSON.stringify(run.value)}`];
+  }
+  return null;
+}
+
+function fail(message: string, path?: string): never {
+  throw new CheckpointError(`invalid checkpoint: ${message}`, path);
+}
+
+function pathOf(issue: z.core.$ZodIssue, prefix: string): string {
+  return [prefix, ...issue.path.map(String)].join('.');
+}
+
+/** Serialises a persisted snapshot as a checkpoint blob. */
+export function encodeCheckpoint(run: unknown): string {
+  const text = canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot: run });
+  if (text === undefined) throw new TypeError('snapshot is not serialisable');
+  return text;
+}
+
+/**
+ * Parses and validates a checkpoint blob. Throws `CheckpointError` (with `path`) for anything
+ * that is not a checkpoint this version can resume; never returns a partly valid snapshot.
+ */
+export function decodeCheckpoint(blob: unknown): PersistedRun {
+  if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(blob);
+  } catch (error) {
+    fail(`not JSON (${(error as Error).message})`);
+  }
+  const outer = envelope.safeParse(parsed);
+  if (!outer.success) fail('expected an object with format, version and snapshot');
+  const { format, version } = outer.data;
+  if (format !== CHECKPOINT_FORMAT) fail(`format is ${JSON.stringify(format)}, expected "${CHECKPOINT_FORMAT}"`, 'format');
+  if (typeof version !== 'number' || !READABLE_VERSIONS.includes(version)) {
+    fail(`unsupported version ${JSON.stringify(version)}; this build reads ${READABLE_VERSIONS.join(', ')}`, 'version');
+  }
+  const inner = snapshot.safeParse(outer.data.snapshot);
+  if (!inner.success) {
+    const issue = inner.error.issues[0] as z.core.$ZodIssue;
+    const path = pathOf(issue, 'snapshot');
+    fail(`${path}: ${issue.message}`, path);
+  }
+  const run = inner.data as PersistedRun;
+  const problem = consistencyProblem(run);
+  if (problem) fail(`${problem[0]}: ${problem[1]}`, problem[0]);
+  try {
+    encodeCheckpoint(run); // e.g. a lone surrogate: parses, but can never be written back
+  } catch (error) {
+    fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+  }
+  // History entries are frozen while a run is live (see machines/agent.ts); restore that.
+  deepFreeze(run.context.history);
+  return run;
+}

@@ -1,0 +1,74 @@
+/**
+ * Tollgate's typed errors. One base class; `UserError` for the caller's mistakes (a bad option,
+ * a wrong state, a stale approval, a bad checkpoint) and `SystemError` for the runtime's own
+ * faults. Every error carries the run id and status when it concerns a run, so the caller can
+ * act on it (resume, decide, inspect).
+ */
+import type { Status } from '../machines/types.js';
+
+export interface ErrorDetails {
+  runId?: string;
+  status?: Status;
+  cause?: unknown;
+}
+
+/** The base of every error Tollgate throws. */
+export class TollgateError extends Error {
+  /** The run the error concerns, when there is one. */
+  readonly runId: string | undefined;
+  /** The run's status when the error was thrown, when there is a run. */
+  readonly status: Status | undefined;
+
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.runId = details.runId;
+    this.status = details.status;
+  }
+}
+
+/** The caller asked for something that cannot be done: fix the call, not the runtime. */
+export class UserError extends TollgateError {}
+
+/** The runtime failed on its own account: a bug or a broken environment. */
+export class SystemError extends TollgateError {}
+
+/** An option given to `new Agent`, `Agent.resume`, `decide` or `extendBudget` is invalid. */
+export class OptionsError extends UserError {}
+
+/** The operation does not apply to the run's current status (e.g. `start` on a started run). */
+export class RunStateError extends UserError {
+  /** The statuses in which the operation would have been allowed. */
+  readonly expected: readonly Status[];
+
+  constructor(message: string, expected: readonly Status[], details: ErrorDetails = {}) {
+    super(message, details);
+    this.expected = expected;
+  }
+}
+
+/** `decide` was called but no call awaits approval. */
+export class NoPendingApprovalError extends RunStateError {}
+
+/** `decide` named a call id that is not the pending call's: the decision is stale. */
+export class StaleApprovalError extends UserError {
+  readonly callId: string;
+  readonly pendingId: string;
+
+  constructor(message: string, callId: string, pendingId: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.callId = callId;
+    this.pendingId = pendingId;
+  }
+}
+
+/** A checkpoint could not be read: not JSON, wrong format or version, wrong shape. */
+export class CheckpointError extends UserError {
+  /** Where in the checkpoint the problem is (`snapshot.context.steps`), when known. */
+  readonly path: string | undefined;
+
+  constructor(message: string, path?: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.path = path;
+  }
+}

@@ -1,0 +1,34 @@
+/** Tollgate's public API. Everything a user imports from 'tollgate' is named here. */
+export { Agent } from './agent.js';
+export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint.js';
+export { type Clock, systemClock } from './clock.js';
+export {
+  CheckpointError,
+  NoPendingApprovalError,
+  OptionsError,
+  RunStateError,
+  StaleApprovalError,
+  SystemError,
+  TollgateError,
+  UserError,
+} from './errors.js';
+export type {
+  Action,
+  AgentOptions,
+  BudgetKind,
+  DecideOptions,
+  HistoryEntry,
+  Json,
+  JsonObject,
+  Limits,
+  PendingCall,
+  Policy,
+  PolicyContext,
+  ResumeOptions,
+  RunState,
+  Status,
+  Tool,
+  ToolContext,
+  Usage,
+} from './types.js';
+export { agentMachine } from '../machines/agent.js';

@@ -1,0 +1,135 @@
+/** The public types of the Agent API. */
+import type {
+  BudgetKind,
+  HistoryEntry,
+  Json,
+  JsonObject,
+  Limits,
+  PendingCall,
+  Status,
+  Usage,
+} from '../machines/types.js';
+import type { Clock } from './clock.js';
+
+/** What a tool's `fn` receives beside its arguments. */
+export interface ToolContext {
+  /** Aborted when the call times out (`timeoutMs`) or the run is cancelled. */
+  signal: AbortSignal;
+  runId: string;
+  /** The policy call that produced this tool call. */
+  step: number;
+  /** The idempotency key, `${runId}:${step}` (also `fn`'s second argument). */
+  key: string;
+  /** The pending-call id the human approved, or null for a call that needed no approval. */
+  approvedCallId: string | null;
+}
+
+/**
+ * A tool the policy may call.
+ *
+ * @example
+ * const sendEmail: Tool = {
+ *   name: 'send_email',
+ *   sideEffect: true,   // needs a human's approval (needsApproval defaults to sideEffect)
+ *   idempotent: true,   // honours `key`: safe to call again after a crash
+ *   fn: async ({ to }, key) => mailer.send({ to, idempotencyKey: key }),
+ * };
+ */
+export interface Tool<Args extends JsonObject = JsonObject> {
+  name: string;
+  /** Returns a JSON value (anything else becomes an error observation). */
+  fn(args: Args, key: string, ctx: ToolContext): unknown;
+  /** The tool changes the world. @default false */
+  sideEffect?: boolean;
+  /** A human must approve each call first. @default sideEffect */
+  needsApproval?: boolean | ((args: Args) => boolean | Promise<boolean>);
+  /** The tool deduplicates by `key`: after a crash mid-call it is simply called again. @default false */
+  idempotent?: boolean;
+  /** Abort the call's signal and record a timeout error after this many ms. @default none */
+  timeoutMs?: number;
+}
+
+/** Token usage a policy may report with its action. */
+export type { Usage };
+
+/** What a policy returns: call a tool, or answer. */
+export type Action =
+  | { tool: string; args?: JsonObject; usage?: Usage }
+  | { final: Json; usage?: Usage };
+
+/** What a policy receives beside the history. */
+export interface PolicyContext {
+  runId: string;
+  /** The step this call will count as, 1-based. */
+  step: number;
+  /** 0 on the first try, then 1, 2, … when the policy threw and is retried. */
+  attempt: number;
+  /** Aborted when the run is cancelled. */
+  signal: AbortSignal;
+}
+
+/** The model: maps a copy of the history to the next action. */
+export type Policy = (history: HistoryEntry[], ctx: PolicyContext) => Action | Promise<Action>;
+
+/** Options shared by `new Agent` and `Agent.resume`. */
+export interface RuntimeOptions {
+  policy: Policy;
+  tools: readonly Tool<any>[];
+  /** Time source for budgets, expiry, retries and timeouts. @default systemClock */
+  clock?: Clock;
+  /** How many times a throwing policy is retried before the run fails. @default 2 */
+  policyRetries?: number;
+  /** First retry delay; doubles each retry, capped at 30 s. @default 250 */
+  retryDelayMs?: number;
+}
+
+/** Options of `new Agent`. */
+export interface AgentOptions extends RuntimeOptions {
+  /** Policy calls allowed. @default 8 */
+  maxSteps?: number;
+  /** Input + output tokens allowed (from the policy's `usage`). @default unlimited */
+  maxTokens?: number | null;
+  /** Active milliseconds allowed (time running, not time paused for a human). @default unlimited */
+  maxActiveMs?: number | null;
+  /** Approvals expire this long after they are requested. @default never */
+  approvalTtlMs?: number | null;
+  /** The run's id, used in idempotency keys. @default a fresh UUID */
+  runId?: string;
+}
+
+/** Options of `Agent.resume`: limits given here replace the checkpoint's. */
+export interface ResumeOptions extends RuntimeOptions {
+  maxSteps?: number;
+  maxTokens?: number | null;
+  maxActiveMs?: number | null;
+}
+
+/** Options of `decide`. */
+export interface DecideOptions {
+  /** The pending call's id the human saw; a different id throws `StaleApprovalError`. */
+  callId?: string;
+  /** Who decided. @default 'human' */
+  by?: string;
+}
+
+/** `agent.state`: the whole run, plain JSON (a copy). */
+export interface RunState {
+  runId: string;
+  status: Status;
+  history: HistoryEntry[];
+  steps: number;
+  usage: Usage;
+  activeMs: number;
+  limits: Limits;
+  pending: PendingCall | null;
+  answer: Json | null;
+  /** The budget that stopped the run, while `budget_exhausted`. */
+  stoppedBy: BudgetKind | null;
+  /** The policy's last error, while `failed`. */
+  error: string | null;
+  cancelReason: string | null;
+  /** The call being executed, while `running` a tool. */
+  inflight: { key: string; tool: string; step: number } | null;
+}
+
+export type { BudgetKind, HistoryEntry, Json, JsonObject, Limits, PendingCall, Status };
