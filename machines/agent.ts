@@ -100,10 +100,7 @@ function outcome(event: MachineEvent): ToolOutcome {
   return (event as DoneEvent<ToolOutcome, 'tool'>).output;
 }
 
-function inflightEntry(
-  context: AgentContext,
-  body: { result: Json } | { error: string },
-): HistoryEntry {
+function inflightEntry(context: AgentContext, body: { result: Json } | { error: string }): HistoryEntry {
   const call = context.inflight as InflightCall;
   const entry = { role: 'tool', tool: call.tool, ...body } as HistoryEntry;
   return call.approval ? ({ ...entry, approval: call.approval } as HistoryEntry) : entry;
@@ -151,8 +148,7 @@ export const agentMachine = setup({
       (event.type === 'APPROVE' || event.type === 'DENY') &&
       context.pending?.id === event.callId &&
       isExpiredAt(context.pending, event.at),
-    isExpired: ({ context, event }) =>
-      event.type === 'EXPIRE' && isExpiredAt(context.pending, event.at),
+    isExpired: ({ context, event }) => event.type === 'EXPIRE' && isExpiredAt(context.pending, event.at),
     outcomeUnknown: ({ event }) => outcome(event).type === 'outcome_unknown',
     toolSucceeded: ({ event }) => outcome(event).type === 'result',
   },

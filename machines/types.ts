@@ -147,14 +147,7 @@ export type AgentEvent =
   | { type: 'RUN' };
 
 /** The run's status: the machine's top-level state name. */
-export type Status =
-  | 'idle'
-  | 'running'
-  | 'awaiting_approval'
-  | 'budget_exhausted'
-  | 'done'
-  | 'failed'
-  | 'cancelled';
+export type Status = 'idle' | 'running' | 'awaiting_approval' | 'budget_exhausted' | 'done' | 'failed' | 'cancelled';
 
 export const STATUSES: readonly Status[] = [
   'idle',

@@ -31,7 +31,7 @@ export function usageOf(raw: unknown): Usage | null {
 }
 
 /** Whether a call of `tool` with `args` needs a human first. A predicate that throws means yes. */
-export async function needsApproval(tool: Tool<any>, args: JsonObject): Promise<boolean> {
+export async function needsApproval(tool: Tool, args: JsonObject): Promise<boolean> {
   const rule = tool.needsApproval ?? tool.sideEffect ?? false;
   if (typeof rule !== 'function') return rule === true;
   try {
@@ -42,8 +42,12 @@ export async function needsApproval(tool: Tool<any>, args: JsonObject): Promise<
 }
 
 /** Validates a policy's action and classifies it against the tools. */
-export async function classify(raw: unknown, tools: ReadonlyMap<string, Tool<any>>): Promise<Classified> {
-  if (!isPlainObject(raw)) return malformed(raw, `expected an object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}`);
+export async function classify(raw: unknown, tools: ReadonlyMap<string, Tool>): Promise<Classified> {
+  if (!isPlainObject(raw))
+    return malformed(
+      raw,
+      `expected an object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}`,
+    );
   const hasTool = 'tool' in raw && raw.tool !== undefined;
   const hasFinal = 'final' in raw && raw.final !== undefined;
   if (hasTool && hasFinal) return malformed(raw, 'has both tool and final');

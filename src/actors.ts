@@ -15,7 +15,7 @@ import type { Policy, Tool } from './types.js';
 /** What the actors need from the Agent that provides them. */
 export interface ActorHost {
   policy: Policy;
-  tools: ReadonlyMap<string, Tool<any>>;
+  tools: ReadonlyMap<string, Tool>;
   clock: Clock;
   policyRetries: number;
   retryDelayMs: number;
@@ -72,15 +72,22 @@ export function policyActor(host: ActorHost) {
 }
 
 /** Calls `fn`, racing it against the tool's timeout; aborts the tool's signal on timeout. */
-async function callWithTimeout(tool: Tool<any>, call: InflightCall, runId: string, host: ActorHost, signal: AbortSignal) {
+async function callWithTimeout(tool: Tool, call: InflightCall, runId: string, host: ActorHost, signal: AbortSignal) {
   const controller = new AbortController();
   const forward = () => controller.abort(signal.reason);
   if (signal.aborted) forward();
   else signal.addEventListener('abort', forward, { once: true });
-  const ctx = { signal: controller.signal, runId, step: call.step, key: call.key, approvedCallId: call.approval?.callId ?? null };
+  const ctx = {
+    signal: controller.signal,
+    runId,
+    step: call.step,
+    key: call.key,
+    approvedCallId: call.approval?.callId ?? null,
+  };
   const timer = new AbortController();
   try {
-    const work = Promise.resolve().then(() => tool.fn(call.args, call.key, ctx));
+    // The tool gets its own copy: the call's args are also the (frozen) history entry's.
+    const work = Promise.resolve().then(() => tool.fn(structuredClone(call.args), call.key, ctx));
     if (tool.timeoutMs === undefined) return await work;
     const ms = tool.timeoutMs;
     const timeout = host.clock.sleep(ms, timer.signal).then(() => {
@@ -102,6 +109,8 @@ export function toolActor(host: ActorHost, runId: string) {
       return { type: 'outcome_unknown', at: isoTime(host.clock.now()) };
     }
     await host.beforeEffect(call);
+    // Cancelled while the write-ahead record was being made: the call never starts.
+    if (signal.aborted) throw signal.reason;
     const started = host.clock.now();
     const done = (body: { result: unknown } | { error: string }): ToolOutcome => {
       const now = host.clock.now();

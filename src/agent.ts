@@ -13,13 +13,7 @@ import type { AgentEvent, Limits, Status } from '../machines/types.js';
 import { policyActor, toolActor } from './actors.js';
 import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue } from './checkpoint.js';
 import { isoTime } from './clock.js';
-import {
-  NoPendingApprovalError,
-  OptionsError,
-  RunStateError,
-  StaleApprovalError,
-  SystemError,
-} from './errors.js';
+import { NoPendingApprovalError, OptionsError, RunStateError, StaleApprovalError, SystemError } from './errors.js';
 import { parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import type { AgentOptions, DecideOptions, ResumeOptions, RunState } from './types.js';
 
@@ -130,7 +124,8 @@ export class Agent {
    * @throws RunStateError if the run is not `idle`.
    */
   async start(goal: string): Promise<Status> {
-    if (typeof goal !== 'string') throw new OptionsError(`start: goal must be a string, got ${typeof goal}`, this.#details());
+    if (typeof goal !== 'string')
+      throw new OptionsError(`start: goal must be a string, got ${typeof goal}`, this.#details());
     this.#expect(['idle'], 'start');
     return this.#send({ type: 'START', goal });
   }
@@ -144,7 +139,11 @@ export class Agent {
   async run(): Promise<Status> {
     const status = this.status;
     if (status === 'idle') {
-      throw new RunStateError('run: the run has not started; call start(goal)', ['running', 'failed', 'budget_exhausted'], this.#details());
+      throw new RunStateError(
+        'run: the run has not started; call start(goal)',
+        ['running', 'failed', 'budget_exhausted'],
+        this.#details(),
+      );
     }
     if (status === 'running') return this.#settle();
     if (status === 'failed' || status === 'budget_exhausted') return this.#send({ type: 'RUN' });
@@ -164,12 +163,19 @@ export class Agent {
    * @throws StaleApprovalError if `opts.callId` is not the pending call's id.
    */
   async decide(approved: boolean, note = '', opts: DecideOptions = {}): Promise<Status> {
-    if (typeof approved !== 'boolean') throw new OptionsError(`decide: approved must be a boolean, got ${typeof approved}`, this.#details());
-    if (typeof note !== 'string') throw new OptionsError(`decide: note must be a string, got ${typeof note}`, this.#details());
-    if (opts.by !== undefined && typeof opts.by !== 'string') throw new OptionsError('decide: by must be a string', this.#details());
+    if (typeof approved !== 'boolean')
+      throw new OptionsError(`decide: approved must be a boolean, got ${typeof approved}`, this.#details());
+    if (typeof note !== 'string')
+      throw new OptionsError(`decide: note must be a string, got ${typeof note}`, this.#details());
+    if (opts.by !== undefined && typeof opts.by !== 'string')
+      throw new OptionsError('decide: by must be a string', this.#details());
     const pending = this.#actor.getSnapshot().context.pending;
     if (this.status !== 'awaiting_approval' || !pending) {
-      throw new NoPendingApprovalError(`decide: no call awaits approval (status ${this.status})`, ['awaiting_approval'], this.#details());
+      throw new NoPendingApprovalError(
+        `decide: no call awaits approval (status ${this.status})`,
+        ['awaiting_approval'],
+        this.#details(),
+      );
     }
     if (opts.callId !== undefined && opts.callId !== pending.id) {
       throw new StaleApprovalError(
@@ -208,7 +214,10 @@ export class Agent {
       // Not started (e.g. just resumed mid-call): starting would restart the call, so the
       // limits are written into the snapshot the actor will start from.
       const run = this.#actor.getPersistedSnapshot() as unknown as PersistedRun;
-      this.#actor = this.#createActor({ ...run, context: { ...run.context, limits: { ...run.context.limits, ...given } } });
+      this.#actor = this.#createActor({
+        ...run,
+        context: { ...run.context, limits: { ...run.context.limits, ...given } },
+      });
     }
     return structuredClone(this.#actor.getSnapshot().context.limits);
   }
@@ -241,7 +250,10 @@ export class Agent {
 
   #throwIfFaulted(): void {
     if (this.#fault !== undefined) {
-      throw new SystemError(`the run's actor failed: ${String(this.#fault)}`, { ...this.#details(), cause: this.#fault });
+      throw new SystemError(`the run's actor failed: ${String(this.#fault)}`, {
+        ...this.#details(),
+        cause: this.#fault,
+      });
     }
   }
 
@@ -250,7 +262,11 @@ export class Agent {
     this.#started = true;
     // Always listen for errors: an unobserved actor error is rethrown asynchronously and
     // would kill the host process (ARCHITECTURE.md, XState pitfalls).
-    this.#actor.subscribe({ error: (error) => void (this.#fault = error) });
+    this.#actor.subscribe({
+      error: (error) => {
+        this.#fault = error;
+      },
+    });
     this.#actor.start();
   }
 

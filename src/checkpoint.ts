@@ -110,7 +110,13 @@ function expectedChildren(run: PersistedRun): PersistedRun['children'] {
   if (typeof v === 'string') return {};
   const c = run.context;
   return v.running === 'deciding'
-    ? { policy: { snapshot: { status: 'active', input: { runId: c.runId, step: c.steps + 1 } }, src: 'policy', syncSnapshot: false } }
+    ? {
+        policy: {
+          snapshot: { status: 'active', input: { runId: c.runId, step: c.steps + 1 } },
+          src: 'policy',
+          syncSnapshot: false,
+        },
+      }
     : { tool: { snapshot: { status: 'active', input: c.inflight }, src: 'tool', syncSnapshot: false } };
 }
 
@@ -174,7 +180,8 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
   const outer = envelope.safeParse(parsed);
   if (!outer.success) fail('expected an object with format, version and snapshot');
   const { format, version } = outer.data;
-  if (format !== CHECKPOINT_FORMAT) fail(`format is ${JSON.stringify(format)}, expected "${CHECKPOINT_FORMAT}"`, 'format');
+  if (format !== CHECKPOINT_FORMAT)
+    fail(`format is ${JSON.stringify(format)}, expected "${CHECKPOINT_FORMAT}"`, 'format');
   if (typeof version !== 'number' || !READABLE_VERSIONS.includes(version)) {
     fail(`unsupported version ${JSON.stringify(version)}; this build reads ${READABLE_VERSIONS.join(', ')}`, 'version');
   }

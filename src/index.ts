@@ -1,4 +1,6 @@
 /** Tollgate's public API. Everything a user imports from 'tollgate' is named here. */
+
+export { agentMachine } from '../machines/agent.js';
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint.js';
 export { type Clock, systemClock } from './clock.js';
@@ -31,4 +33,3 @@ export type {
   ToolContext,
   Usage,
 } from './types.js';
-export { agentMachine } from '../machines/agent.js';

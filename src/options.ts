@@ -45,22 +45,26 @@ const limitsSchema = z.strictObject({ maxSteps: count.optional(), maxTokens: lim
 /** The runtime pieces of the options, checked and with defaults. */
 export interface Runtime {
   policy: Policy;
-  tools: ReadonlyMap<string, Tool<any>>;
+  tools: ReadonlyMap<string, Tool>;
   clock: Clock;
   policyRetries: number;
   retryDelayMs: number;
 }
 
-function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+/**
+ * Validates `value` and returns it as it was: zod's output is a plain copy, which would unbind
+ * methods of a class-based clock or tool.
+ */
+function check<T>(schema: z.ZodType<unknown>, value: T, what: string): T {
   const result = schema.safeParse(value);
-  if (result.success) return result.data;
+  if (result.success) return value;
   const issue = result.error.issues[0] as z.core.$ZodIssue;
   const where = issue.path.length ? issue.path.map(String).join('.') : what;
   throw new OptionsError(`${what}: ${where}: ${issue.message}`);
 }
 
 function runtimeOf(options: RuntimeOptions): Runtime {
-  const tools = new Map<string, Tool<any>>();
+  const tools = new Map<string, Tool>();
   for (const t of options.tools) {
     if (tools.has(t.name)) throw new OptionsError(`options: tools: two tools are named ${JSON.stringify(t.name)}`);
     tools.set(t.name, t);
@@ -75,7 +79,11 @@ function runtimeOf(options: RuntimeOptions): Runtime {
 }
 
 /** Only the limits the caller named, for overriding a checkpoint's. */
-function limitsGiven(options: { maxSteps?: number; maxTokens?: number | null; maxActiveMs?: number | null }): Partial<Limits> {
+function limitsGiven(options: {
+  maxSteps?: number;
+  maxTokens?: number | null;
+  maxActiveMs?: number | null;
+}): Partial<Limits> {
   const out: Partial<Limits> = {};
   if (options.maxSteps !== undefined) out.maxSteps = options.maxSteps;
   if (options.maxTokens !== undefined) out.maxTokens = options.maxTokens;
@@ -84,7 +92,7 @@ function limitsGiven(options: { maxSteps?: number; maxTokens?: number | null; ma
 }
 
 export function parseAgentOptions(options: AgentOptions) {
-  const o = check(agentSchema, options, 'options') as unknown as AgentOptions;
+  const o = check(agentSchema, options, 'options');
   return {
     runtime: runtimeOf(o),
     runId: o.runId,
@@ -94,10 +102,10 @@ export function parseAgentOptions(options: AgentOptions) {
 }
 
 export function parseResumeOptions(options: ResumeOptions) {
-  const o = check(resumeSchema, options, 'options') as unknown as ResumeOptions;
+  const o = check(resumeSchema, options, 'options');
   return { runtime: runtimeOf(o), limits: limitsGiven(o) };
 }
 
 export function parseLimits(limits: unknown): Partial<Limits> {
-  return limitsGiven(check(limitsSchema, limits, 'extendBudget'));
+  return limitsGiven(check(limitsSchema, limits as Partial<Limits>, 'extendBudget'));
 }

@@ -35,7 +35,7 @@ export interface ToolContext {
  *   fn: async ({ to }, key) => mailer.send({ to, idempotencyKey: key }),
  * };
  */
-export interface Tool<Args extends JsonObject = JsonObject> {
+export interface Tool<Args = any> {
   name: string;
   /** Returns a JSON value (anything else becomes an error observation). */
   fn(args: Args, key: string, ctx: ToolContext): unknown;
@@ -53,9 +53,7 @@ export interface Tool<Args extends JsonObject = JsonObject> {
 export type { Usage };
 
 /** What a policy returns: call a tool, or answer. */
-export type Action =
-  | { tool: string; args?: JsonObject; usage?: Usage }
-  | { final: Json; usage?: Usage };
+export type Action = { tool: string; args?: Record<string, unknown>; usage?: Usage } | { final: Json; usage?: Usage };
 
 /** What a policy receives beside the history. */
 export interface PolicyContext {
@@ -74,7 +72,7 @@ export type Policy = (history: HistoryEntry[], ctx: PolicyContext) => Action | P
 /** Options shared by `new Agent` and `Agent.resume`. */
 export interface RuntimeOptions {
   policy: Policy;
-  tools: readonly Tool<any>[];
+  tools: readonly Tool[];
   /** Time source for budgets, expiry, retries and timeouts. @default systemClock */
   clock?: Clock;
   /** How many times a throwing policy is retried before the run fails. @default 2 */

@@ -48,7 +48,11 @@ describe('the seed scenario (refund email)', () => {
     const history = agent.state.history;
     expect(history[0]).toEqual({ role: 'user', content: 'email ops' });
     expect(history[1]).toEqual({ role: 'assistant', tool: 'search', args: { q: 'refund policy' } });
-    expect(history[2]).toEqual({ role: 'tool', tool: 'search', result: { hits: ['refund policy for refund policy: 30 days'] } });
+    expect(history[2]).toEqual({
+      role: 'tool',
+      tool: 'search',
+      result: { hits: ['refund policy for refund policy: 30 days'] },
+    });
     expect(history[3]).toMatchObject({ role: 'assistant', tool: 'send_email' });
     expect(history[4]).toMatchObject({
       role: 'tool',

@@ -6,7 +6,7 @@ export interface Sent {
   key: string;
 }
 
-export function refundTools(sent: Sent[]): Tool<any>[] {
+export function refundTools(sent: Sent[]): Tool[] {
   return [
     {
       name: 'search',

@@ -1,0 +1,168 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { Agent, StaleApprovalError, type Tool } from '../src/index.js';
+import { gate, recorder, sequence, until } from './support/helpers.js';
+
+/** A tool whose first call hangs until released, so a checkpoint can be taken mid-call. */
+function blocking(name: string, extra: Partial<Tool> = {}) {
+  const held = gate();
+  const calls: { args: unknown; key: string; signal: AbortSignal }[] = [];
+  const tool: Tool = {
+    name,
+    ...extra,
+    fn: (args, key, ctx) => {
+      calls.push({ args, key, signal: ctx.signal });
+      return held.promise;
+    },
+  };
+  return { tool, calls, held };
+}
+
+/** Starts a run that approves `name` and stops while the call is in flight; returns that checkpoint. */
+async function midCall(extra: Partial<Tool>) {
+  const b = blocking('pay', extra);
+  const agent = new Agent({
+    runId: 'r',
+    policy: sequence({ tool: 'pay', args: { amount: 7 } }, { final: 'paid' }),
+    tools: [b.tool],
+  });
+  void agent.start('pay');
+  await until(() => b.calls.length === 1 || agent.status === 'awaiting_approval');
+  if (agent.status === 'awaiting_approval') void agent.decide(true, 'go', { by: 'alice' });
+  await until(() => b.calls.length === 1);
+  const blob = agent.checkpoint();
+  await agent.cancel('simulated crash'); // the original process is gone
+  expect(agent.status).toBe('cancelled');
+  expect(b.calls[0]?.signal.aborted).toBe(true);
+  return blob;
+}
+
+describe('crash semantics: write ahead', () => {
+  it('the checkpoint taken while a tool runs records the key in flight', async () => {
+    const blob = await midCall({ sideEffect: true });
+    const state = Agent.resume(blob, { policy: sequence(), tools: [] }).state;
+    expect(state.status).toBe('running');
+    expect(state.inflight).toEqual({ key: 'r:1', tool: 'pay', step: 1 });
+  });
+
+  it('an idempotent tool in flight is called again with the same key', async () => {
+    const blob = await midCall({ sideEffect: true, idempotent: true });
+    const again = recorder('pay', { sideEffect: true, idempotent: true });
+    const agent = Agent.resume(blob, { policy: sequence({ final: 'paid' }), tools: [again.tool] });
+    expect(await agent.run()).toBe('done');
+    expect(again.calls).toEqual([{ args: { amount: 7 }, key: 'r:1' }]);
+    expect(agent.state.history[2]).toMatchObject({
+      role: 'tool',
+      tool: 'pay',
+      result: 'ok',
+      approval: { by: 'alice' },
+    });
+  });
+
+  it('a non-idempotent side effect in flight is not called again: a human decides, outcome unknown', async () => {
+    const blob = await midCall({ sideEffect: true });
+    const again = recorder('pay', { sideEffect: true });
+    const agent = Agent.resume(blob, { policy: sequence({ final: 'paid' }), tools: [again.tool] });
+    expect(await agent.run()).toBe('awaiting_approval');
+    expect(again.calls).toEqual([]);
+    expect(agent.state.pending).toMatchObject({ id: 'r:1#2', key: 'r:1', attempt: 2, outcome: 'unknown' });
+    const paused = agent.checkpoint();
+
+    await expect(agent.decide(true, '', { callId: 'r:1#1' })).rejects.toBeInstanceOf(StaleApprovalError);
+    expect(await agent.decide(true, 'checked the ledger: not paid', { callId: 'r:1#2' })).toBe('done');
+    expect(again.calls).toEqual([{ args: { amount: 7 }, key: 'r:1' }]);
+
+    const denied = Agent.resume(paused, { policy: sequence({ final: 'stopped' }), tools: [again.tool] });
+    expect(await denied.decide(false, 'it went through')).toBe('done');
+    expect(again.calls).toHaveLength(1);
+    expect(denied.state.history[2]).toMatchObject({ error: 'denied by human: it went through', outcome: 'unknown' });
+  });
+
+  it('a pure tool in flight simply runs again', async () => {
+    const blob = await midCall({});
+    const again = recorder('pay');
+    const agent = Agent.resume(blob, { policy: sequence({ final: 'paid' }), tools: [again.tool] });
+    expect(await agent.run()).toBe('done');
+    expect(again.calls).toHaveLength(1);
+  });
+
+  it('a tool now marked as needing approval is refused if its in-flight call had none', async () => {
+    const blob = await midCall({});
+    const strict = recorder('pay', { needsApproval: true });
+    const agent = Agent.resume(blob, { policy: sequence({ final: 'x' }), tools: [strict.tool] });
+    expect(await agent.run()).toBe('done');
+    expect(strict.calls).toEqual([]);
+    expect(agent.state.history[2]).toMatchObject({ error: 'refused: pay needs approval and this call has none' });
+  });
+
+  it('a policy call in flight is asked again and counts one step', async () => {
+    const held = gate<never>();
+    const agent = new Agent({ runId: 'r', policy: () => held.promise, tools: [] });
+    void agent.start('go');
+    const blob = agent.checkpoint();
+    await agent.cancel();
+    const resumed = Agent.resume(blob, { policy: sequence({ final: 'ok' }), tools: [] });
+    expect(await resumed.run()).toBe('done');
+    expect(resumed.state.steps).toBe(1);
+  });
+
+  it('cancelling a resumed run with a call in flight never calls the tool', async () => {
+    const blob = await midCall({ sideEffect: true, idempotent: true });
+    const again = recorder('pay', { sideEffect: true, idempotent: true });
+    const agent = Agent.resume(blob, { policy: sequence(), tools: [again.tool] });
+    expect(await agent.cancel('stop')).toBe('cancelled');
+    await new Promise((r) => setImmediate(r));
+    expect(again.calls).toEqual([]);
+    expect(agent.state.cancelReason).toBe('stop');
+  });
+
+  it('resumes in a new process exactly where the original stopped', async () => {
+    const blob = await midCall({ sideEffect: true, idempotent: true });
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-'));
+    const file = join(dir, 'run.json');
+    writeFileSync(file, blob);
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'test/support/resume-child.ts', file],
+      {
+        cwd: process.cwd(),
+      },
+    );
+    const out = JSON.parse(stdout);
+    expect(out.same).toBe(true);
+    expect(out.status).toBe('done');
+    expect(out.calls).toEqual([{ args: { amount: 7 }, key: 'r:1' }]);
+    expect(out.state.history).toHaveLength(4);
+  });
+});
+
+describe('cancel', () => {
+  it('aborts the signal of a tool in flight and ends the run', async () => {
+    const b = blocking('slow');
+    const agent = new Agent({ policy: sequence({ tool: 'slow' }), tools: [b.tool] });
+    const started = agent.start('go');
+    await until(() => b.calls.length === 1);
+    expect(await agent.cancel('user left')).toBe('cancelled');
+    expect(await started).toBe('cancelled');
+    expect(b.calls[0]?.signal.aborted).toBe(true);
+    expect(agent.state).toMatchObject({ status: 'cancelled', cancelReason: 'user left' });
+  });
+
+  it('works from idle, awaiting_approval, budget_exhausted and failed', async () => {
+    const idle = new Agent({ policy: sequence(), tools: [] });
+    expect(await idle.cancel()).toBe('cancelled');
+    const waiting = new Agent({ policy: sequence({ tool: 't' }), tools: [recorder('t', { sideEffect: true }).tool] });
+    await waiting.start('go');
+    expect(await waiting.cancel()).toBe('cancelled');
+    const spent = new Agent({ policy: sequence(), tools: [], maxSteps: 0 });
+    await spent.start('go');
+    expect(await spent.cancel()).toBe('cancelled');
+    const failed = new Agent({ policyRetries: 0, tools: [], policy: () => Promise.reject(new Error('x')) });
+    expect(await failed.start('go')).toBe('failed');
+    expect(await failed.cancel()).toBe('cancelled');
+  });
+});
