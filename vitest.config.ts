@@ -9,6 +9,7 @@ export default defineConfig({
     alias: [
       { find: /^tollgate\/testing$/, replacement: here('./src/testing/index.ts') },
       { find: /^tollgate\/machine$/, replacement: here('./machines/agent.ts') },
+      { find: /^tollgate\/(memory|file|sqlite|postgres)$/, replacement: `${here('./src/stores/')}$1.ts` },
       { find: /^tollgate$/, replacement: here('./src/index.ts') },
     ],
   },

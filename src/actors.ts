@@ -26,8 +26,12 @@ export interface ActorHost {
    * side effect among them is not called again: its outcome is unknown.
    */
   recovering: Set<string>;
-  /** Awaited before a tool runs: the write-ahead point (a store persists the checkpoint here). */
-  beforeEffect(call: InflightCall): Promise<void>;
+  /**
+   * Awaited before every policy and tool call: with a store, the run as it is now (the call in
+   * flight included) is saved first. The write-ahead point; and a writer that lost its place
+   * (ConflictError) stops here, before calling anything.
+   */
+  durable(): Promise<void>;
 }
 
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -51,6 +55,8 @@ function withElapsed(error: unknown, elapsedMs: number): unknown {
 
 export function policyActor(host: ActorHost) {
   return fromPromise<Decision, PolicyInput>(async ({ input, signal }) => {
+    await host.durable();
+    if (signal.aborted) throw signal.reason;
     const started = host.clock.now();
     for (let attempt = 0; ; attempt++) {
       let raw: unknown;
@@ -108,7 +114,7 @@ export function toolActor(host: ActorHost, runId: string) {
     if (host.recovering.delete(call.key) && tool?.sideEffect && !tool.idempotent) {
       return { type: 'outcome_unknown', at: isoTime(host.clock.now()) };
     }
-    await host.beforeEffect(call);
+    await host.durable();
     // Cancelled while the write-ahead record was being made: the call never starts.
     if (signal.aborted) throw signal.reason;
     const started = host.clock.now();

@@ -5,6 +5,7 @@
  * and tool actors, turns calls into events and waits until the run settles (any status but
  * `running`). A resumed agent does not start its actor until asked to work, so
  * `Agent.resume(blob).checkpoint() === blob` and nothing runs by merely loading a run.
+ * With a store, every change is saved (src/journal.ts), and always before a tool runs.
  */
 import { randomUUID } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
@@ -13,14 +14,32 @@ import type { AgentEvent, Limits, Status } from '../machines/types.js';
 import { policyActor, toolActor } from './actors.js';
 import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue } from './checkpoint.js';
 import { isoTime } from './clock.js';
-import { NoPendingApprovalError, OptionsError, RunStateError, StaleApprovalError, SystemError } from './errors.js';
+import {
+  NoPendingApprovalError,
+  OptionsError,
+  RunNotFoundError,
+  RunStateError,
+  StaleApprovalError,
+  SystemError,
+  TollgateError,
+} from './errors.js';
+import { Journal, type RunView } from './journal.js';
 import { parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
+import { type CheckpointStore, joinRun } from './store.js';
 import type { AgentOptions, DecideOptions, ResumeOptions, RunState } from './types.js';
 
 type MachineSnapshot = ReturnType<Actor<AgentMachine>['getSnapshot']>;
 
-/** Set by `Agent.resume` for the constructor it calls: the restored run. */
-let restoring: PersistedRun | null = null;
+/** Where a stored run lives: its store, the version read, and what is stored already. */
+interface StoredPlace {
+  store: CheckpointStore;
+  version: number;
+  stored: number;
+  head: string | null;
+}
+
+/** Set by `Agent.resume`/`Agent.load` for the constructor they call: the restored run. */
+let restoring: { run: PersistedRun; place: StoredPlace | null } | null = null;
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
 
@@ -46,6 +65,7 @@ export class Agent {
   #started = false;
   #fault: unknown = undefined;
   #settling: Promise<Status> | null = null;
+  #journal: Journal | null = null;
   /** Keys in flight in the checkpoint this agent was resumed from (write-ahead records). */
   readonly #recovering = new Set<string>();
 
@@ -53,11 +73,13 @@ export class Agent {
     const restored = restoring;
     restoring = null;
     if (restored) {
-      // Options were checked by Agent.resume.
+      // Options were checked by Agent.resume / Agent.load.
+      const { run, place } = restored;
       this.#runtime = parseResumeOptions(options).runtime;
-      this.runId = restored.context.runId;
-      if (restored.context.inflight) this.#recovering.add(restored.context.inflight.key);
-      this.#actor = this.#createActor(restored);
+      this.runId = run.context.runId;
+      if (run.context.inflight) this.#recovering.add(run.context.inflight.key);
+      this.#actor = this.#createActor(run);
+      if (place) this.#attach(place);
       return;
     }
     const parsed = parseAgentOptions(options);
@@ -66,6 +88,7 @@ export class Agent {
     this.#actor = createActor(this.#machine(), {
       input: { runId: this.runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs },
     });
+    if (options.store) this.#attach({ store: options.store, version: 0, stored: 0, head: null });
   }
 
   /**
@@ -74,17 +97,40 @@ export class Agent {
    * @throws CheckpointError when the blob is not a checkpoint this version can resume.
    */
   static resume(blob: string, options: ResumeOptions): Agent {
+    return Agent.#restore(blob, options, null);
+  }
+
+  /**
+   * Brings a run back from a store, in this process or any other. Every change is saved back,
+   * each save expecting the version it read: a stale writer gets a `ConflictError`.
+   * @throws RunNotFoundError when the store has no such run.
+   * @throws CheckpointError when the stored run is not valid.
+   */
+  static async load(store: CheckpointStore, runId: string, options: ResumeOptions): Promise<Agent> {
+    parseResumeOptions(options);
+    const record = await store.load(runId);
+    if (!record) throw new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
+    const place = { store, version: record.version, stored: record.entries.length, head: record.head };
+    return Agent.#restore(joinRun(record.head, record.entries), options, place);
+  }
+
+  static #restore(blob: string, options: ResumeOptions, place: StoredPlace | null): Agent {
     const parsed = parseResumeOptions(options);
     const run = decodeCheckpoint(blob);
     if (Object.keys(parsed.limits).length > 0) {
       run.context = { ...run.context, limits: { ...run.context.limits, ...parsed.limits } };
     }
-    restoring = run;
+    restoring = { run, place };
     try {
       return new Agent(options as AgentOptions);
     } finally {
       restoring = null;
     }
+  }
+
+  /** The store version this agent last saved or loaded (0 before the first save); null without a store. */
+  get version(): number | null {
+    return this.#journal?.version ?? null;
   }
 
   /** The run's status: the machine's top-level state. */
@@ -219,6 +265,7 @@ export class Agent {
         context: { ...run.context, limits: { ...run.context.limits, ...given } },
       });
     }
+    void this.#journal?.flush(); // saved by the next settle at the latest
     return structuredClone(this.#actor.getSnapshot().context.limits);
   }
 
@@ -227,13 +274,38 @@ export class Agent {
       ...this.#runtime,
       recovering: this.#recovering,
       history: () => this.#actor.getSnapshot().context.history,
-      beforeEffect: async () => {},
+      // Write ahead: the run, with this call in flight, is durable before the call is made.
+      durable: () => this.#journal?.flush() ?? Promise.resolve(),
     };
     return agentMachine.provide({ actors: { policy: policyActor(host), tool: toolActor(host, this.runId) } });
   }
 
   #createActor(run: PersistedRun): Actor<AgentMachine> {
     return createActor(this.#machine(), { snapshot: run as never, input: undefined as never });
+  }
+
+  #attach(place: StoredPlace): void {
+    this.#journal = new Journal({
+      ...place,
+      runId: this.runId,
+      read: () => this.#view(),
+      onFailure: (error) => this.#halt(error),
+    });
+  }
+
+  #view(): RunView | null {
+    const s = this.#actor.getSnapshot();
+    if (s.status === 'error' || s.status === 'stopped') return null;
+    const value = s.value as PersistedRun['value'];
+    const run = { status: s.status, value, historyValue: {} as Record<string, never>, context: s.context };
+    return { run, status: statusOfValue(value), pending: s.context.pending, history: s.context.history };
+  }
+
+  /** Stops the run in this process for good: after a failed save nothing may run here. */
+  #halt(error: unknown): void {
+    if (this.#fault !== undefined) return;
+    this.#fault = error;
+    this.#actor.stop();
   }
 
   #details() {
@@ -249,22 +321,33 @@ export class Agent {
   }
 
   #throwIfFaulted(): void {
-    if (this.#fault !== undefined) {
-      throw new SystemError(`the run's actor failed: ${String(this.#fault)}`, {
-        ...this.#details(),
-        cause: this.#fault,
-      });
+    const fault = this.#fault;
+    if (fault === undefined) return;
+    if (fault instanceof TollgateError) throw fault;
+    throw new SystemError(`the run cannot go on in this process: ${String(fault)}`, {
+      ...this.#details(),
+      cause: fault,
+    });
+  }
+
+  #faultError(): unknown {
+    try {
+      this.#throwIfFaulted();
+    } catch (error) {
+      return error;
     }
+    return new SystemError('the run stopped unexpectedly', this.#details());
   }
 
   #ensureStarted(): void {
     if (this.#started) return;
     this.#started = true;
-    // Always listen for errors: an unobserved actor error is rethrown asynchronously and
-    // would kill the host process (ARCHITECTURE.md, XState pitfalls).
     this.#actor.subscribe({
+      next: () => void this.#journal?.flush(),
+      // Always listen for errors: an unobserved actor error is rethrown asynchronously and
+      // would kill the host process (ARCHITECTURE.md, XState pitfalls).
       error: (error) => {
-        this.#fault = error;
+        this.#fault ??= error;
       },
     });
     this.#actor.start();
@@ -277,29 +360,32 @@ export class Agent {
     return this.#settle();
   }
 
-  /** Resolves with the status once the run is no longer `running`. */
-  #settle(): Promise<Status> {
+  /** Resolves with the status once the run is no longer `running` and that is saved. */
+  async #settle(): Promise<Status> {
     this.#throwIfFaulted();
     this.#ensureStarted();
-    if (this.status !== 'running') return Promise.resolve(this.status);
-    this.#settling ??= new Promise<Status>((resolve, reject) => {
-      const subscription = this.#actor.subscribe({
-        next: (snapshot) => {
-          if (statusOf(snapshot) === 'running') return;
+    if (this.status === 'running') {
+      this.#settling ??= new Promise<Status>((resolve, reject) => {
+        const finish = (settle: () => void) => {
           subscription.unsubscribe();
           this.#settling = null;
-          resolve(statusOf(snapshot));
-        },
-        error: () => {
-          this.#settling = null;
-          try {
-            this.#throwIfFaulted();
-          } catch (error) {
-            reject(error);
-          }
-        },
+          settle();
+        };
+        const fail = () => finish(() => reject(this.#faultError()));
+        const subscription = this.#actor.subscribe({
+          next: (snapshot) => {
+            if (statusOf(snapshot) !== 'running') finish(() => resolve(statusOf(snapshot)));
+          },
+          error: fail,
+          complete: () => {
+            if (this.#fault !== undefined) fail();
+          },
+        });
       });
-    });
-    return this.#settling;
+      await this.#settling;
+    }
+    await this.#journal?.flush();
+    this.#throwIfFaulted();
+    return this.status;
   }
 }

@@ -105,7 +105,7 @@ export function statusOfValue(v: PersistedRun['value']): Status {
 }
 
 /** The children XState must find to resume the state: the invoke of that state, nothing else. */
-function expectedChildren(run: PersistedRun): PersistedRun['children'] {
+export function expectedChildren(run: Pick<PersistedRun, 'value' | 'context'>): PersistedRun['children'] {
   const v = run.value;
   if (typeof v === 'string') return {};
   const c = run.context;

@@ -72,3 +72,18 @@ export class CheckpointError extends UserError {
     this.path = path;
   }
 }
+
+/** A store write expected a version that is no longer current: another writer got there first. */
+export class ConflictError extends TollgateError {
+  readonly expectedVersion: number;
+  readonly actualVersion: number | null;
+
+  constructor(message: string, expectedVersion: number, actualVersion: number | null, details: ErrorDetails = {}) {
+    super(message, details);
+    this.expectedVersion = expectedVersion;
+    this.actualVersion = actualVersion;
+  }
+}
+
+/** `Agent.load` (or a store operation) named a run the store does not have. */
+export class RunNotFoundError extends UserError {}

@@ -6,14 +6,17 @@ export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint.js';
 export { type Clock, systemClock } from './clock.js';
 export {
   CheckpointError,
+  ConflictError,
   NoPendingApprovalError,
   OptionsError,
+  RunNotFoundError,
   RunStateError,
   StaleApprovalError,
   SystemError,
   TollgateError,
   UserError,
 } from './errors.js';
+export type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from './store.js';
 export type {
   Action,
   AgentOptions,

@@ -36,6 +36,7 @@ const agentSchema = z.looseObject({
   maxActiveMs: limit,
   approvalTtlMs: z.number().positive().finite().nullable().optional(),
   runId: z.string().min(1).max(200).optional(),
+  store: z.looseObject({ load: fn, save: fn, list: fn, delete: fn }).optional(),
 });
 
 const resumeSchema = z.looseObject({ ...runtime, maxSteps: count.optional(), maxTokens: limit, maxActiveMs: limit });

@@ -10,6 +10,7 @@ import type {
   Usage,
 } from '../machines/types.js';
 import type { Clock } from './clock.js';
+import type { CheckpointStore } from './store.js';
 
 /** What a tool's `fn` receives beside its arguments. */
 export interface ToolContext {
@@ -93,6 +94,8 @@ export interface AgentOptions extends RuntimeOptions {
   approvalTtlMs?: number | null;
   /** The run's id, used in idempotency keys. @default a fresh UUID */
   runId?: string;
+  /** Save the run here after every change, ahead of every side effect. @default none */
+  store?: CheckpointStore;
 }
 
 /** Options of `Agent.resume`: limits given here replace the checkpoint's. */

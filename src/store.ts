@@ -1,0 +1,88 @@
+/**
+ * The `CheckpointStore` contract, and the journal form runs are stored in.
+ *
+ * A run is stored as a small *head* (the checkpoint with an empty history: status, counters,
+ * pending call, call in flight) plus its history as an append-only list of *entries*. Each
+ * save replaces the head and appends only the new entries, so a step costs O(new data), not
+ * O(history), and a 10,000-step run writes O(N) bytes in all. Loading joins head and entries
+ * and validates the result like any checkpoint.
+ */
+import canonicalize from 'canonicalize';
+import type { HistoryEntry, PendingCall, Status } from '../machines/types.js';
+import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, expectedChildren, type PersistedRun } from './checkpoint.js';
+
+/** What a store keeps for one run. */
+export interface StoredRun {
+  runId: string;
+  /** Incremented by every save; the first save makes version 1. */
+  version: number;
+  status: Status;
+  /** The checkpoint without its history (canonical JSON). */
+  head: string;
+  /** The history entries, each canonical JSON, in order. */
+  entries: string[];
+  /** The call awaiting approval, for the inbox. */
+  pending: PendingCall | null;
+  /** ISO-8601 time of the last save (the store's clock). */
+  updatedAt: string;
+}
+
+/** One save: a new head and the entries appended since the last save. */
+export interface RunWrite {
+  status: Status;
+  head: string;
+  /** The number of entries already stored: the first appended entry's index. */
+  from: number;
+  append: string[];
+  pending: PendingCall | null;
+}
+
+/** A run as `list` returns it: everything but its head and history. */
+export type RunSummary = Omit<StoredRun, 'head' | 'entries'>;
+
+export interface ListOptions {
+  /** Only runs in this status; `'awaiting_approval'` is the approval inbox. */
+  status?: Status;
+  /** At most this many, oldest update first. @default all */
+  limit?: number;
+}
+
+/**
+ * Durable storage for runs, with optimistic concurrency: every write names the version it
+ * expects, and a stale writer gets a `ConflictError`, never a silent overwrite.
+ * `tollgate/testing` exports `checkpointStoreConformance` to check an implementation.
+ */
+export interface CheckpointStore {
+  /** The run, or null if the store does not have it. */
+  load(runId: string): Promise<StoredRun | null>;
+  /**
+   * Writes a run if its current version is `expectedVersion` (0: the run must not exist yet),
+   * atomically: the head is replaced and entries `from…` appended, or nothing changes.
+   * @returns the new version, `expectedVersion + 1`.
+   * @throws ConflictError if the stored version (or entry count) is not the expected one.
+   */
+  save(runId: string, write: RunWrite, expectedVersion: number): Promise<number>;
+  /** Runs, optionally by status. */
+  list(options?: ListOptions): Promise<RunSummary[]>;
+  /** Deletes a run (at `expectedVersion`, when given). @returns whether a run was deleted. */
+  delete(runId: string, expectedVersion?: number): Promise<boolean>;
+  /** Releases connections and handles. */
+  close(): Promise<void>;
+}
+
+/** The head of a run: its persisted snapshot with an empty history. O(1) in the history. */
+export function headOf(run: Omit<PersistedRun, 'children'>): string {
+  const snapshot = { ...run, context: { ...run.context, history: [] }, children: expectedChildren(run) };
+  return canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot }) as string;
+}
+
+export function entryOf(entry: HistoryEntry): string {
+  return canonicalize(entry) as string;
+}
+
+/** The full checkpoint blob from a stored head and entries (validate it with decodeCheckpoint). */
+export function joinRun(head: string, entries: readonly string[]): string {
+  const parsed = JSON.parse(head);
+  if (parsed?.snapshot?.context) parsed.snapshot.context.history = entries.map((e) => JSON.parse(e));
+  return canonicalize(parsed) as string;
+}

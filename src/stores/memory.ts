@@ -1,0 +1,68 @@
+/**
+ * An in-memory `CheckpointStore`: for tests, demos and single-process services that need
+ * the store semantics (versions, conflicts, the approval inbox) without durability.
+ */
+import { ConflictError } from '../errors.js';
+import type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from '../store.js';
+
+export class MemoryStore implements CheckpointStore {
+  readonly #runs = new Map<string, StoredRun>();
+  readonly #now: () => number;
+
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  async load(runId: string): Promise<StoredRun | null> {
+    const run = this.#runs.get(runId);
+    return run ? structuredClone(run) : null;
+  }
+
+  async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
+    const current = this.#runs.get(runId) ?? null;
+    const version = current?.version ?? 0;
+    const stored = current?.entries.length ?? 0;
+    if (version !== expectedVersion || write.from !== stored) {
+      throw new ConflictError(
+        `save: run ${JSON.stringify(runId)} is at version ${version} with ${stored} entries; the writer expected version ${expectedVersion} with ${write.from}`,
+        expectedVersion,
+        current ? version : null,
+        { runId },
+      );
+    }
+    this.#runs.set(runId, {
+      runId,
+      version: version + 1,
+      status: write.status,
+      head: write.head,
+      entries: [...(current?.entries ?? []), ...write.append],
+      pending: structuredClone(write.pending),
+      updatedAt: new Date(this.#now()).toISOString(),
+    });
+    return version + 1;
+  }
+
+  async list(options: ListOptions = {}): Promise<RunSummary[]> {
+    const runs = [...this.#runs.values()]
+      .filter((r) => options.status === undefined || r.status === options.status)
+      .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt) || a.runId.localeCompare(b.runId))
+      .slice(0, options.limit ?? Number.POSITIVE_INFINITY);
+    return runs.map(({ head: _h, entries: _e, ...summary }) => structuredClone(summary));
+  }
+
+  async delete(runId: string, expectedVersion?: number): Promise<boolean> {
+    const current = this.#runs.get(runId);
+    if (!current) return false;
+    if (expectedVersion !== undefined && current.version !== expectedVersion) {
+      throw new ConflictError(
+        `delete: run ${JSON.stringify(runId)} is at version ${current.version}, not ${expectedVersion}`,
+        expectedVersion,
+        current.version,
+        { runId },
+      );
+    }
+    return this.#runs.delete(runId);
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { Agent, CheckpointError, ConflictError, RunNotFoundError, type Tool } from '../src/index.js';
+import { MemoryStore } from '../src/stores/memory.js';
+import { scriptedPolicy } from '../src/testing/index.js';
+import { gate, recorder, sequence, until } from './support/helpers.js';
+
+const mailPolicy = () => scriptedPolicy([{ tool: 'look' }, { tool: 'mail', args: { to: 'ops' } }, { final: 'sent' }]);
+
+describe('an agent with a store', () => {
+  it('saves every change; the store holds the same run as checkpoint()', async () => {
+    const store = new MemoryStore();
+    const mail = recorder('mail', { sideEffect: true });
+    const agent = new Agent({ runId: 'r', store, policy: mailPolicy(), tools: [recorder('look').tool, mail.tool] });
+    expect(agent.version).toBe(0);
+    expect(await agent.start('go')).toBe('awaiting_approval');
+    const stored = await store.load('r');
+    expect(stored).toMatchObject({ runId: 'r', status: 'awaiting_approval', version: agent.version });
+    expect(stored?.pending).toEqual(agent.state.pending);
+    const loaded = await Agent.load(store, 'r', { policy: mailPolicy(), tools: [] });
+    expect(loaded.checkpoint()).toBe(agent.checkpoint());
+    expect(await store.list({ status: 'awaiting_approval' })).toEqual([expect.objectContaining({ runId: 'r' })]);
+  });
+
+  it('appends only new history entries: the head stays small', async () => {
+    const store = new MemoryStore();
+    const writes: { append: number; head: number }[] = [];
+    const save = store.save.bind(store);
+    store.save = (id, w, v) => {
+      writes.push({ append: w.append.length, head: w.head.length });
+      return save(id, w, v);
+    };
+    const big = 'x'.repeat(10_000);
+    const agent = new Agent({
+      store,
+      maxSteps: 20,
+      policy: sequence({ tool: 'echo' }),
+      tools: [{ name: 'echo', fn: () => big }],
+    });
+    await agent.start('go');
+    const appended = writes.reduce((n, w) => n + w.append, 0);
+    expect(appended).toBe(agent.state.history.length);
+    expect(Math.max(...writes.map((w) => w.head))).toBeLessThan(2000);
+    expect((await store.load(agent.runId))?.entries).toHaveLength(41);
+  });
+
+  it('the store holds the call in flight before the tool runs (write ahead)', async () => {
+    const store = new MemoryStore();
+    let seen: unknown;
+    const tool: Tool = {
+      name: 'pay',
+      sideEffect: true,
+      fn: async (_args, key) => {
+        seen = await store.load('r');
+        return key;
+      },
+    };
+    const agent = new Agent({ runId: 'r', store, policy: sequence({ tool: 'pay' }, { final: 'ok' }), tools: [tool] });
+    await agent.start('go');
+    await agent.decide(true, 'fine', { by: 'ann' });
+    const head = JSON.parse((seen as { head: string }).head);
+    expect(head.snapshot.value).toEqual({ running: 'executing' });
+    expect(head.snapshot.context.inflight).toMatchObject({ key: 'r:1', approval: { approved: true, by: 'ann' } });
+  });
+
+  it('decides from another agent instance loaded from the store, and the first one then conflicts', async () => {
+    const store = new MemoryStore();
+    const mail = recorder('mail', { sideEffect: true });
+    const tools = [recorder('look').tool, mail.tool];
+    const first = new Agent({ runId: 'r', store, policy: mailPolicy(), tools });
+    await first.start('go');
+    const second = await Agent.load(store, 'r', { policy: mailPolicy(), tools });
+    expect(await second.decide(true)).toBe('done');
+    expect(mail.calls).toHaveLength(1);
+    // The first instance is stale: its decision must not run the call again.
+    const error = await first.decide(true).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(mail.calls).toHaveLength(1);
+    expect((await store.load('r'))?.status).toBe('done');
+    // And it stays stopped.
+    await expect(first.run()).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  it('two agents with the same run id: the second start conflicts and runs nothing', async () => {
+    const store = new MemoryStore();
+    const a = recorder('look');
+    await new Agent({ runId: 'r', store, policy: sequence({ final: 1 }), tools: [] }).start('go');
+    const policy = sequence({ tool: 'look' });
+    const twin = new Agent({ runId: 'r', store, policy, tools: [a.tool] });
+    await expect(twin.start('go')).rejects.toBeInstanceOf(ConflictError);
+    expect(a.calls).toEqual([]);
+    expect(policy.calls).toEqual([]);
+  });
+
+  it('a failed save stops the run before the side effect', async () => {
+    const store = new MemoryStore();
+    const mail = recorder('mail', { sideEffect: true });
+    const agent = new Agent({ runId: 'r', store, policy: mailPolicy(), tools: [recorder('look').tool, mail.tool] });
+    await agent.start('go');
+    store.save = async () => {
+      throw new Error('disk full');
+    };
+    const error = await agent.decide(true).catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/disk full/);
+    expect(mail.calls).toEqual([]);
+  });
+
+  it('loading an unknown run throws RunNotFoundError', async () => {
+    await expect(Agent.load(new MemoryStore(), 'nope', { policy: sequence(), tools: [] })).rejects.toBeInstanceOf(
+      RunNotFoundError,
+    );
+  });
+
+  it('a corrupt stored run throws CheckpointError and runs nothing', async () => {
+    const store = new MemoryStore();
+    const agent = new Agent({
+      runId: 'r',
+      store,
+      policy: mailPolicy(),
+      tools: [recorder('look').tool, recorder('mail', { sideEffect: true }).tool],
+    });
+    await agent.start('go');
+    const record = await store.load('r');
+    await store.save(
+      'r',
+      {
+        status: 'awaiting_approval',
+        head: '{"format":"x"}',
+        from: record?.entries.length ?? 0,
+        append: [],
+        pending: null,
+      },
+      record?.version ?? 0,
+    );
+    await expect(Agent.load(store, 'r', { policy: sequence(), tools: [] })).rejects.toBeInstanceOf(CheckpointError);
+  });
+
+  it('resumes mid-call from the store after a crash, like from a checkpoint', async () => {
+    const store = new MemoryStore();
+    const held = gate();
+    let calls = 0;
+    const hanging: Tool = {
+      name: 'pay',
+      sideEffect: true,
+      fn: () => {
+        calls++;
+        return held.promise;
+      },
+    };
+    const agent = new Agent({
+      runId: 'r',
+      store,
+      policy: sequence({ tool: 'pay' }, { final: 'ok' }),
+      tools: [hanging],
+    });
+    await agent.start('go');
+    void agent.decide(true);
+    await until(() => calls === 1);
+    // The process "dies" here: the store has the write-ahead record.
+    const pay = recorder('pay', { sideEffect: true });
+    const resumed = await Agent.load(store, 'r', { policy: sequence({ final: 'ok' }), tools: [pay.tool] });
+    expect(await resumed.run()).toBe('awaiting_approval');
+    expect(resumed.state.pending).toMatchObject({ outcome: 'unknown', id: 'r:1#2' });
+    expect(pay.calls).toEqual([]);
+    expect((await store.list({ status: 'awaiting_approval' }))[0]?.pending?.outcome).toBe('unknown');
+  });
+});
