@@ -47,10 +47,9 @@ export function deepFreeze<T>(value: T): T {
 
 // Entries are frozen as they are appended, so the policy can be handed the entries themselves
 // (an O(1) share per step, not an O(history) deep copy) without being able to change the run.
-const append = (history: HistoryEntry[], ...entries: HistoryEntry[]): HistoryEntry[] => [
-  ...history,
-  ...entries.map(deepFreeze),
-];
+// `concat`, not spread: a bulk copy, several times faster than iterating on long histories.
+const append = (history: HistoryEntry[], ...entries: HistoryEntry[]): HistoryEntry[] =>
+  history.concat(entries.map(deepFreeze));
 
 /** `'<ErrorName>: <message>'`: errors are kept as strings (an error snapshot persists as `{}`). */
 export function describeError(error: unknown): string {

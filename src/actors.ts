@@ -79,23 +79,25 @@ export function policyActor(host: ActorHost) {
 
 /** Calls `fn`, racing it against the tool's timeout; aborts the tool's signal on timeout. */
 async function callWithTimeout(tool: Tool, call: InflightCall, runId: string, host: ActorHost, signal: AbortSignal) {
-  const controller = new AbortController();
-  const forward = () => controller.abort(signal.reason);
-  if (signal.aborted) forward();
-  else signal.addEventListener('abort', forward, { once: true });
+  const ms = tool.timeoutMs;
+  // Without a timeout the actor's own signal (aborted on cancel) is the tool's: no extra
+  // controllers on the hot path.
+  const controller = ms === undefined ? null : new AbortController();
+  const forward = () => controller?.abort(signal.reason);
   const ctx = {
-    signal: controller.signal,
+    signal: controller?.signal ?? signal,
     runId,
     step: call.step,
     key: call.key,
     approvedCallId: call.approval?.callId ?? null,
   };
+  // The tool gets its own copy: the call's args are also the (frozen) history entry's.
+  const work = Promise.resolve().then(() => tool.fn(structuredClone(call.args), call.key, ctx));
+  if (controller === null || ms === undefined) return await work;
+  if (signal.aborted) forward();
+  else signal.addEventListener('abort', forward, { once: true });
   const timer = new AbortController();
   try {
-    // The tool gets its own copy: the call's args are also the (frozen) history entry's.
-    const work = Promise.resolve().then(() => tool.fn(structuredClone(call.args), call.key, ctx));
-    if (tool.timeoutMs === undefined) return await work;
-    const ms = tool.timeoutMs;
     const timeout = host.clock.sleep(ms, timer.signal).then(() => {
       const error = new TimeoutError(`tool ${tool.name} timed out after ${ms} ms`);
       controller.abort(error);
