@@ -85,5 +85,22 @@ export class ConflictError extends TollgateError {
   }
 }
 
+/**
+ * A store's database holds a schema newer than this Tollgate knows (another service was
+ * upgraded first). Nothing was changed: upgrade Tollgate, or point it at another database.
+ */
+export class SchemaVersionError extends SystemError {
+  /** The schema version the database records. */
+  readonly found: number;
+  /** The newest schema version this Tollgate reads and writes. */
+  readonly supported: number;
+
+  constructor(message: string, found: number, supported: number, details: ErrorDetails = {}) {
+    super(message, details);
+    this.found = found;
+    this.supported = supported;
+  }
+}
+
 /** `Agent.load` (or a store operation) named a run the store does not have. */
 export class RunNotFoundError extends UserError {}

@@ -4,6 +4,7 @@ export { agentMachine } from '../machines/agent.js';
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint.js';
 export { type Clock, systemClock } from './clock.js';
+export { type AgentDefinition, defineAgent, isAgentDefinition } from './define.js';
 export {
   CheckpointError,
   ConflictError,
@@ -11,6 +12,7 @@ export {
   OptionsError,
   RunNotFoundError,
   RunStateError,
+  SchemaVersionError,
   StaleApprovalError,
   SystemError,
   TollgateError,
@@ -30,6 +32,7 @@ export type {
   Policy,
   PolicyContext,
   ResumeOptions,
+  RunEvent,
   RunState,
   Status,
   Tool,

@@ -1,0 +1,97 @@
+/**
+ * The SQLite store's schema, as numbered steps. Each step is one small function; `migrate`
+ * applies the missing ones in one `BEGIN IMMEDIATE` transaction (so two processes opening a
+ * new database take turns, and the second finds nothing to do) and records each in
+ * `tollgate_migrations`. Never edit a released step: add the next one.
+ */
+import type { Database } from 'better-sqlite3';
+import { SchemaVersionError } from '../../errors.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  up(db: Database): void;
+}
+
+/** Runs and their journals: a small head per run plus append-only entries (src/store.ts). */
+function createRunsAndEntries(db: Database): void {
+  db.exec(`
+    CREATE TABLE runs (
+      run_id      TEXT PRIMARY KEY,
+      version     INTEGER NOT NULL CHECK (version > 0),
+      status      TEXT NOT NULL,
+      head        TEXT NOT NULL,
+      entry_count INTEGER NOT NULL CHECK (entry_count >= 0),
+      pending     TEXT,  -- JSON of the pending call, for the inbox
+      updated_at  TEXT NOT NULL  -- ISO-8601 UTC with milliseconds: sorts as text
+    ) WITHOUT ROWID;
+    CREATE TABLE entries (
+      run_id TEXT NOT NULL,
+      idx    INTEGER NOT NULL CHECK (idx >= 0),
+      body   TEXT NOT NULL,
+      PRIMARY KEY (run_id, idx)
+    ) WITHOUT ROWID;`);
+}
+
+/** `list` orders by (updated_at, run_id); the inbox filters by status first. */
+function indexListing(db: Database): void {
+  db.exec(`
+    CREATE INDEX runs_by_status ON runs (status, updated_at, run_id);
+    CREATE INDEX runs_by_update ON runs (updated_at, run_id);`);
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: 'runs and entries', up: createRunsAndEntries },
+  { version: 2, name: 'listing indexes', up: indexListing },
+];
+
+/** The schema version this code writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
+
+function currentVersion(db: Database): number {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tollgate_migrations'").get();
+  if (!table) return 0;
+  const row = db.prepare('SELECT max(version) AS v FROM tollgate_migrations').get() as { v: number | null };
+  return row.v ?? 0;
+}
+
+function refuseNewer(found: number, supported: number, file: string): void {
+  if (found > supported) {
+    throw new SchemaVersionError(
+      `sqlite: ${file} has schema version ${found}, newer than this Tollgate knows (${supported}); upgrade Tollgate`,
+      found,
+      supported,
+    );
+  }
+}
+
+/**
+ * Brings the database up to the newest step of `migrations`. Opening an up-to-date database
+ * only reads one row. All steps run in one transaction: a failing step leaves nothing behind.
+ * @returns the schema version.
+ * @throws SchemaVersionError when the database is newer than `migrations` know.
+ */
+export function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS): number {
+  const latest = migrations.at(-1)?.version ?? 0;
+  const seen = currentVersion(db);
+  refuseNewer(seen, latest, db.name);
+  if (seen === latest) return latest;
+  const apply = db.transaction(() => {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS tollgate_migrations (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT NOT NULL,
+        applied_at TEXT NOT NULL
+      )`);
+    const current = currentVersion(db); // again, now that we hold the write lock
+    refuseNewer(current, latest, db.name);
+    const record = db.prepare('INSERT INTO tollgate_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const step of migrations) {
+      if (step.version <= current) continue;
+      step.up(db);
+      record.run(step.version, step.name, new Date().toISOString());
+    }
+  });
+  apply.immediate();
+  return latest;
+}

@@ -1,0 +1,87 @@
+/**
+ * One conformance suite for every `CheckpointStore`: Tollgate's own stores run it unchanged,
+ * and so can yours. The cases are plain async functions that throw (node:assert) on failure,
+ * so any test runner can run them; `checkpointStoreConformance` registers them with a
+ * vitest/jest/mocha-style `describe` and `it`.
+ *
+ * A store that cannot do something (an in-memory store cannot be shared by two processes)
+ * leaves that capability out of its context and says why in `skip`; each case that needs it is
+ * registered as skipped, with the reason in its name. Nothing is skipped silently.
+ *
+ * @example
+ * import { describe, it } from 'vitest';
+ * import { checkpointStoreConformance } from 'tollgate/testing';
+ * checkpointStoreConformance('MyStore', { create: async () => new MyStore(), skip: {
+ *   crossProcess: 'in memory only', reopen: 'in memory only' } }, { describe, it });
+ */
+import { agentCases } from './conformance/agent-case.js';
+import { basicCases } from './conformance/basics.js';
+import { listingCases } from './conformance/listing.js';
+import { processCases } from './conformance/processes.js';
+import { scaleCases } from './conformance/scale.js';
+import type { Capability, ConformanceCase, ConformanceContext } from './conformance/types.js';
+
+export type {
+  Capability,
+  ConformanceCase,
+  ConformanceContext,
+  WriterJob,
+  WriterProcess,
+  WriterReport,
+} from './conformance/types.js';
+export { raceSaves, serveWriter, spawnNodeWriter } from './conformance/writer.js';
+
+/** Every case, in a stable order. */
+export const conformanceCases: readonly ConformanceCase[] = [
+  ...basicCases,
+  ...listingCases,
+  ...scaleCases,
+  ...processCases,
+  ...agentCases,
+];
+
+const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
+  crossProcess: (ctx) => typeof ctx.spawnWriter === 'function',
+  reopen: (ctx) => typeof ctx.reopen === 'function',
+};
+
+/**
+ * Why `ctx` cannot run `testCase`, or null when it can.
+ * @throws Error when a capability is missing and the context gives no reason: skips must say why.
+ */
+export function skipReason(testCase: ConformanceCase, ctx: ConformanceContext): string | null {
+  for (const capability of testCase.requires ?? []) {
+    if (provides[capability](ctx)) continue;
+    const why = ctx.skip?.[capability];
+    if (!why) {
+      throw new Error(
+        `conformance: case "${testCase.name}" needs ${capability}; provide it in the context or give the reason in skip.${capability}`,
+      );
+    }
+    return `${capability}: ${why}`;
+  }
+  return null;
+}
+
+/** The part of a test runner's API the suite uses (vitest, jest and mocha all fit). */
+export interface TestApi {
+  describe(name: string, body: () => void): unknown;
+  it: {
+    (name: string, fn: () => Promise<void>, timeout?: number): unknown;
+    skip(name: string, fn: () => void): unknown;
+  };
+}
+
+/**
+ * Registers every conformance case for one store, under `describe('CheckpointStore conformance: <name>')`.
+ * Skipped cases appear as skipped tests named `<case> [skipped — <capability>: <reason>]`.
+ */
+export function checkpointStoreConformance(name: string, ctx: ConformanceContext, api: TestApi): void {
+  api.describe(`CheckpointStore conformance: ${name}`, () => {
+    for (const testCase of conformanceCases) {
+      const reason = skipReason(testCase, ctx);
+      if (reason) api.it.skip(`${testCase.name} [skipped — ${reason}]`, () => {});
+      else api.it(testCase.name, () => testCase.run(ctx), testCase.timeoutMs);
+    }
+  });
+}

@@ -1,0 +1,106 @@
+/** Listing: all runs, by status (the approval inbox), in update order, with a limit. */
+import assert from 'node:assert/strict';
+import type { RunSummary } from '../../store.js';
+import { assertIsoTime, entries, nextMillisecond, pendingCall, saveAll, withStore, write } from './fixtures.js';
+import type { ConformanceCase } from './types.js';
+
+/** Oldest update first; runs updated in the same millisecond by run id. */
+function assertOrdered(runs: readonly RunSummary[]): void {
+  for (let i = 1; i < runs.length; i++) {
+    const [a, b] = [runs[i - 1] as RunSummary, runs[i] as RunSummary];
+    const ordered = a.updatedAt < b.updatedAt || (a.updatedAt === b.updatedAt && a.runId < b.runId);
+    assert.ok(ordered, `list order: ${a.runId}@${a.updatedAt} must come before ${b.runId}@${b.updatedAt}`);
+  }
+}
+
+export const listingCases: ConformanceCase[] = [
+  {
+    name: 'list: every run as a summary (no head, no entries), oldest update first',
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        assert.deepEqual(await store.list(), []);
+        await saveAll(store, 'b', [{ append: entries(2) }]);
+        await saveAll(store, 'a', [{ append: entries(1) }, { status: 'done', append: entries(1, 1) }]);
+        await saveAll(store, 'c', [{ status: 'failed' }]);
+        const runs = await store.list();
+        assert.deepEqual(runs.map((r) => r.runId).sort(), ['a', 'b', 'c']);
+        for (const run of runs) {
+          for (const key of ['pending', 'runId', 'status', 'updatedAt', 'version']) assert.ok(key in run, `has ${key}`);
+          assert.ok(!('head' in run) && !('entries' in run), 'a summary holds no head and no entries');
+          assertIsoTime(run.updatedAt);
+        }
+        assert.deepEqual(
+          runs
+            .map(({ runId, version, status }) => ({ runId, version, status }))
+            .sort((x, y) => (x.runId < y.runId ? -1 : 1)),
+          [
+            { runId: 'a', version: 2, status: 'done' },
+            { runId: 'b', version: 1, status: 'running' },
+            { runId: 'c', version: 1, status: 'failed' },
+          ],
+        );
+        assertOrdered(runs);
+
+        // Saving a run again moves it to the end.
+        await nextMillisecond(Date.parse(runs.at(-1)?.updatedAt ?? ''));
+        await store.save('b', write({ from: 2, status: 'done' }), 1);
+        const after = await store.list();
+        assertOrdered(after);
+        assert.equal(after.at(-1)?.runId, 'b');
+      }),
+  },
+  {
+    name: 'list by status: the approval inbox holds exactly the runs awaiting approval, with their pending calls',
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const p1 = pendingCall('r1', 1);
+        const p2 = pendingCall('r2', 4, { to: 'finance', amount: 120.5, cc: ['a', 'b'], urgent: true, note: null });
+        const p3 = pendingCall('r3', 2);
+        await saveAll(store, 'r1', [{ status: 'awaiting_approval', pending: p1, append: entries(2) }]);
+        await saveAll(store, 'r2', [{ status: 'running', append: entries(1) }]);
+        await saveAll(store, 'r3', [{ status: 'awaiting_approval', pending: p3 }]);
+        await saveAll(store, 'r4', [{ status: 'done' }]);
+        await store.save('r2', write({ status: 'awaiting_approval', pending: p2, from: 1, append: entries(1, 1) }), 1);
+        await store.save('r1', write({ status: 'running', from: 2, append: entries(1, 2) }), 1);
+
+        const inbox = await store.list({ status: 'awaiting_approval' });
+        assertOrdered(inbox);
+        assert.deepEqual(
+          inbox
+            .map(({ runId, version, status, pending }) => ({ runId, version, status, pending }))
+            .sort((x, y) => (x.runId < y.runId ? -1 : 1)),
+          [
+            { runId: 'r2', version: 2, status: 'awaiting_approval', pending: p2 },
+            { runId: 'r3', version: 1, status: 'awaiting_approval', pending: p3 },
+          ],
+        );
+        assert.deepEqual(
+          (await store.list({ status: 'running' })).map((r) => [r.runId, r.pending]),
+          [['r1', null]],
+        );
+        assert.deepEqual(
+          (await store.list({ status: 'done' })).map((r) => r.runId),
+          ['r4'],
+        );
+        assert.deepEqual(await store.list({ status: 'failed' }), []);
+      }),
+  },
+  {
+    name: 'list with a limit returns the first runs of the same order',
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        for (const id of ['e', 'c', 'a', 'd', 'b']) {
+          await saveAll(store, id, [{ status: id < 'c' ? 'done' : 'awaiting_approval', pending: null }]);
+        }
+        const all = await store.list();
+        assert.equal(all.length, 5);
+        assert.deepEqual(await store.list({ limit: 2 }), all.slice(0, 2));
+        assert.deepEqual(await store.list({ limit: 5 }), all);
+        assert.deepEqual(await store.list({ limit: 50 }), all);
+        assert.deepEqual(await store.list({ limit: 0 }), []);
+        const inbox = await store.list({ status: 'awaiting_approval' });
+        assert.equal(inbox.length, 3);
+        assert.deepEqual(await store.list({ status: 'awaiting_approval', limit: 1 }), inbox.slice(0, 1));
+      }),
+  },
+];

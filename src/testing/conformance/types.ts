@@ -1,0 +1,69 @@
+/** The shapes the conformance suite and a store under test agree on. */
+import type { CheckpointStore } from '../../store.js';
+
+/**
+ * What a store may be unable to do. A context that lacks one says why (`skip`), and every case
+ * that needs it is reported as skipped with that reason: a skip is never silent.
+ */
+export type Capability = 'crossProcess' | 'reopen';
+
+/** One writer process in the cross-process race: make `saves` successful saves on `runId`. */
+export interface WriterJob {
+  runId: string;
+  /** A name, written into every entry and head it saves. */
+  writer: string;
+  saves: number;
+  /**
+   * Keep saving past `saves` until another writer's save has been seen, for up to this long, so
+   * that a writer that started first cannot finish before the other begins. @default 0
+   */
+  meetWithinMs?: number;
+  entriesPerSave: number;
+  /** A pause after each won save, like an agent's work between steps, so neither writer hogs the store. */
+  pauseMs: number;
+}
+
+/** What a writer reports: the versions it won (with the entries each appended) and its conflicts. */
+export interface WriterReport {
+  writer: string;
+  won: { version: number; entries: string[] }[];
+  conflicts: number;
+}
+
+/** A writer running in another process: opened its store (`ready`), waits for `go()`, then races. */
+export interface WriterProcess {
+  ready: Promise<void>;
+  go(): void;
+  result: Promise<WriterReport>;
+  /** Ends the process if it is still running (cleanup after a failure). */
+  kill(): void;
+}
+
+/**
+ * How the suite gets stores.
+ *
+ * @example
+ * const ctx: ConformanceContext = {
+ *   create: async () => new MyStore(await freshDatabase()),
+ *   skip: { crossProcess: 'MyStore lives in one process', reopen: 'MyStore keeps nothing' },
+ * };
+ */
+export interface ConformanceContext {
+  /** A new, empty store. Each case makes its own and closes it. */
+  create(): Promise<CheckpointStore>;
+  /** A new store on the same storage as `store`, which the case has closed. */
+  reopen?(store: CheckpointStore): Promise<CheckpointStore>;
+  /** Starts a writer in another OS process on the same storage as `store`. */
+  spawnWriter?(store: CheckpointStore, job: WriterJob): WriterProcess;
+  /** Why a capability this context does not provide is missing; shown on each skipped case. */
+  skip?: Partial<Record<Capability, string>>;
+}
+
+/** One check every `CheckpointStore` must pass. Framework-agnostic: `run` throws on failure. */
+export interface ConformanceCase {
+  name: string;
+  requires?: readonly Capability[];
+  /** A timeout suggestion for the test runner. @default the runner's */
+  timeoutMs?: number;
+  run(ctx: ConformanceContext): Promise<void>;
+}

@@ -1,0 +1,124 @@
+/**
+ * The writer side of the cross-process race, and a way to run it in a child Node process.
+ *
+ * The child script of a store's test suite is three lines:
+ *
+ * @example
+ * // my-store-writer.ts, run as `node --import tsx my-store-writer.ts`
+ * import { serveWriter } from 'tollgate/testing';
+ * await serveWriter((spec) => new MyStore(spec));
+ *
+ * The parent starts it with `spawnNodeWriter({ script, spec, job })`: the child reads
+ * `{ spec, job }` from its first stdin line, opens its store, prints `ready`, waits for `go`,
+ * races, prints its report as one JSON line, and exits.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { CheckpointStore } from '../../store.js';
+import type { WriterJob, WriterProcess, WriterReport } from './types.js';
+
+const isConflict = (error: unknown) => (error as { name?: unknown } | null)?.name === 'ConflictError';
+
+/**
+ * Saves on `job.runId` until `job.saves` saves have succeeded: each time it reads the run,
+ * appends entries naming this writer, and expects the version it read. A `ConflictError`
+ * means another writer got there first: it reads again.
+ */
+export async function raceSaves(store: CheckpointStore, job: WriterJob): Promise<WriterReport> {
+  const report: WriterReport = { writer: job.writer, won: [], conflicts: 0 };
+  const meetBy = Date.now() + (job.meetWithinMs ?? 0);
+  let met = false;
+  while (report.won.length < job.saves || (!met && Date.now() < meetBy)) {
+    const run = await store.load(job.runId);
+    const version = run?.version ?? 0;
+    // The head names the writer of the last save: another name means the other writer has written.
+    if (run && JSON.parse(run.head).writer !== job.writer) met = true;
+    const append = Array.from({ length: job.entriesPerSave }, (_, i) =>
+      JSON.stringify({ writer: job.writer, save: report.won.length, i, read: version }),
+    );
+    const head = JSON.stringify({ writer: job.writer, version: version + 1 });
+    try {
+      const next = await store.save(
+        job.runId,
+        { status: 'running', head, from: run?.entries.length ?? 0, append, pending: null },
+        version,
+      );
+      report.won.push({ version: next, entries: append });
+      if (job.pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, job.pauseMs));
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      report.conflicts++;
+    }
+  }
+  return report;
+}
+
+/** The child's side of `spawnNodeWriter`: open a store from the spec, race, report. */
+export async function serveWriter(open: (spec: any) => CheckpointStore | Promise<CheckpointStore>): Promise<void> {
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const next = async () => ((await lines.next()).value as string | undefined) ?? '';
+  const { spec, job } = JSON.parse(await next()) as { spec: unknown; job: WriterJob };
+  const store = await open(spec);
+  try {
+    process.stdout.write('ready\n');
+    if ((await next()) !== 'go') throw new Error('writer: expected "go" on stdin');
+    const report = await raceSaves(store, job);
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+  } finally {
+    await store.close();
+    process.stdin.destroy();
+  }
+}
+
+/**
+ * Starts `script` (which calls `serveWriter`) in a new Node process.
+ * @param options.execArgv Node flags for the child. @default ['--import', 'tsx']
+ */
+export function spawnNodeWriter(options: {
+  script: string;
+  spec: unknown;
+  job: WriterJob;
+  execArgv?: string[];
+}): WriterProcess {
+  const child = spawn(process.execPath, [...(options.execArgv ?? ['--import', 'tsx']), options.script], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  const failed = (what: string) => async () => {
+    const code = await exited;
+    throw new Error(`writer ${options.job.writer} exited (code ${code}) ${what}:\n${stderr}`);
+  };
+  const out = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const line = async (what: string) => {
+    const next = await out.next();
+    return next.done ? failed(what)() : (next.value as string);
+  };
+  const ready = line('before it was ready').then((l) => {
+    if (l !== 'ready') throw new Error(`writer ${options.job.writer}: expected "ready", got ${l}`);
+  });
+  const result = ready
+    .then(() => line('before it reported'))
+    .then(async (l) => {
+      if ((await exited) !== 0) return failed('after its report')();
+      return JSON.parse(l) as WriterReport;
+    });
+  child.stdin.on('error', () => {}); // a child that died already: its exit code tells why
+  ready.catch(() => {});
+  result.catch(() => {});
+  child.stdin.write(`${JSON.stringify({ spec: options.spec, job: options.job })}\n`);
+  return {
+    ready,
+    result,
+    go: () => child.stdin.end('go\n'),
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}

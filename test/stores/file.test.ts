@@ -1,0 +1,192 @@
+/** FileStore specifics: the on-disk layout, torn writes, leftovers, locks, and real SIGKILLs. */
+import { spawn } from 'node:child_process';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SystemError } from '../../src/index.js';
+import { runDirName } from '../../src/stores/file/format.js';
+import { FileStore } from '../../src/stores/file.js';
+import { spawnNodeWriter } from '../../src/testing/index.js';
+
+const root = mkdtempSync(join(tmpdir(), 'tollgate-file-test-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const fresh = () => new FileStore({ dir: join(root, String(++n)) });
+const write = (from = 0, append: string[] = [], head = '{}') =>
+  ({ status: 'running', head, from, append, pending: null }) as const;
+const runDir = (store: FileStore, runId: string) => join(store.dir, 'runs', runDirName(runId));
+const journalOf = (store: FileStore, runId: string) => {
+  const name = readdirSync(runDir(store, runId)).find((f) => f.startsWith('journal-'));
+  return join(runDir(store, runId), name as string);
+};
+
+/** The pid of a process that has exited. */
+async function deadPid(): Promise<number> {
+  const proc = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => proc.on('close', resolve));
+  return proc.pid as number;
+}
+
+describe('FileStore: layout', () => {
+  it('names run directories safely: no separators, no dots, case kept apart, long ids hashed', () => {
+    expect(runDirName('run-1')).toBe('r-run-1');
+    expect(runDirName('../x')).toBe('r-%2E%2E%2Fx');
+    expect(runDirName('Run')).toBe('r-%52un');
+    expect(runDirName('')).toBe('r-');
+    expect(runDirName('日')).toBe('r-%E6%97%A5');
+    const long = runDirName('x'.repeat(500));
+    expect(long.length).toBeLessThanOrEqual(120);
+    expect(long).not.toBe(runDirName(`${'x'.repeat(499)}y`));
+  });
+
+  it('a save appends to the journal and replaces the head: O(new entries), whatever the history', async () => {
+    const store = fresh();
+    await store.save('r', write(0, ['"a"', '"bb"']), 0);
+    await store.save('r', write(2, ['"日本"']), 1);
+    const dir = runDir(store, 'r');
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(2);
+    expect(files).toContain('head.json');
+    expect(files.find((f) => f !== 'head.json')).toMatch(/^journal-[0-9a-f-]+\.log$/);
+    expect(readFileSync(journalOf(store, 'r'), 'utf8')).toBe('3:"a"\n4:"bb"\n8:"日本"\n');
+  });
+});
+
+describe('FileStore: crashes mid-save', () => {
+  it('journal bytes past the head’s count (a save that died before its head) are ignored, then overwritten', async () => {
+    const store = fresh();
+    await store.save('r', write(0, ['"a"']), 0);
+    appendFileSync(journalOf(store, 'r'), '3:"x"\n17:"torn, no newl'); // the crashed save's entries
+    expect((await store.load('r'))?.entries).toEqual(['"a"']);
+    await store.save('r', write(1, ['"b"']), 1);
+    expect((await store.load('r'))?.entries).toEqual(['"a"', '"b"']);
+    expect(readFileSync(journalOf(store, 'r'), 'utf8')).toBe('3:"a"\n3:"b"\n');
+  });
+
+  it('a first save that died before its head leaves no run; the next create clears its files', async () => {
+    const store = fresh();
+    const dir = runDir(store, 'r');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'journal-dead.log'), '3:"x"\n');
+    writeFileSync(join(dir, 'head.json.dead.tmp'), 'partial');
+    expect(await store.load('r')).toBeNull();
+    expect(await store.list()).toEqual([]);
+    await store.save('r', write(0, ['"a"']), 0);
+    expect((await store.load('r'))?.entries).toEqual(['"a"']);
+    expect(readdirSync(dir).filter((f) => f.includes('dead'))).toEqual([]);
+  });
+
+  it('a corrupt head is an error, not an empty run', async () => {
+    const store = fresh();
+    await store.save('r', write(), 0);
+    writeFileSync(join(runDir(store, 'r'), 'head.json'), 'not json');
+    await expect(store.load('r')).rejects.toBeInstanceOf(SystemError);
+  });
+
+  it('a closed store refuses work', async () => {
+    const store = fresh();
+    await store.close();
+    await expect(store.load('r')).rejects.toThrow(/closed/);
+  });
+});
+
+describe('FileStore: the run lock', () => {
+  const lockAt = (store: FileStore, runId: string, owner: object | string) => {
+    mkdirSync(runDir(store, runId), { recursive: true });
+    const path = join(runDir(store, runId), 'lock');
+    writeFileSync(path, typeof owner === 'string' ? owner : JSON.stringify({ host: hostname(), token: 't', ...owner }));
+    return path;
+  };
+  const boot = async () => {
+    try {
+      return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+
+  it('a lock left by a dead process is broken', async () => {
+    const store = fresh();
+    lockAt(store, 'r', { pid: await deadPid(), boot: await boot() });
+    expect(await store.save('r', write(), 0)).toBe(1);
+    expect(readdirSync(runDir(store, 'r'))).not.toContain('lock');
+  });
+
+  it('a lock from before a reboot is broken, even if its pid is alive now', async () => {
+    const store = fresh();
+    lockAt(store, 'r', { pid: process.ppid, boot: 'another-boot' });
+    expect(await store.save('r', write(), 0)).toBe(1);
+  });
+
+  it('a live process’s lock is waited for, then a save gives up with SystemError; reads go on', async () => {
+    const store = new FileStore({ dir: join(root, String(++n)), lockTimeoutMs: 50 });
+    await store.save('r', write(0, ['"a"']), 0);
+    lockAt(store, 'r', { pid: process.ppid, boot: await boot() });
+    await expect(store.save('r', write(1), 1)).rejects.toThrow(/locked for over 50 ms/);
+    await expect(store.delete('r')).rejects.toBeInstanceOf(SystemError);
+    expect((await store.load('r'))?.entries).toEqual(['"a"']);
+  });
+
+  it('an unreadable lock is stale only once it is old (its writer died between create and write)', async () => {
+    const store = new FileStore({ dir: join(root, String(++n)), lockTimeoutMs: 50 });
+    const path = lockAt(store, 'r', '');
+    await expect(store.save('r', write(), 0)).rejects.toThrow(/locked/);
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(path, old, old);
+    expect(await store.save('r', write(), 0)).toBe(1);
+  });
+
+  it('SIGKILL at random moments: every restart finds a whole run and carries on', async () => {
+    const store = fresh();
+    const spec = { kind: 'file', dir: store.dir };
+    const script = join(import.meta.dirname, '../support/store-writer.ts');
+    const kills = 3;
+    // Start every writer at once (process start-up is the slow part); each runs until killed.
+    const writers = Array.from({ length: kills }, (_, i) =>
+      spawnNodeWriter({
+        script,
+        spec,
+        job: { runId: 'r', writer: `w${i}`, saves: 1e9, entriesPerSave: 2, pauseMs: 0 },
+      }),
+    );
+    await Promise.all(writers.map((w) => w.ready));
+    let locksLeft = 0;
+    let tornTails = 0;
+    let last = 0;
+    for (const writer of writers) {
+      writer.go();
+      // Kill once it has saved a few times: mid-save, most likely (a save is mostly fsyncs).
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline && ((await store.load('r'))?.version ?? 0) < last + 3) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20));
+      writer.kill();
+      await writer.result.catch(() => {});
+      if (readdirSync(runDir(store, 'r')).includes('lock')) locksLeft++;
+      const meta = JSON.parse(readFileSync(join(runDir(store, 'r'), 'head.json'), 'utf8').split('\n')[0] as string);
+      if (statSync(journalOf(store, 'r')).size > meta.journalBytes) tornTails++;
+      const run = await store.load('r');
+      expect(run?.entries.length).toBe(2 * (run?.version ?? 0));
+      expect(JSON.parse(run?.head ?? '{}').version).toBe(run?.version);
+      expect(run?.version).toBeGreaterThan(last);
+      last = run?.version ?? 0;
+    }
+    // The parent goes on where the last killed process stopped, breaking its lock if it left one.
+    expect(await store.save('r', write(2 * last, ['"after"']), last)).toBe(last + 1);
+    console.log(
+      `file store SIGKILL: ${kills} kills, ${last} saves survived, ${locksLeft} stale locks broken, ${tornTails} torn journal tails ignored`,
+    );
+  }, 30_000);
+});

@@ -1,0 +1,214 @@
+/** SQLite specifics the conformance suite does not see: pragmas, WAL, locking, migrations. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SchemaVersionError, SystemError } from '../../src/index.js';
+import { MIGRATIONS, migrate, SCHEMA_VERSION } from '../../src/stores/sqlite/migrations.js';
+import { SqliteStore } from '../../src/stores/sqlite.js';
+
+const root = mkdtempSync(join(tmpdir(), 'tollgate-sqlite-test-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const fresh = () => join(root, `${++n}.db`);
+const write = (from = 0, append: string[] = []) =>
+  ({ status: 'running', head: '{}', from, append, pending: null }) as const;
+
+function migrationRows(path: string) {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare('SELECT version, name, applied_at FROM tollgate_migrations ORDER BY version').all();
+  } finally {
+    db.close();
+  }
+}
+
+/** A Node child process running `code` (an ES module, TypeScript imports allowed); resolves with its stdout. */
+function child(code: string): { started: Promise<void>; done: Promise<string> } {
+  const proc = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: 'pipe' });
+  let out = '';
+  let err = '';
+  let markStarted: () => void = () => {};
+  const started = new Promise<void>((resolve) => {
+    markStarted = resolve;
+  });
+  proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    if (out.includes('started')) markStarted();
+  });
+  proc.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const done = new Promise<string>((resolve, reject) =>
+    proc.on('close', (status) => (status === 0 ? resolve(out) : reject(new Error(`child failed (${status}): ${err}`)))),
+  );
+  return { started, done };
+}
+
+describe('SqliteStore: connection settings', () => {
+  it('WAL, synchronous FULL by default or NORMAL on request, a busy timeout', async () => {
+    const path = fresh();
+    const store = SqliteStore.open(path);
+    expect(store.settings).toEqual({
+      journalMode: 'wal',
+      synchronous: 'FULL',
+      busyTimeoutMs: 10_000,
+      schemaVersion: SCHEMA_VERSION,
+    });
+    await store.close();
+    const normal = new SqliteStore({ path, synchronous: 'NORMAL', busyTimeoutMs: 250 });
+    expect(normal.settings).toMatchObject({ journalMode: 'wal', synchronous: 'NORMAL', busyTimeoutMs: 250 });
+    await normal.close();
+    expect(() => new SqliteStore({ path, synchronous: 'OFF' as never })).toThrow(/synchronous must be/);
+    expect(() => new SqliteStore({ path: '' })).toThrow(/options.path/);
+  });
+
+  it('a save waits for another process’s write transaction instead of failing (busy_timeout)', async () => {
+    const path = fresh();
+    const store = SqliteStore.open(path);
+    await store.save('r', write(0, ['"a"']), 0);
+    // Another process takes the write lock and holds it for 800 ms.
+    const holder = child(`
+      import Database from 'better-sqlite3';
+      const db = new Database(${JSON.stringify(path)});
+      db.exec('BEGIN IMMEDIATE');
+      process.stdout.write('started');
+      const until = Date.now() + 800;
+      while (Date.now() < until);
+      db.exec('COMMIT');
+      db.close();`);
+    await holder.started;
+    const waited = Date.now();
+    expect(await store.save('r', write(1, ['"b"']), 1)).toBe(2);
+    expect(Date.now() - waited).toBeGreaterThan(100);
+    await holder.done;
+    // Readers are never blocked in WAL mode, even while a writer holds its lock.
+    const db = new Database(path);
+    db.exec('BEGIN IMMEDIATE');
+    expect((await store.load('r'))?.entries).toEqual(['"a"', '"b"']);
+    // And with a short timeout a writer gives up with SQLite's busy error, not a ConflictError.
+    const impatient = new SqliteStore({ path, busyTimeoutMs: 20 });
+    await expect(impatient.save('r', write(2), 2)).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+    db.exec('ROLLBACK');
+    db.close();
+    expect(await impatient.save('r', write(2), 2)).toBe(3);
+    await impatient.close();
+    await store.close();
+  });
+
+  it('lists the approval inbox through the status index', async () => {
+    const path = fresh();
+    await SqliteStore.open(path).close();
+    const db = new Database(path, { readonly: true });
+    const plan = db
+      .prepare(
+        "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE status = 'awaiting_approval' ORDER BY updated_at, run_id",
+      )
+      .all()
+      .map((row) => (row as { detail: string }).detail)
+      .join('\n');
+    db.close();
+    expect(plan).toMatch(/USING (COVERING )?INDEX runs_by_status/);
+    expect(plan).not.toMatch(/TEMP B-TREE/); // no sort: the index is in list order
+  });
+});
+
+describe('SqliteStore: migrations', () => {
+  it('a new database gets every step, each recorded in tollgate_migrations', async () => {
+    const path = fresh();
+    await SqliteStore.open(path).close();
+    const rows = migrationRows(path) as { version: number; name: string; applied_at: string }[];
+    expect(rows.map((r) => [r.version, r.name])).toEqual(MIGRATIONS.map((m) => [m.version, m.name]));
+    for (const r of rows) expect(new Date(r.applied_at).toISOString()).toBe(r.applied_at);
+    expect(SCHEMA_VERSION).toBe(MIGRATIONS.length);
+  });
+
+  it('opening an up-to-date database changes nothing, and does not need the write lock', async () => {
+    const path = fresh();
+    const first = SqliteStore.open(path);
+    await first.save('r', write(0, ['"kept"']), 0);
+    await first.close();
+    const before = migrationRows(path);
+    // Another connection holds the write lock: an open that tried to migrate would wait and fail.
+    const db = new Database(path);
+    db.exec('BEGIN IMMEDIATE');
+    const again = new SqliteStore({ path, busyTimeoutMs: 20 });
+    db.exec('ROLLBACK');
+    db.close();
+    expect(migrationRows(path)).toEqual(before);
+    expect((await again.load('r'))?.entries).toEqual(['"kept"']);
+    await again.close();
+  });
+
+  it('an older database is brought up to date, keeping its runs', async () => {
+    const path = fresh();
+    const old = new Database(path);
+    expect(migrate(old, MIGRATIONS.slice(0, 1))).toBe(1);
+    old.prepare("INSERT INTO runs VALUES ('r', 1, 'done', '{}', 0, NULL, '2026-01-01T00:00:00.000Z')").run();
+    old.close();
+    const store = SqliteStore.open(path);
+    expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
+    expect(await store.list()).toEqual([
+      { runId: 'r', version: 1, status: 'done', pending: null, updatedAt: '2026-01-01T00:00:00.000Z' },
+    ]);
+    await store.close();
+    expect(migrationRows(path)).toHaveLength(MIGRATIONS.length);
+  });
+
+  it('a database from a newer Tollgate is refused with SchemaVersionError, untouched', async () => {
+    const path = fresh();
+    await SqliteStore.open(path).close();
+    const db = new Database(path);
+    db.prepare("INSERT INTO tollgate_migrations VALUES (?, 'from the future', '2030-01-01T00:00:00.000Z')").run(
+      SCHEMA_VERSION + 1,
+    );
+    db.close();
+    const before = migrationRows(path);
+    let error: unknown;
+    try {
+      SqliteStore.open(path);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SchemaVersionError);
+    expect(error).toBeInstanceOf(SystemError);
+    expect(error).toMatchObject({ found: SCHEMA_VERSION + 1, supported: SCHEMA_VERSION });
+    expect((error as Error).message).toMatch(/newer than this Tollgate knows.*upgrade Tollgate/);
+    expect(migrationRows(path)).toEqual(before);
+    // The refused store closed its connection: the file is not left locked.
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE; ROLLBACK');
+    other.close();
+  });
+
+  it('a failing step rolls back every step of that migration', () => {
+    const db = new Database(fresh());
+    const broken = {
+      version: MIGRATIONS.length + 1,
+      name: 'broken',
+      up: (d: Database.Database) => {
+        d.exec('CREATE TABLE half_done (x)');
+        throw new Error('step failed');
+      },
+    };
+    expect(() => migrate(db, [...MIGRATIONS, broken])).toThrow('step failed');
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+    expect(tables).toEqual([]); // not even the steps before it, nor the migrations table
+    expect(migrate(db)).toBe(SCHEMA_VERSION);
+    db.close();
+  });
+
+  it('two processes opening a new database at once: one migrates, the other finds it done', async () => {
+    const path = fresh();
+    const open = () =>
+      child(`
+        const { SqliteStore } = await import(${JSON.stringify(join(import.meta.dirname, '../../src/stores/sqlite.ts'))});
+        const store = SqliteStore.open(${JSON.stringify(path)});
+        process.stdout.write(String(store.settings.schemaVersion));
+        await store.close();`).done;
+    expect(await Promise.all([open(), open()])).toEqual([String(SCHEMA_VERSION), String(SCHEMA_VERSION)]);
+    expect(migrationRows(path)).toHaveLength(MIGRATIONS.length);
+  });
+});
