@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
 import { type AgentMachine, agentMachine } from '../machines/agent.js';
-import type { AgentEvent, Limits, Status } from '../machines/types.js';
+import type { AgentEvent, HistoryEntry, Limits, Status } from '../machines/types.js';
 import { policyActor, toolActor } from './actors.js';
 import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue } from './checkpoint.js';
 import { isoTime } from './clock.js';
@@ -26,7 +26,7 @@ import {
 import { Journal, type RunView } from './journal.js';
 import { parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import { type CheckpointStore, joinRun } from './store.js';
-import type { AgentOptions, DecideOptions, ResumeOptions, RunState } from './types.js';
+import type { AgentOptions, DecideOptions, ResumeOptions, RunEvent, RunState } from './types.js';
 
 type MachineSnapshot = ReturnType<Actor<AgentMachine>['getSnapshot']>;
 
@@ -66,6 +66,8 @@ export class Agent {
   #fault: unknown = undefined;
   #settling: Promise<Status> | null = null;
   #journal: Journal | null = null;
+  readonly #observers = new Set<(event: RunEvent) => void>();
+  #seen: { entries: number; phase: string } | null = null;
   /** Keys in flight in the checkpoint this agent was resumed from (write-ahead records). */
   readonly #recovering = new Set<string>();
 
@@ -269,6 +271,51 @@ export class Agent {
     return structuredClone(this.#actor.getSnapshot().context.limits);
   }
 
+  /**
+   * Calls `listener` as the run progresses: each history entry as it is appended, each policy
+   * and tool call as it starts, each status change. A listener that throws is ignored.
+   * @returns a function that stops observing.
+   */
+  observe(listener: (event: RunEvent) => void): () => void {
+    if (this.#observers.size === 0) {
+      const snapshot = this.#actor.getSnapshot();
+      this.#seen = { entries: snapshot.context.history.length, phase: JSON.stringify(snapshot.value) };
+    }
+    this.#observers.add(listener);
+    return () => this.#observers.delete(listener);
+  }
+
+  #notify(snapshot: MachineSnapshot): void {
+    if (this.#observers.size === 0) return;
+    const c = snapshot.context;
+    const phase = JSON.stringify(snapshot.value);
+    const seen = this.#seen ?? { entries: 0, phase: '' };
+    const events: RunEvent[] = [];
+    for (let i = seen.entries; i < c.history.length; i++) {
+      events.push({ type: 'entry', index: i, entry: structuredClone(c.history[i] as HistoryEntry) });
+    }
+    if (phase !== seen.phase) {
+      const value = snapshot.value as PersistedRun['value'];
+      if (typeof value === 'object' && value.running === 'deciding')
+        events.push({ type: 'deciding', step: c.steps + 1 });
+      else if (typeof value === 'object' && c.inflight) {
+        const { key, tool, args, step } = c.inflight;
+        events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
+      }
+      events.push({ type: 'status', status: statusOf(snapshot) });
+    }
+    this.#seen = { entries: c.history.length, phase };
+    for (const event of events) {
+      for (const listener of this.#observers) {
+        try {
+          listener(event);
+        } catch {
+          // An observer must never break the run it observes.
+        }
+      }
+    }
+  }
+
   #machine() {
     const host = {
       ...this.#runtime,
@@ -343,7 +390,10 @@ export class Agent {
     if (this.#started) return;
     this.#started = true;
     this.#actor.subscribe({
-      next: () => void this.#journal?.flush(),
+      next: (snapshot) => {
+        this.#notify(snapshot);
+        void this.#journal?.flush();
+      },
       // Always listen for errors: an unobserved actor error is rethrown asynchronously and
       // would kill the host process (ARCHITECTURE.md, XState pitfalls).
       error: (error) => {

@@ -141,7 +141,8 @@ function consistencyProblem(run: PersistedRun): [string, string] | null {
   if ((c.stoppedBy !== null) !== (status === 'budget_exhausted')) {
     return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
   }
-  if (status !== 'idle' && c.history.length === 0) {
+  // Only a run that never started has no history (one cancelled before starting included).
+  if (status !== 'idle' && status !== 'cancelled' && c.history.length === 0) {
     return ['snapshot.context.history', `a ${status} run must have a history`];
   }
   if (canonicalize(run.children) !== canonicalize(expectedChildren(run))) {

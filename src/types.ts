@@ -113,6 +113,13 @@ export interface DecideOptions {
   by?: string;
 }
 
+/** What `agent.observe` reports as a run progresses. */
+export type RunEvent =
+  | { type: 'entry'; index: number; entry: HistoryEntry }
+  | { type: 'deciding'; step: number }
+  | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number } }
+  | { type: 'status'; status: Status };
+
 /** `agent.state`: the whole run, plain JSON (a copy). */
 export interface RunState {
   runId: string;

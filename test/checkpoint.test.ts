@@ -162,3 +162,15 @@ describe('a bad checkpoint gets a CheckpointError, never a tool call', () => {
     expect(error?.path).toBe('snapshot.context.usage.inputTokens');
   });
 });
+
+describe('checkpoints of runs that never started', () => {
+  it('an idle run and one cancelled before starting round-trip', async () => {
+    const idle = new Agent({ runId: 'i', policy: sequence(), tools: [] });
+    expect(Agent.resume(idle.checkpoint(), { policy: sequence(), tools: [] }).status).toBe('idle');
+    await idle.cancel('never mind');
+    const blob = idle.checkpoint();
+    const back = Agent.resume(blob, { policy: sequence(), tools: [] });
+    expect(back.status).toBe('cancelled');
+    expect(back.checkpoint()).toBe(blob);
+  });
+});

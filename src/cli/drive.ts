@@ -1,0 +1,116 @@
+/**
+ * Drives a run in the terminal: shows each step live (decision, call, result, budgets) with a
+ * spinner while the policy or a tool works, and, when the run pauses for approval, asks the
+ * human at a terminal or prints the command that decides later.
+ */
+import { input, select } from '@inquirer/prompts';
+import yoctoSpinner from 'yocto-spinner';
+import type { PendingCall, Status } from '../../machines/types.js';
+import type { Agent } from '../agent.js';
+import { EXIT, exitFor } from './exit-codes.js';
+import { budgetLine, type Colors, colorsFor, entryLine, json, pendingLines, statusText } from './format.js';
+
+export interface DriveOptions {
+  /** Print one JSON object at the end instead of live lines. */
+  json: boolean;
+  /** Ask at the terminal when the run needs approval (stdin and stdout must be terminals). */
+  interactive: boolean;
+  /** The name recorded as the approver for decisions made at the prompt. */
+  by: string;
+  /** How to name this run's store and agent in the command printed for deciding later. */
+  decideLater: string;
+}
+
+const shellQuote = (s: string) => (/^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+export function laterCommand(runId: string, store: string, agentPath: string): string {
+  const where = `--store ${shellQuote(store)} --agent ${shellQuote(agentPath)}`;
+  return `tollgate approve ${shellQuote(runId)} ${where} --note '…'\n  tollgate deny ${shellQuote(runId)} ${where} --note '…'`;
+}
+
+/** Shows the run's progress until `work` settles; returns a function that stops showing. */
+function show(agent: Agent, c: Colors, live: boolean): () => void {
+  const out = process.stdout;
+  const spinner = live && process.stderr.isTTY ? yoctoSpinner({ stream: process.stderr, handleSignals: false }) : null;
+  const stop = agent.observe((event) => {
+    if (event.type === 'entry') {
+      spinner?.stop();
+      out.write(`${entryLine(event.entry, c)}\n`);
+      if (event.entry.role === 'assistant') out.write(`${c.dim(`          ${budgetLine(agent.state)}`)}\n`);
+    } else if (event.type === 'deciding') {
+      spinner?.start(`policy deciding step ${event.step}`);
+    } else if (event.type === 'executing') {
+      spinner?.start(`running ${event.call.tool} (${event.call.key})`);
+    } else if (event.status !== 'running') {
+      spinner?.stop();
+    }
+  });
+  return () => {
+    spinner?.stop();
+    stop();
+  };
+}
+
+/** Runs `work` (start, run, decide…) and everything after it; returns the exit code. */
+export async function drive(agent: Agent, work: () => Promise<Status>, options: DriveOptions): Promise<number> {
+  const c = colorsFor(process.stdout);
+  const live = !options.json;
+  let status: Status;
+  for (let next = work; ; ) {
+    const hide = live ? show(agent, c, live) : () => {};
+    try {
+      status = await next();
+    } finally {
+      hide();
+    }
+    if (status !== 'awaiting_approval' || !options.interactive || options.json) break;
+    const decision = await ask(agent, c, options.by);
+    if (decision === null) break;
+    next = () => agent.decide(decision.approved, decision.note, { callId: decision.callId, by: options.by });
+  }
+  const state = agent.state;
+  if (options.json) {
+    process.stdout.write(
+      `${json({ runId: state.runId, status, steps: state.steps, answer: state.answer, pending: state.pending, usage: state.usage, stoppedBy: state.stoppedBy, error: state.error })}\n`,
+    );
+    return exitFor(status);
+  }
+  process.stdout.write(`${c.bold('status')}    ${statusText(status, c)}   ${c.dim(budgetLine(state))}\n`);
+  if (status === 'awaiting_approval' && state.pending) {
+    for (const line of pendingLines(state.pending, c)) process.stdout.write(`${line}\n`);
+    process.stdout.write(`decide later with:\n  ${options.decideLater}\n`);
+  }
+  if (status === 'budget_exhausted') process.stdout.write(`stopped by the ${state.stoppedBy} budget\n`);
+  if (status === 'failed') process.stdout.write(`${c.red(state.error ?? 'failed')}\n`);
+  return exitFor(status);
+}
+
+/** Asks approve / deny / later at the terminal. Null: decide later. */
+async function ask(agent: Agent, c: Colors, by: string) {
+  const pending = agent.state.pending;
+  if (!pending) return null;
+  for (const line of pendingLines(pending, c)) process.stdout.write(`${line}\n`);
+  try {
+    return await prompt(pending, by);
+  } catch (error) {
+    // Ctrl-C or a closed terminal at the prompt: nothing is decided; the run keeps waiting.
+    if ((error as Error).name === 'ExitPromptError') return null;
+    throw error;
+  }
+}
+
+async function prompt(pending: PendingCall, by: string) {
+  const choice = await select({
+    message: `Run ${pending.tool}?`,
+    choices: [
+      { name: 'approve', value: 'approve' },
+      { name: 'deny', value: 'deny' },
+      { name: 'decide later', value: 'later' },
+    ],
+  });
+  if (choice === 'later') return null;
+  const note = await input({ message: choice === 'approve' ? `note (as ${by})` : `why deny? (as ${by})` });
+  return { approved: choice === 'approve', note, callId: pending.id };
+}
+
+export { EXIT };

@@ -1,0 +1,70 @@
+/**
+ * How the CLI shows runs: one line per history entry, the pending call, budgets. Colours come
+ * from picocolors and are off when output is not a terminal or NO_COLOR is set.
+ */
+import pc from 'picocolors';
+import type { HistoryEntry, PendingCall } from '../../machines/types.js';
+import type { RunState } from '../types.js';
+
+export type Colors = ReturnType<typeof pc.createColors>;
+
+/** Colours for a stream: on only for a terminal, never with NO_COLOR (FORCE_COLOR forces). */
+export function colorsFor(stream: NodeJS.WriteStream): Colors {
+  const env = process.env;
+  const enabled = 'FORCE_COLOR' in env ? env.FORCE_COLOR !== '0' : !('NO_COLOR' in env) && stream.isTTY === true;
+  return pc.createColors(enabled);
+}
+
+const MAX = 160;
+function clip(text: string): string {
+  return text.length > MAX ? `${text.slice(0, MAX - 1)}…` : text;
+}
+
+export function json(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+/** One readable line for a history entry. */
+export function entryLine(entry: HistoryEntry, c: Colors): string {
+  if (entry.role === 'user') return `${c.bold('goal')}      ${clip(entry.content)}`;
+  if (entry.role === 'assistant') {
+    if ('final' in entry)
+      return `${c.green('answer')}    ${clip(typeof entry.final === 'string' ? entry.final : json(entry.final))}`;
+    return `${c.cyan('call')}      ${entry.tool} ${c.dim(clip(json(entry.args)))}`;
+  }
+  const by = entry.approval
+    ? c.dim(` (${entry.approval.approved ? 'approved' : 'denied'} by ${entry.approval.by})`)
+    : '';
+  if ('error' in entry) return `${c.red('error')}     ${entry.tool}: ${clip(entry.error)}${by}`;
+  return `${c.blue('result')}    ${entry.tool} ${c.dim(clip(json(entry.result)))}${by}`;
+}
+
+/** The pending call, as a human must see it before deciding. */
+export function pendingLines(p: PendingCall, c: Colors): string[] {
+  return [
+    c.yellow(c.bold('approval needed')),
+    `  tool      ${c.bold(p.tool)}`,
+    `  args      ${json(p.args)}`,
+    `  key       ${p.key}`,
+    `  call id   ${p.id}${p.attempt > 1 ? c.dim(` (asked ${p.attempt} times)`) : ''}`,
+    `  requested ${p.requestedAt}`,
+    `  expires   ${p.expiresAt ?? 'never'}`,
+    ...(p.outcome === 'unknown'
+      ? [c.red('  outcome   UNKNOWN: this call was in flight at a crash; check before approving it again')]
+      : []),
+  ];
+}
+
+/** Steps, tokens and active time used against their limits. */
+export function budgetLine(s: RunState): string {
+  const tokens = s.usage.inputTokens + s.usage.outputTokens;
+  const of = (limit: number | null) => (limit === null ? '' : `/${limit}`);
+  return `steps ${s.steps}/${s.limits.maxSteps} · tokens ${tokens}${of(s.limits.maxTokens)} · active ${Math.round(s.activeMs)}${of(s.limits.maxActiveMs)} ms`;
+}
+
+export function statusText(status: string, c: Colors): string {
+  if (status === 'done') return c.green(status);
+  if (status === 'awaiting_approval') return c.yellow(status);
+  if (status === 'running' || status === 'idle') return c.cyan(status);
+  return c.red(status);
+}

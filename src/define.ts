@@ -1,0 +1,43 @@
+/**
+ * The agent module format: a file whose default export is `defineAgent({...})`. The CLI
+ * (`tollgate run <module>`) and services load such modules to start and resume runs.
+ */
+import { OptionsError } from './errors.js';
+import { parseAgentOptions } from './options.js';
+import type { AgentOptions } from './types.js';
+
+// Symbol.for: recognised even when the module was built against another copy of tollgate.
+const BRAND = Symbol.for('tollgate.agent-definition');
+
+/** An agent's definition: everything `new Agent` takes but the run id and store. */
+export interface AgentDefinition extends Omit<AgentOptions, 'runId' | 'store'> {
+  /** A short name, shown by the CLI. */
+  name: string;
+  /** One line on what the agent does. */
+  description?: string;
+}
+
+/**
+ * Declares an agent, checked up front.
+ *
+ * @example
+ * // agents/support.js
+ * export default defineAgent({ name: 'support', policy, tools, maxSteps: 12 });
+ */
+export function defineAgent(definition: AgentDefinition): AgentDefinition {
+  if (definition === null || typeof definition !== 'object') throw new OptionsError('defineAgent: expected an object');
+  if (typeof definition.name !== 'string' || definition.name.trim() === '') {
+    throw new OptionsError('defineAgent: name must be a non-empty string');
+  }
+  if (definition.description !== undefined && typeof definition.description !== 'string') {
+    throw new OptionsError('defineAgent: description must be a string');
+  }
+  const { name: _n, description: _d, ...options } = definition;
+  parseAgentOptions(options);
+  return Object.freeze({ ...definition, [BRAND]: true });
+}
+
+/** True for a value made by `defineAgent`. */
+export function isAgentDefinition(value: unknown): value is AgentDefinition {
+  return value !== null && typeof value === 'object' && (value as Record<symbol, unknown>)[BRAND] === true;
+}

@@ -1,0 +1,245 @@
+/**
+ * The real, built `tollgate` command in child processes: output, exit codes and the store's
+ * contents. Non-interactive here (no terminal); tmux.int.test.ts drives the prompts.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../src/stores/sqlite.js';
+import { buildOnce } from './build.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const bin = join(root, 'dist', 'src', 'cli', 'bin.js');
+const fixture = (name: string) => join(import.meta.dirname, 'fixtures', name);
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function workspace() {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
+  const ledger = join(dir, 'ledger.txt');
+  const env = { ...process.env, NO_COLOR: '1', TOLLGATE_TEST_LEDGER: ledger, TOLLGATE_USER: 'tester' };
+  delete (env as Record<string, string | undefined>).FORCE_COLOR;
+  const cli = async (args: string[], extraEnv: Record<string, string> = {}): Promise<Result> => {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
+        cwd: dir,
+        env: { ...env, ...extraEnv },
+        timeout: 30_000,
+      });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const e = error as { code?: number; stdout?: string; stderr?: string };
+      return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+    }
+  };
+  const paid = () => (existsSync(ledger) ? readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean) : []);
+  const stored = async (runId: string) => {
+    const store = SqliteStore.open(join(dir, 'tollgate.db'));
+    try {
+      return await store.load(runId);
+    } finally {
+      await store.close();
+    }
+  };
+  return { dir, cli, paid, stored };
+}
+
+beforeAll(() => buildOnce(), 180_000);
+
+describe('tollgate (built) in child processes', () => {
+  it('--help works for the program and every command', async () => {
+    const { cli } = workspace();
+    const top = await cli(['--help']);
+    expect(top.code).toBe(0);
+    for (const command of ['run', 'runs', 'show', 'approve', 'deny', 'resume', 'export', 'import', 'machine']) {
+      expect(top.stdout).toContain(command);
+      const help = await cli([command, '--help']);
+      expect(help.code, command).toBe(0);
+      expect(help.stdout).toContain(`Usage: tollgate ${command}`);
+    }
+  });
+
+  it('run pauses for approval, prints the command to decide later and exits 3; approve in another process finishes it', async () => {
+    const { cli, paid, stored } = workspace();
+    const run = await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'inv-7']);
+    expect(run.code).toBe(3);
+    expect(run.stdout).toContain('call      pay {"amount":250}');
+    expect(run.stdout).toContain('approval needed');
+    expect(run.stdout).toContain('key       inv-7:2');
+    expect(run.stdout).toMatch(/tollgate approve inv-7 --store tollgate.db --agent \S+pay-agent.mjs/);
+    expect(paid()).toEqual([]);
+    expect(await stored('inv-7')).toMatchObject({ status: 'awaiting_approval', pending: { key: 'inv-7:2' } });
+
+    const inbox = await cli(['runs', '--status', 'awaiting_approval', '--json']);
+    expect(inbox.code).toBe(0);
+    expect(JSON.parse(inbox.stdout)).toEqual([
+      expect.objectContaining({ runId: 'inv-7', pending: expect.objectContaining({ tool: 'pay' }) }),
+    ]);
+
+    const stale = await cli(['approve', 'inv-7', '--call-id', 'inv-7:1#1']);
+    expect(stale.code).toBe(2);
+    expect(stale.stderr.trim().split('\n')).toHaveLength(1);
+    expect(stale.stderr).toContain('is not the pending call');
+    expect(paid()).toEqual([]);
+
+    const approve = await cli(['approve', 'inv-7', '--note', 'budgeted', '--as', 'carol', '--call-id', 'inv-7:2#1']);
+    expect(approve.code).toBe(0);
+    expect(approve.stdout).toContain('(approved by carol)');
+    expect(approve.stdout).toContain('answer    paid');
+    expect(paid()).toEqual(['inv-7:2 250']);
+    const record = await stored('inv-7');
+    expect(record?.status).toBe('done');
+    expect(record?.entries.some((e) => e.includes('"by":"carol"') && e.includes('"note":"budgeted"'))).toBe(true);
+
+    const again = await cli(['approve', 'inv-7']);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('no call awaits approval');
+    expect(paid()).toHaveLength(1);
+  });
+
+  it('deny needs a note, tells the model, and runs nothing', async () => {
+    const { cli, paid } = workspace();
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', 'd1'])).code).toBe(3);
+    const noNote = await cli(['deny', 'd1']);
+    expect(noNote.code).toBe(2);
+    expect(noNote.stderr).toContain("required option '--note <text>'");
+    const deny = await cli(['deny', 'd1', '--note', 'not this month', '--json']);
+    expect(deny.code).toBe(0);
+    expect(JSON.parse(deny.stdout)).toMatchObject({
+      runId: 'd1',
+      status: 'done',
+      answer: 'not paid: denied by human: not this month',
+    });
+    expect(paid()).toEqual([]);
+  });
+
+  it('show prints the history, the pending call and budgets; --json gives the state', async () => {
+    const { cli } = workspace();
+    await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', 's1']);
+    const show = await cli(['show', 's1']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain('steps 2/6');
+    expect(show.stdout).toContain('goal      pay');
+    expect(show.stdout).toContain('call id   s1:2#1');
+    const json = JSON.parse((await cli(['show', 's1', '--json'])).stdout);
+    expect(json).toMatchObject({ runId: 's1', status: 'awaiting_approval', steps: 2, version: expect.any(Number) });
+  });
+
+  it('exit codes: budget exhausted 4, failed 5, cancelled 6, usage 2', async () => {
+    const { cli, dir } = workspace();
+    const budget = await cli(['run', fixture('loop-agent.mjs'), 'think', '--max-steps', '2', '--run-id', 'b1']);
+    expect(budget.code).toBe(4);
+    expect(budget.stdout).toContain('stopped by the steps budget');
+    const more = await cli(['resume', 'b1', '--agent', fixture('loop-agent.mjs'), '--max-steps', '3', '--json']);
+    expect(more.code).toBe(4);
+    expect(JSON.parse(more.stdout)).toMatchObject({ steps: 3, stoppedBy: 'steps' });
+
+    const failed = await cli(['run', fixture('failing-agent.mjs'), 'go', '--run-id', 'f1']);
+    expect(failed.code).toBe(5);
+    expect(failed.stdout).toContain('Error: model unavailable');
+
+    // A cancelled run (from a checkpoint) resumes to its status: cancelled.
+    const { Agent } = await import('../../src/index.js');
+    const agent = new Agent({ runId: 'c1', policy: () => ({ final: 1 }), tools: [] });
+    await agent.cancel('stop');
+    writeFileSync(join(dir, 'c1.json'), agent.checkpoint());
+    expect((await cli(['import', 'c1.json'])).code).toBe(0);
+    expect((await cli(['resume', 'c1', '--agent', fixture('loop-agent.mjs')])).code).toBe(6);
+
+    expect((await cli(['run'])).code).toBe(2);
+    expect((await cli(['bogus'])).code).toBe(2);
+    expect((await cli(['run', fixture('loop-agent.mjs'), 'x', '--max-steps', '-1'])).code).toBe(2);
+    expect((await cli(['runs', '--status', 'sleeping'])).code).toBe(2);
+  });
+
+  it('bad input gets one clear line, a non-zero exit, and changes nothing', async () => {
+    const { cli, dir, stored } = workspace();
+    const cases: [string[], number, RegExp][] = [
+      [['show', 'nope'], 2, /no run "nope" in this store/],
+      [['approve', 'nope', '--agent', fixture('pay-agent.mjs')], 2, /no run "nope"/],
+      [['approve', 'nope'], 2, /no agent module known for run nope/],
+      [['run', fixture('no-agent.mjs'), 'go'], 2, /does not export an agent/],
+      [['run', join(dir, 'missing.mjs'), 'go'], 2, /agent module not found/],
+      [['runs', '--store', 'postgres://postgres@127.0.0.1:1/test'], 1, /cannot connect/],
+      [['import', 'missing.json'], 2, /cannot read missing.json/],
+    ];
+    writeFileSync(
+      join(dir, 'corrupt.json'),
+      '{"format":"tollgate.checkpoint","version":1,"snapshot":{"value":"sleeping"}}',
+    );
+    cases.push([['import', 'corrupt.json'], 2, /invalid checkpoint/]);
+    writeFileSync(join(dir, 'half.json'), '{"format":"tollgate.che');
+    cases.push([['import', 'half.json'], 2, /not JSON/]);
+    for (const [args, code, message] of cases) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(code);
+      expect(result.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(result.stderr, args.join(' ')).toMatch(message);
+    }
+    const runs = await cli(['runs', '--json']);
+    expect(JSON.parse(runs.stdout)).toEqual([]);
+    expect(await stored('nope')).toBeNull();
+  });
+
+  it('export and import move a run between stores; importing twice is refused', async () => {
+    const { cli, paid } = workspace();
+    await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', 'm1']);
+    const exported = await cli(['export', 'm1', '-o', 'm1.json']);
+    expect(exported.code).toBe(0);
+    const other = ['--store', 'other.db'];
+    expect((await cli(['import', 'm1.json', ...other])).code).toBe(0);
+    const twice = await cli(['import', 'm1.json', ...other]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain('already in the store');
+    const approve = await cli(['approve', 'm1', ...other, '--agent', fixture('pay-agent.mjs')]);
+    expect(approve.code).toBe(0);
+    expect(paid()).toEqual(['m1:2 250']);
+    const stdout = await cli(['export', 'm1', ...other]);
+    expect(JSON.parse(stdout.stdout).snapshot.context.answer).toBe('paid');
+  });
+
+  it('machine prints Mermaid and JSON', async () => {
+    const { cli } = workspace();
+    const mermaid = await cli(['machine']);
+    expect(mermaid.stdout.startsWith('stateDiagram-v2')).toBe(true);
+    const json = JSON.parse((await cli(['machine', '--format', 'json'])).stdout);
+    expect(json.states.map((s: { id: string }) => s.id)).toContain('agent.awaiting_approval');
+    expect((await cli(['machine', '--format', 'svg'])).code).toBe(2);
+  });
+
+  it('colours: none without a terminal or with NO_COLOR; FORCE_COLOR turns them on', async () => {
+    const { cli } = workspace();
+    const plain = await cli(['run', fixture('loop-agent.mjs'), 'x', '--max-steps', '1']);
+    expect(plain.stdout).not.toContain('\u001b[');
+    const forced = await cli(['run', fixture('loop-agent.mjs'), 'x', '--max-steps', '1'], { FORCE_COLOR: '1' });
+    expect(forced.stdout).toContain('\u001b[');
+  });
+
+  it.skipIf(!process.env.TOLLGATE_PG_URL)(
+    'run with a Postgres URL stores the run there (needs TOLLGATE_PG_URL)',
+    async () => {
+      const url = process.env.TOLLGATE_PG_URL as string;
+      const { cli } = workspace();
+      const runId = `pg-${Date.now()}`;
+      const run = await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', runId, '--store', url]);
+      expect(run.code).toBe(3);
+      const approve = await cli(['approve', runId, '--store', url]);
+      expect(approve.code).toBe(0);
+      const { PostgresStore } = await import('../../src/stores/postgres.js');
+      const store = new PostgresStore(url);
+      try {
+        expect((await store.load(runId))?.status).toBe('done');
+        await store.delete(runId);
+      } finally {
+        await store.close();
+      }
+    },
+  );
+});

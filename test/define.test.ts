@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { machineGraph, machineMermaid } from '../src/cli/diagram.js';
+import { defineAgent, isAgentDefinition, OptionsError } from '../src/index.js';
+
+describe('defineAgent', () => {
+  const policy = () => ({ final: 1 });
+  it('checks the definition up front and brands it', () => {
+    const def = defineAgent({ name: 'a', policy, tools: [], maxSteps: 3 });
+    expect(isAgentDefinition(def)).toBe(true);
+    expect(Object.isFrozen(def)).toBe(true);
+    expect(isAgentDefinition({ name: 'a', policy, tools: [] })).toBe(false);
+    expect(isAgentDefinition(null)).toBe(false);
+  });
+  it('rejects a bad definition with OptionsError', () => {
+    expect(() => defineAgent({ name: '', policy, tools: [] })).toThrow(OptionsError);
+    expect(() => defineAgent({ name: 'a', policy, tools: [], maxSteps: -1 })).toThrow(/maxSteps/);
+    expect(() => defineAgent({ name: 'a', tools: [] } as never)).toThrow(/policy/);
+    expect(() => defineAgent(null as never)).toThrow(OptionsError);
+  });
+});
+
+describe('the machine diagram', () => {
+  it('has every state and every transition, including always and CANCEL from each live state', () => {
+    const g = machineGraph();
+    const ids = g.states.map((s) => s.id).sort();
+    expect(ids).toEqual(
+      [
+        'agent.awaiting_approval',
+        'agent.budget_exhausted',
+        'agent.cancelled',
+        'agent.done',
+        'agent.failed',
+        'agent.idle',
+        'agent.running',
+        'agent.running.checking',
+        'agent.running.deciding',
+        'agent.running.executing',
+      ].sort(),
+    );
+    const edge = (from: string, to: string, event: string) =>
+      g.edges.some((e) => e.from === `agent.${from}` && e.to === `agent.${to}` && e.event === event);
+    expect(edge('running.checking', 'budget_exhausted', 'always')).toBe(true);
+    expect(edge('awaiting_approval', 'running.executing', 'APPROVE')).toBe(true);
+    expect(edge('running.executing', 'awaiting_approval', 'done:tool')).toBe(true);
+    for (const s of ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed']) {
+      expect(edge(s, 'cancelled', 'CANCEL')).toBe(true);
+    }
+    expect(edge('done', 'cancelled', 'CANCEL')).toBe(false);
+    const mermaid = machineMermaid();
+    expect(mermaid.startsWith('stateDiagram-v2\n')).toBe(true);
+    expect(mermaid).toContain('running_checking --> budget_exhausted : always [stepsExhausted]');
+    expect(mermaid).toContain('state "executing" as running_executing');
+  });
+});
