@@ -10,6 +10,7 @@
 import canonicalize from 'canonicalize';
 import type { HistoryEntry, PendingCall, Status } from '../machines/types.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, expectedChildren, type PersistedRun } from './checkpoint.js';
+import { OptionsError } from './errors.js';
 
 /** What a store keeps for one run. */
 export interface StoredRun {
@@ -68,6 +69,13 @@ export interface CheckpointStore {
   delete(runId: string, expectedVersion?: number): Promise<boolean>;
   /** Releases connections and handles. */
   close(): Promise<void>;
+}
+
+/** `list`'s `limit` must be a whole number ≥ 0 in every store; throws `OptionsError` otherwise. */
+export function checkLimit(limit: number | undefined): void {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
+    throw new OptionsError(`list: limit must be a non-negative integer, got ${String(limit)}`);
+  }
 }
 
 /** The head of a run: its persisted snapshot with an empty history. O(1) in the history. */

@@ -21,7 +21,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConflictError, OptionsError, SystemError } from '../errors.js';
-import type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from '../store.js';
+import {
+  type CheckpointStore,
+  checkLimit,
+  type ListOptions,
+  type RunSummary,
+  type RunWrite,
+  type StoredRun,
+} from '../store.js';
 import {
   decodeEntries,
   decodeHead,
@@ -133,6 +140,7 @@ export class FileStore implements CheckpointStore {
   }
 
   async list(options: ListOptions = {}): Promise<RunSummary[]> {
+    checkLimit(options.limit);
     this.#open();
     let names: string[];
     try {

@@ -3,7 +3,14 @@
  * the store semantics (versions, conflicts, the approval inbox) without durability.
  */
 import { ConflictError } from '../errors.js';
-import type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from '../store.js';
+import {
+  type CheckpointStore,
+  checkLimit,
+  type ListOptions,
+  type RunSummary,
+  type RunWrite,
+  type StoredRun,
+} from '../store.js';
 
 export class MemoryStore implements CheckpointStore {
   readonly #runs = new Map<string, StoredRun>();
@@ -43,9 +50,12 @@ export class MemoryStore implements CheckpointStore {
   }
 
   async list(options: ListOptions = {}): Promise<RunSummary[]> {
+    checkLimit(options.limit);
+    // Code-unit order, like SQLite's BINARY and Postgres's COLLATE "C": no locale involved.
+    const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
     const runs = [...this.#runs.values()]
       .filter((r) => options.status === undefined || r.status === options.status)
-      .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt) || a.runId.localeCompare(b.runId))
+      .sort((a, b) => byCodeUnit(a.updatedAt, b.updatedAt) || byCodeUnit(a.runId, b.runId))
       .slice(0, options.limit ?? Number.POSITIVE_INFINITY);
     return runs.map(({ head: _h, entries: _e, ...summary }) => structuredClone(summary));
   }

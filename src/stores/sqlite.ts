@@ -19,7 +19,14 @@
  */
 import Database from 'better-sqlite3';
 import { ConflictError, OptionsError, SystemError } from '../errors.js';
-import type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from '../store.js';
+import {
+  type CheckpointStore,
+  checkLimit,
+  type ListOptions,
+  type RunSummary,
+  type RunWrite,
+  type StoredRun,
+} from '../store.js';
 import type { PendingCall, Status } from '../types.js';
 import { migrate } from './sqlite/migrations.js';
 
@@ -171,6 +178,7 @@ export class SqliteStore implements CheckpointStore {
   }
 
   async list(options: ListOptions = {}): Promise<RunSummary[]> {
+    checkLimit(options.limit);
     const where = options.status === undefined ? '' : 'WHERE status = @status';
     const limit = options.limit === undefined || !Number.isFinite(options.limit) ? '' : 'LIMIT @limit';
     const rows = this.#db

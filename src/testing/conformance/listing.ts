@@ -103,4 +103,14 @@ export const listingCases: ConformanceCase[] = [
         assert.deepEqual(await store.list({ status: 'awaiting_approval', limit: 1 }), inbox.slice(0, 1));
       }),
   },
+  {
+    name: 'list rejects a limit that is not a whole number ≥ 0 (OptionsError)',
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        await saveAll(store, 'a', [{ status: 'done', pending: null }]);
+        for (const limit of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+          await assert.rejects(store.list({ limit }), (e: Error) => e.name === 'OptionsError', `limit ${limit}`);
+        }
+      }),
+  },
 ];
