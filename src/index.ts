@@ -18,7 +18,14 @@ export {
   TollgateError,
   UserError,
 } from './errors.js';
-export type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from './store.js';
+export {
+  type CheckpointStore,
+  checkLimit,
+  type ListOptions,
+  type RunSummary,
+  type RunWrite,
+  type StoredRun,
+} from './store.js';
 export type {
   Action,
   AgentOptions,
