@@ -9,6 +9,7 @@ import type {
   AgentEvent,
   AgentInput,
   ApprovalRecord,
+  BudgetKind,
   Decision,
   HistoryEntry,
   InflightCall,
@@ -66,6 +67,20 @@ function elapsedOf(error: unknown): number {
   return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : 0;
 }
 
+/**
+ * The budget that allows no further policy call, checked in this order, or null. The one rule
+ * for budgets: the machine's guards use it, and so does a resume that lowers a limit.
+ */
+export function exhaustedBudget(
+  context: Pick<AgentContext, 'steps' | 'usage' | 'activeMs' | 'limits'>,
+): BudgetKind | null {
+  const { limits, usage } = context;
+  if (context.steps >= limits.maxSteps) return 'steps';
+  if (limits.maxTokens !== null && usage.inputTokens + usage.outputTokens >= limits.maxTokens) return 'tokens';
+  if (limits.maxActiveMs !== null && context.activeMs >= limits.maxActiveMs) return 'time';
+  return null;
+}
+
 function expiresAt(ttlMs: number | null, at: string): string | null {
   return ttlMs === null ? null : new Date(Date.parse(at) + ttlMs).toISOString();
 }
@@ -121,17 +136,10 @@ export const agentMachine = setup({
     }),
   },
   guards: {
-    stepsExhausted: ({ context }) => context.steps >= context.limits.maxSteps,
-    tokensExhausted: ({ context }) =>
-      context.limits.maxTokens !== null &&
-      context.usage.inputTokens + context.usage.outputTokens >= context.limits.maxTokens,
-    timeExhausted: ({ context }) =>
-      context.limits.maxActiveMs !== null && context.activeMs >= context.limits.maxActiveMs,
-    hasBudget: ({ context }) =>
-      context.steps < context.limits.maxSteps &&
-      (context.limits.maxTokens === null ||
-        context.usage.inputTokens + context.usage.outputTokens < context.limits.maxTokens) &&
-      (context.limits.maxActiveMs === null || context.activeMs < context.limits.maxActiveMs),
+    stepsExhausted: ({ context }) => exhaustedBudget(context) === 'steps',
+    tokensExhausted: ({ context }) => exhaustedBudget(context) === 'tokens',
+    timeExhausted: ({ context }) => exhaustedBudget(context) === 'time',
+    hasBudget: ({ context }) => exhaustedBudget(context) === null,
     isFinal: ({ event }) => decided(event).type === 'final',
     needsApproval: ({ event }) => {
       const d = decided(event);
@@ -286,8 +294,13 @@ export const agentMachine = setup({
     assignLimits: assign(({ context, event }) => ({
       limits: { ...context.limits, ...(event as Extract<AgentEvent, { type: 'EXTEND_BUDGET' }>).limits },
     })),
+    // A cancelled run has nothing pending, in flight or stopped: those belong to live states.
+    // (A call in flight when cancelled had its signal aborted; its assistant entry stays.)
     recordCancel: assign(({ event }) => ({
       cancelReason: (event as Extract<AgentEvent, { type: 'CANCEL' }>).reason,
+      pending: null,
+      inflight: null,
+      stoppedBy: null,
     })),
   },
 }).createMachine({

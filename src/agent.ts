@@ -12,7 +12,7 @@ import { type Actor, createActor } from 'xstate';
 import { type AgentMachine, agentMachine } from '../machines/agent.js';
 import type { AgentEvent, HistoryEntry, Limits, Status } from '../machines/types.js';
 import { policyActor, toolActor } from './actors.js';
-import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue } from './checkpoint.js';
+import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue, withLimits } from './checkpoint.js';
 import { isoTime } from './clock.js';
 import {
   NoPendingApprovalError,
@@ -118,10 +118,8 @@ export class Agent {
 
   static #restore(blob: string, options: ResumeOptions, place: StoredPlace | null): Agent {
     const parsed = parseResumeOptions(options);
-    const run = decodeCheckpoint(blob);
-    if (Object.keys(parsed.limits).length > 0) {
-      run.context = { ...run.context, limits: { ...run.context.limits, ...parsed.limits } };
-    }
+    const decoded = decodeCheckpoint(blob);
+    const run = Object.keys(parsed.limits).length > 0 ? withLimits(decoded, parsed.limits) : decoded;
     restoring = { run, place };
     try {
       return new Agent(options as AgentOptions);
@@ -262,10 +260,7 @@ export class Agent {
       // Not started (e.g. just resumed mid-call): starting would restart the call, so the
       // limits are written into the snapshot the actor will start from.
       const run = this.#actor.getPersistedSnapshot() as unknown as PersistedRun;
-      this.#actor = this.#createActor({
-        ...run,
-        context: { ...run.context, limits: { ...run.context.limits, ...given } },
-      });
+      this.#actor = this.#createActor(withLimits(run, given));
     }
     void this.#journal?.flush(); // saved by the next settle at the latest
     return structuredClone(this.#actor.getSnapshot().context.limits);

@@ -9,8 +9,8 @@
  */
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
-import { deepFreeze } from '../machines/agent.js';
-import type { AgentContext, Status } from '../machines/types.js';
+import { deepFreeze, exhaustedBudget } from '../machines/agent.js';
+import type { AgentContext, Limits, Status } from '../machines/types.js';
 import { CheckpointError } from './errors.js';
 
 export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
@@ -203,4 +203,19 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
   // History entries are frozen while a run is live (see machines/agent.ts); restore that.
   deepFreeze(run.context.history);
   return run;
+}
+
+/**
+ * The run with some limits replaced, as `Agent.resume(blob, { maxSteps })` and `extendBudget`
+ * on a not-started agent apply them. A run resting in a policy call that the new limits no
+ * longer allow stops the way the machine would have stopped before making that call:
+ * `budget_exhausted`, the call abandoned (a restored invoke would otherwise call the policy
+ * past its budget: invariant 3).
+ */
+export function withLimits(run: PersistedRun, limits: Partial<Limits>): PersistedRun {
+  const context = { ...run.context, limits: { ...run.context.limits, ...limits } };
+  const deciding = typeof run.value === 'object' && run.value.running === 'deciding';
+  const stoppedBy = deciding ? exhaustedBudget(context) : null;
+  if (stoppedBy === null) return { ...run, context };
+  return { ...run, value: 'budget_exhausted', context: { ...context, stoppedBy }, children: {} };
 }

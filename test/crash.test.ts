@@ -166,3 +166,66 @@ describe('cancel', () => {
     expect(await failed.cancel()).toBe('cancelled');
   });
 });
+
+describe('found by the model-based tests', () => {
+  it('a run cancelled while awaiting approval, mid-call or out of budget has a checkpoint that loads', async () => {
+    const waiting = new Agent({
+      runId: 'w',
+      policy: sequence({ tool: 'mail' }),
+      tools: [recorder('mail', { sideEffect: true }).tool],
+    });
+    await waiting.start('go');
+    const spent = new Agent({ runId: 's', policy: sequence(), tools: [], maxSteps: 0 });
+    await spent.start('go');
+    const b = blocking('slow');
+    const busy = new Agent({ runId: 'b', policy: sequence({ tool: 'slow' }), tools: [b.tool] });
+    void busy.start('go');
+    await until(() => b.calls.length === 1);
+    for (const agent of [waiting, spent, busy]) {
+      await agent.cancel('stop');
+      const blob = agent.checkpoint();
+      const back = Agent.resume(blob, { policy: sequence(), tools: [] });
+      expect(back.state).toMatchObject({ status: 'cancelled', pending: null, inflight: null, stoppedBy: null });
+      expect(back.checkpoint()).toBe(blob);
+    }
+  });
+
+  it('resuming mid policy call with a budget already spent calls nothing and stops on the budget', async () => {
+    const held = gate<never>();
+    const first = new Agent({
+      runId: 'r',
+      maxSteps: 5,
+      policy: scriptedHold(held.promise),
+      tools: [recorder('t').tool],
+    });
+    void first.start('go');
+    await until(() => first.state.steps === 2 && first.status === 'running');
+    const blob = first.checkpoint(); // the policy is being asked for step 3
+    expect(JSON.parse(blob).snapshot.value).toEqual({ running: 'deciding' });
+    await first.cancel();
+
+    let calls = 0;
+    const policy = () => {
+      calls++;
+      return { final: 'x' };
+    };
+    const lowered = Agent.resume(blob, { policy, tools: [], maxSteps: 2 });
+    expect(lowered.state).toMatchObject({ status: 'budget_exhausted', stoppedBy: 'steps' });
+    expect(await lowered.run()).toBe('budget_exhausted');
+    expect(calls).toBe(0);
+
+    const later = Agent.resume(blob, { policy, tools: [] });
+    later.extendBudget({ maxSteps: 2 });
+    expect(await later.run()).toBe('budget_exhausted');
+    expect(calls).toBe(0);
+
+    const raised = Agent.resume(blob, { policy, tools: [], maxSteps: 3 });
+    expect(await raised.run()).toBe('done');
+    expect(calls).toBe(1);
+  });
+});
+
+/** Two tool steps, then a policy call that hangs on `hold`. */
+function scriptedHold(hold: Promise<never>) {
+  return (history: unknown[]) => (history.length < 5 ? { tool: 't' } : hold);
+}
