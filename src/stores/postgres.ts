@@ -21,8 +21,16 @@ import type { Pool, PoolClient, PoolConfig } from 'pg';
 import pg from 'pg';
 import type { PendingCall, Status } from '../../machines/types.js';
 import { ConflictError, OptionsError, SystemError, TollgateError, UserError } from '../errors.js';
-import type { CheckpointStore, ListOptions, RunSummary, RunWrite, StoredRun } from '../store.js';
+import {
+  type CheckpointStore,
+  checkLimit,
+  type ListOptions,
+  type RunSummary,
+  type RunWrite,
+  type StoredRun,
+} from '../store.js';
 import { migrate } from './postgres-migrations.js';
+import { type Statements, statements } from './postgres-sql.js';
 
 export { SCHEMA_VERSION } from './postgres-migrations.js';
 
@@ -64,8 +72,7 @@ interface RunRow {
  * `close()` ends the pool the store created; a pool you passed stays yours to end.
  */
 export class PostgresStore implements CheckpointStore {
-  /** The schema name, quoted for SQL. */
-  readonly #s: string;
+  readonly #sql: Statements;
   readonly #schema: string;
   readonly #pool: Pool;
   readonly #ownsPool: boolean;
@@ -87,7 +94,7 @@ export class PostgresStore implements CheckpointStore {
       throw new OptionsError(`PostgresStore: connectTimeoutMs must be a positive number, got ${String(timeout)}`);
     }
     this.#schema = schema;
-    this.#s = `"${schema}"`;
+    this.#sql = statements(`"${schema}"`);
     this.#connectTimeoutMs = timeout;
     this.#now = options.now;
     if (isPool(connection)) {
@@ -132,10 +139,7 @@ export class PostgresStore implements CheckpointStore {
   async load(runId: string): Promise<StoredRun | null> {
     // One statement: head and entries come from the same snapshot.
     const { rows } = await this.#query<RunRow & { head: string; entry_count: number; entries: string[] }>(
-      `SELECT r.run_id, r.version, r.status, r.head, r.entry_count, r.pending, r.updated_at,
-              COALESCE((SELECT array_agg(e.body ORDER BY e.idx) FROM ${this.#s}.entries e WHERE e.run_id = r.run_id),
-                       '{}') AS entries
-         FROM ${this.#s}.runs r WHERE r.run_id = $1`,
+      this.#sql.load,
       [runId],
     );
     const row = rows[0];
@@ -161,7 +165,7 @@ export class PostgresStore implements CheckpointStore {
         write.pending === null ? null : JSON.stringify(write.pending),
         this.#now ? new Date(this.#now()) : null,
       ];
-      const sql = expectedVersion === 0 ? this.#insertRun() : this.#updateRun();
+      const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
       if (expectedVersion > 0) values.push(expectedVersion);
       try {
         const { rows } = await this.#query<{ version: number }>(sql, values);
@@ -172,10 +176,7 @@ export class PostgresStore implements CheckpointStore {
         if ((error as { code?: string }).code !== '23505') throw error;
       }
     }
-    const { rows } = await this.#query<{ version: number; entry_count: number }>(
-      `SELECT version, entry_count FROM ${this.#s}.runs WHERE run_id = $1`,
-      [runId],
-    );
+    const { rows } = await this.#query<{ version: number; entry_count: number }>(this.#sql.current, [runId]);
     const actual = rows[0];
     throw new ConflictError(
       `save: run ${JSON.stringify(runId)} is at version ${actual?.version ?? 0} with ${actual?.entry_count ?? 0} entries; the writer expected version ${expectedVersion} with ${write.from}`,
@@ -187,30 +188,16 @@ export class PostgresStore implements CheckpointStore {
 
   async list(options: ListOptions = {}): Promise<RunSummary[]> {
     const { status, limit } = options;
-    if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
-      throw new OptionsError(`list: limit must be a non-negative integer, got ${String(limit)}`);
-    }
-    // COLLATE "C": the same order on every server, whatever its locale.
-    const { rows } = await this.#query<RunRow>(
-      `SELECT run_id, version, status, pending, updated_at FROM ${this.#s}.runs
-        WHERE $1::text IS NULL OR status = $1
-        ORDER BY updated_at, run_id COLLATE "C" LIMIT $2`,
-      [status ?? null, limit ?? null],
-    );
+    checkLimit(limit);
+    const { rows } = await this.#query<RunRow>(this.#sql.list, [status ?? null, limit ?? null]);
     return rows.map(summaryOf);
   }
 
   async delete(runId: string, expectedVersion?: number): Promise<boolean> {
-    // Entries go with the run (ON DELETE CASCADE), in the same statement.
-    const { rowCount } = await this.#query(
-      `DELETE FROM ${this.#s}.runs WHERE run_id = $1 AND ($2::integer IS NULL OR version = $2)`,
-      [runId, expectedVersion === undefined ? null : expectedVersion],
-    );
+    const { rowCount } = await this.#query(this.#sql.delete, [runId, expectedVersion ?? null]);
     if (rowCount) return true;
     if (expectedVersion === undefined) return false;
-    const { rows } = await this.#query<{ version: number }>(`SELECT version FROM ${this.#s}.runs WHERE run_id = $1`, [
-      runId,
-    ]);
+    const { rows } = await this.#query<{ version: number }>(this.#sql.current, [runId]);
     const actual = rows[0]?.version;
     if (actual === undefined) return false;
     throw new ConflictError(
@@ -227,43 +214,6 @@ export class PostgresStore implements CheckpointStore {
     this.#closed = true;
     await this.#ready?.catch(() => {});
     if (this.#ownsPool) await this.#pool.end();
-  }
-
-  /**
-   * Version 0: insert the run unless it exists. `$4` (from) must be 0, checked by the caller.
-   * The entries are inserted only for the row the first CTE returned, in the same statement.
-   */
-  #insertRun(): string {
-    return `WITH r AS (
-        INSERT INTO ${this.#s}.runs (run_id, version, status, head, entry_count, pending, updated_at)
-        VALUES ($1, 1, $2, $3, cardinality($5::text[]), $6, ${this.#updatedAt()})
-        ON CONFLICT (run_id) DO NOTHING
-        RETURNING run_id, version
-      ), e AS (${this.#appendEntries()})
-      SELECT version FROM r`;
-  }
-
-  /** Version n: update the head only at version n with `from` entries stored, then append. */
-  #updateRun(): string {
-    return `WITH r AS (
-        UPDATE ${this.#s}.runs
-           SET version = version + 1, status = $2, head = $3, entry_count = entry_count + cardinality($5::text[]),
-               pending = $6, updated_at = ${this.#updatedAt()}
-         WHERE run_id = $1 AND version = $8 AND entry_count = $4
-        RETURNING run_id, version
-      ), e AS (${this.#appendEntries()})
-      SELECT version FROM r`;
-  }
-
-  #appendEntries(): string {
-    return `INSERT INTO ${this.#s}.entries (run_id, idx, body)
-      SELECT r.run_id, $4::integer + t.ord::integer - 1, t.body
-        FROM r, unnest($5::text[]) WITH ORDINALITY AS t (body, ord)`;
-  }
-
-  /** Milliseconds, like every other store's ISO strings, so ties order the same everywhere. */
-  #updatedAt(): string {
-    return `COALESCE($7::timestamptz, date_trunc('milliseconds', clock_timestamp()))`;
   }
 
   async #query<R extends object = Record<string, unknown>>(text: string, values: unknown[]) {
@@ -284,7 +234,8 @@ export class PostgresStore implements CheckpointStore {
     } catch (error) {
       const sqlState = (error as { code?: unknown }).code;
       const serverSaid = typeof sqlState === 'string' && /^[0-9A-Z]{5}$/.test(sqlState);
-      client.release(serverSaid ? undefined : true);
+      // The connection is fine after an error the server reported (or one of ours).
+      client.release(serverSaid || error instanceof TollgateError ? undefined : true);
       if (serverSaid || error instanceof TollgateError) throw error;
       throw new StoreUnavailableError(`PostgresStore: lost the connection to ${this.#where} (${reasonOf(error)})`, {
         cause: error,
@@ -345,6 +296,7 @@ function describeTarget(config: PoolConfig): string {
     try {
       const url = new URL(config.connectionString);
       url.password = '';
+      url.search = ''; // `?password=…` and `?sslkey=…` are options too
       return url.toString();
     } catch {
       return 'the configured server';

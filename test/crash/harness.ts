@@ -1,0 +1,283 @@
+/**
+ * The crash test's parent: starts children (test/crash/worker.ts) on a store — two at once,
+ * working the same runs, so they also race each other's saves — SIGKILLs them at random
+ * moments, starts others, and plays the human: it reads the approval inbox through
+ * the store, decides every pending call (logging each decision with its call id and key), and
+ * hands the decision to every live child, which applies it with `Agent.load(...).decide(...)`.
+ * The decision is applied in the child, not here, because deciding runs the approved call:
+ * side effects must happen in the process that gets killed.
+ * When every run is done it checks the invariants against the store and the ledger.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { PendingCall } from '../../src/index.js';
+import { checkInvariants, type LoggedDecision } from './invariants.js';
+import { openWorld, type WorldSpec } from './ledger.js';
+import type { CrashReport, DecisionMessage, WorkerConfig, WorkerEvent } from './scenario.js';
+
+export type { CrashReport } from './scenario.js';
+
+export interface CrashOptions {
+  world: WorldSpec;
+  /** Children working the same runs at the same time (each killed and restarted on its own). */
+  workers: number;
+  /** How many SIGKILLs to deliver (the run goes on in rounds of fresh runs until then). */
+  kills: number;
+  runsPerRound: number;
+  /** A clock-timed kill comes 0…this many ms after the child says it is ready. */
+  maxKillDelayMs: number;
+  /** A progress-timed kill comes just after the child's n-th save, n in 0…this. */
+  maxKillSaves: number;
+  seed: number;
+  /** The command that starts a worker; the config JSON is appended. */
+  worker: readonly string[];
+  /** Give up on a round after this long. */
+  roundTimeoutMs: number;
+  /** Where to write the report and every decision made (JSON), for a post-mortem. */
+  logFile?: string;
+}
+
+/** mulberry32: a small seeded generator, so a failing seed can be rerun (timing aside). */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function crashTest(options: CrashOptions): Promise<CrashReport> {
+  const started = Date.now();
+  const rng = random(options.seed);
+  const world = await openWorld(options.world);
+  await world.setup();
+  const log = new Map<string, LoggedDecision>();
+  /** When each child (by pid) started and ended, on this process's clock. */
+  const lives = new Map<number, { from: number; to: number | null; killed: boolean }>();
+  const deciding = new Map<string, Promise<LoggedDecision>>();
+  const report: CrashReport = {
+    store: options.world.kind,
+    seed: options.seed,
+    kills: 0,
+    restarts: 0,
+    rounds: 0,
+    runsDone: 0,
+    approvals: 0,
+    denials: 0,
+    sent: 0,
+    conflicts: 0,
+    unknownOutcomes: 0,
+    applied: 0,
+    stale: 0,
+    payRows: 0,
+    payTwice: 0,
+    payTwiceAfterCheck: 0,
+    shipRows: 0,
+    shipRepeats: 0,
+    durationMs: 0,
+    violations: [],
+    notes: [],
+  };
+  const allRuns: string[] = [];
+  try {
+    do {
+      const runIds = Array.from({ length: options.runsPerRound }, (_, i) => `r${report.rounds}-${i}`);
+      allRuns.push(...runIds);
+      await round(runIds);
+      report.rounds++;
+    } while (report.kills < options.kills);
+    await checkInvariants(world, allRuns, log, lives, report);
+  } finally {
+    report.durationMs = Date.now() - started;
+    if (options.logFile) {
+      mkdirSync(dirname(options.logFile), { recursive: true });
+      const ledger = await Promise.all([world.payRows(), world.shipRows()]).catch(() => null);
+      const decisions = [...log.values()];
+      writeFileSync(options.logFile, JSON.stringify({ report, decisions, ledger }, null, 1));
+    }
+    await world.close();
+  }
+  return report;
+
+  /**
+   * Plays the human for one pending call; the same call id always gets the same decision. Each
+   * child's approver asks, concurrently: the first ask makes the decision, the others share it
+   * (a decision made twice could differ, and the log would lose one of them).
+   */
+  function decisionFor(runId: string, p: PendingCall): Promise<LoggedDecision> {
+    let decision = deciding.get(p.id);
+    if (!decision) {
+      decision = decide(runId, p);
+      deciding.set(p.id, decision);
+    }
+    return decision;
+  }
+
+  async function decide(runId: string, p: PendingCall): Promise<LoggedDecision> {
+    let approved = rng() >= 0.1;
+    let note = approved ? 'looks right' : 'not today';
+    if (p.outcome === 'unknown') {
+      report.unknownOutcomes++;
+      if (p.tool === 'ship') report.violations.push(`idempotent ship re-asked with outcome unknown: ${p.id}`);
+      // A careful human checks the ledger; now and then one approves again regardless.
+      const happened = (await world.payRows()).some((r) => r.key === p.key);
+      approved = !happened || rng() < 0.3;
+      note = happened ? (approved ? 'approving again anyway' : 'ledger: already paid') : 'ledger: not paid';
+    }
+    const entry: LoggedDecision = {
+      runId,
+      callId: p.id,
+      approved,
+      note,
+      key: p.key,
+      tool: p.tool,
+      attempt: p.attempt,
+      outcome: p.outcome ?? null,
+      applied: false,
+      at: Date.now(),
+    };
+    if (log.has(p.id)) throw new Error(`decided ${p.id} twice`);
+    log.set(p.id, entry);
+    if (approved) report.approvals++;
+    else report.denials++;
+    return entry;
+  }
+
+  async function round(runIds: string[]): Promise<void> {
+    const config: WorkerConfig = { world: options.world, runIds };
+    const deadline = Date.now() + options.roundTimeoutMs;
+    const slot = async () => {
+      for (let start = 0; ; start++) {
+        if (Date.now() > deadline) {
+          throw new Error(`round ${report.rounds} did not finish in ${options.roundTimeoutMs} ms`);
+        }
+        if (start > 0) report.restarts++;
+        if ((await life(config)) === 'done') return;
+      }
+    };
+    await Promise.all(Array.from({ length: options.workers }, slot));
+  }
+
+  /** One child, from spawn to exit: 'done' when it finished every run, 'killed' otherwise. */
+  async function life(config: WorkerConfig): Promise<'done' | 'killed'> {
+    const [command, ...args] = options.worker as [string, ...string[]];
+    const spawnedAt = Date.now();
+    let readyAt = spawnedAt;
+    const child = spawn(command, [...args, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const lifetime = { from: spawnedAt, to: null as number | null, killed: false };
+    if (child.pid !== undefined) lives.set(child.pid, lifetime);
+    child.stdin.on('error', () => {}); // writes to a killed child
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    let alive = true;
+    let finished = false;
+    let ready: () => void = () => {};
+    const isReady = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    let effectMade: () => void = () => {};
+    const nextEffect = new Promise<void>((resolve) => {
+      effectMade = resolve;
+    });
+    let saves = 0;
+    let savesWanted = Number.POSITIVE_INFINITY;
+    let savedEnough: () => void = () => {};
+    const enoughSaves = new Promise<void>((resolve) => {
+      savedEnough = resolve;
+    });
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const event = JSON.parse(line) as WorkerEvent;
+      if (event.type === 'ready') {
+        readyAt = Date.now();
+        ready();
+      } else if (event.type === 'effect') effectMade();
+      else if (event.type === 'saved' && ++saves >= savesWanted) savedEnough();
+      else if (event.type === 'done') finished = true;
+      else if (event.type === 'decided') {
+        report.applied++;
+        const entry = log.get(event.callId);
+        if (entry) entry.applied = true;
+      } else if (event.type === 'stale') report.stale++;
+      else if (event.type === 'conflict') report.conflicts++;
+      else if (event.type === 'stuck') report.violations.push(`run ${event.runId} stuck in ${event.status}`);
+    });
+    void exited.then(() => {
+      lifetime.to = Date.now();
+      alive = false;
+      ready();
+    });
+
+    const sent = new Set<string>();
+    const approver = (async () => {
+      await isReady;
+      while (alive) {
+        for (const run of await world.store.list({ status: 'awaiting_approval' })) {
+          if (!run.pending || sent.has(run.pending.id)) continue;
+          const d = await decisionFor(run.runId, run.pending);
+          if (d.applied || !alive) continue;
+          report.sent++;
+          sent.add(d.callId);
+          const message: DecisionMessage = { runId: d.runId, callId: d.callId, approved: d.approved, note: d.note };
+          child.stdin.write(`${JSON.stringify(message)}\n`);
+        }
+        await sleep(10);
+      }
+    })();
+
+    let killed = false;
+    if (report.kills < options.kills) {
+      await isReady;
+      // Timed by the child's progress, so a slow (busy) machine still gets work done between
+      // kills: just after its n-th save; just after a side effect, before its result is
+      // recorded; or by the clock, anywhere (start-up included).
+      // A child that finishes first ends the wait.
+      const how = rng();
+      const late = Promise.race([sleep(options.maxKillDelayMs * 4), exited]);
+      if (how < 0.5) {
+        savesWanted = Math.floor(rng() * (options.maxKillSaves + 1));
+        if (saves >= savesWanted) savedEnough();
+        await Promise.race([enoughSaves, late]);
+        await sleep(rng() * 3);
+      } else if (how < 0.75) {
+        await Promise.race([nextEffect, late]);
+        await sleep(rng() * 4);
+      } else await Promise.race([sleep(rng() * options.maxKillDelayMs), exited]);
+      if (alive && !finished) killed = child.kill('SIGKILL');
+    }
+    const killedAt = Date.now();
+    // A child that neither finishes nor dies is a hang: stop it and say so.
+    let hung = false;
+    const watchdog = setTimeout(() => {
+      hung = child.kill('SIGKILL');
+    }, options.roundTimeoutMs);
+    const { code, signal } = await exited;
+    clearTimeout(watchdog);
+    if (hung) throw new Error(`worker hung for ${options.roundTimeoutMs} ms (runs ${config.runIds.join(', ')})`);
+    await approver;
+    if (process.env.TOLLGATE_CRASH_DEBUG) {
+      console.log(
+        `life: ready ${readyAt - spawnedAt} ms, killed ${killedAt - readyAt} ms later, exit ${Date.now() - killedAt} ms later, ${saves} saves`,
+      );
+    }
+    if (signal === 'SIGKILL' && killed) {
+      if (finished) return 'done'; // it had finished its work: not a crash
+      report.kills++;
+      lifetime.killed = true;
+      return 'killed';
+    }
+    if (code === 0 && finished) return 'done';
+    throw new Error(`worker exited with ${signal ?? code}:\n${stderr}`);
+  }
+}

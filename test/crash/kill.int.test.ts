@@ -1,0 +1,70 @@
+// Crash tests with real processes: two children work agent runs on one store while this
+// process SIGKILLs them at random moments, restarts them and approves what waits, until every
+// run is done; then the invariants are checked against the store and the ledger kept in the
+// same database. TOLLGATE_SOAK=1 (npm run test:soak) kills five times as often;
+// TOLLGATE_CRASH_KILLS=n sets the kills per store, TOLLGATE_CRASH_SEED the seed. Each store's
+// report, decision log and ledger go to reports/crash-<store>.json.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
+import { bundleWorker } from './bundle.js';
+import { type CrashOptions, type CrashReport, crashTest } from './harness.js';
+
+const pg = await postgresTarget();
+const soak = Boolean(process.env.TOLLGATE_SOAK);
+const kills = Number(process.env.TOLLGATE_CRASH_KILLS ?? (soak ? 500 : 100));
+const seed = Number(process.env.TOLLGATE_CRASH_SEED ?? Date.now() % 1_000_000);
+// A kill costs ~0.3–0.6 s per store (mostly a child starting), more on a loaded machine.
+const timeout = 60_000 + kills * 2_000;
+
+let worker: readonly string[] = [];
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-crash-'));
+const schema = freshSchema('crash');
+
+beforeAll(async () => {
+  worker = await bundleWorker();
+});
+
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  if (pg.url) await dropSchema(pg.url, schema);
+});
+
+const common = {
+  workers: 2,
+  kills,
+  runsPerRound: 8,
+  maxKillDelayMs: 250,
+  maxKillSaves: 40,
+  seed,
+  roundTimeoutMs: timeout,
+};
+
+function print(report: CrashReport): void {
+  const { violations, notes, ...counts } = report;
+  console.log(`crash test (${report.store}):`, JSON.stringify(counts));
+  for (const line of notes) console.log(`  note: ${line}`);
+  for (const line of violations) console.log(`  VIOLATION ${line}`);
+}
+
+async function crash(world: CrashOptions['world']): Promise<void> {
+  const logFile = `reports/crash-${world.kind}.json`;
+  const report = await crashTest({ ...common, world, worker, logFile });
+  print(report);
+  expect(report.violations).toEqual([]);
+  expect(report.kills).toBeGreaterThanOrEqual(kills);
+  expect(report.runsDone).toBe(report.rounds * common.runsPerRound);
+}
+
+// The two stores run side by side: each spends most of its time waiting on a child.
+describe.concurrent('crash tests: SIGKILL at random moments, then resume from the store', () => {
+  it('SQLite', { timeout }, async () => {
+    await crash({ kind: 'sqlite', file: join(dir, 'crash.db') });
+  });
+
+  it.skipIf(!pg.url)(`Postgres${pg.skipReason ? ` (skipped: ${pg.skipReason})` : ''}`, { timeout }, async () => {
+    await crash({ kind: 'postgres', url: pg.url ?? '', schema });
+  });
+});

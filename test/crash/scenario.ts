@@ -1,0 +1,134 @@
+/**
+ * What every crash-test run does, and the messages between the parent and its child.
+ *
+ * A run asks, in order: a pure lookup, a payment (non-idempotent, needs approval), a shipment
+ * (idempotent, needs approval), another lookup, a second payment, then its final answer.
+ * Six policy calls, and the budget is exactly six steps and six calls' tokens: a step or a
+ * token counted twice across a crash leaves the run `budget_exhausted`, which the test sees.
+ * Policy and tools pause for a random moment around their effects, so kills land between
+ * an effect and its record as well as everywhere else.
+ */
+import type { Action, Policy, Tool } from '../../src/index.js';
+import type { World, WorldSpec } from './ledger.js';
+
+export const TOKENS_PER_CALL = { inputTokens: 10, outputTokens: 5 };
+
+const SCRIPT: readonly Action[] = [
+  { tool: 'lookup', args: { what: 'order' } },
+  { tool: 'pay', args: { cents: 500 } },
+  { tool: 'ship', args: { to: 'depot' } },
+  { tool: 'lookup', args: { what: 'invoice' } },
+  { tool: 'pay', args: { cents: 250 } },
+  { final: 'paid and shipped' },
+];
+
+export const LIMITS = {
+  maxSteps: SCRIPT.length,
+  maxTokens: SCRIPT.length * (TOKENS_PER_CALL.inputTokens + TOKENS_PER_CALL.outputTokens),
+};
+
+export const GOAL = 'pay the order and ship it';
+
+const pause = (ms = 3) => new Promise<void>((resolve) => setTimeout(resolve, Math.floor(Math.random() * ms)));
+
+/** Chooses by the number of assistant turns so far, so it continues correctly after a resume. */
+export const policy: Policy = async (history) => {
+  await pause();
+  const turn = history.filter((e) => e.role === 'assistant').length;
+  return { ...(SCRIPT[turn] ?? { final: 'script ended' }), usage: TOKENS_PER_CALL } as Action;
+};
+
+/** `onEffect` hears of each side effect as soon as it is made (the parent may kill right then). */
+export function toolsFor(world: World, onEffect: (tool: string, key: string) => void = () => {}): Tool[] {
+  return [
+    {
+      name: 'lookup',
+      fn: async (args) => {
+        await pause();
+        return { found: args.what };
+      },
+    },
+    {
+      name: 'pay',
+      sideEffect: true,
+      fn: async (_args, key, ctx) => {
+        await pause();
+        await world.pay(key, ctx.approvedCallId, ctx.runId);
+        onEffect('pay', key);
+        await pause(6); // the effect is done, its result not yet recorded
+        return { paid: key };
+      },
+    },
+    {
+      name: 'ship',
+      sideEffect: true,
+      idempotent: true,
+      fn: async (_args, key, ctx) => {
+        await pause();
+        await world.ship(key, ctx.approvedCallId, ctx.runId);
+        onEffect('ship', key);
+        await pause(6);
+        return { shipped: key };
+      },
+    },
+  ];
+}
+
+/** Parent → child: decide this pending call (sent once per child; again after a restart). */
+export interface DecisionMessage {
+  runId: string;
+  callId: string;
+  approved: boolean;
+  note: string;
+}
+
+/** Child → parent, one JSON object per stdout line. */
+export type WorkerEvent =
+  | { type: 'ready' }
+  | { type: 'effect'; tool: string; key: string }
+  | { type: 'saved' }
+  | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string }
+  | { type: 'stale'; runId: string; callId: string; reason: string }
+  | { type: 'conflict'; runId: string }
+  | { type: 'stuck'; runId: string; status: string }
+  | { type: 'done' };
+
+/** The configuration a child gets as its one argument (JSON). */
+export interface WorkerConfig {
+  world: WorldSpec;
+  runIds: string[];
+}
+
+/** What the parent counts and finds, printed at the end (one per store). */
+export interface CrashReport {
+  store: string;
+  seed: number;
+  kills: number;
+  restarts: number;
+  rounds: number;
+  runsDone: number;
+  approvals: number;
+  denials: number;
+  /** Decisions handed to children (each to every live child; again to a restarted one). */
+  sent: number;
+  /** Saves a child lost to the other child: its agent stopped with a ConflictError. */
+  conflicts: number;
+  /** Pending calls re-asked with outcome 'unknown' after a crash mid-call. */
+  unknownOutcomes: number;
+  /** Decisions the child applied and reported. */
+  applied: number;
+  /** Decisions a child found already applied (by the other child, or one that died before reporting). */
+  stale: number;
+  payRows: number;
+  /** Keys paid more than once (each on its own approval: a human approved again). */
+  payTwice: number;
+  /** Of those, keys where a human checked the ledger, saw no payment, and approved again. */
+  payTwiceAfterCheck: number;
+  shipRows: number;
+  /** Idempotent calls made again with the same key after a crash (deduplicated by the ledger). */
+  shipRepeats: number;
+  durationMs: number;
+  violations: string[];
+  /** Things within the rules worth reading (how a human was misled, say). */
+  notes: string[];
+}

@@ -1,0 +1,119 @@
+/**
+ * The crash test's child process: works the given runs until all are done, applying the
+ * decisions its parent sends on stdin, reporting on stdout (one JSON event per line). The
+ * parent SIGKILLs it at random moments and starts another; every start picks up from the
+ * store. Two of these may work the same runs at once: the one whose save loses gets a
+ * `ConflictError`, its agent stops, and it moves on. Run: `node --import tsx test/crash/worker.ts '<WorkerConfig JSON>'` (the test runs a
+ * bundle of this file, which starts twice as fast).
+ */
+import { createInterface } from 'node:readline';
+import {
+  Agent,
+  type CheckpointStore,
+  ConflictError,
+  NoPendingApprovalError,
+  StaleApprovalError,
+} from '../../src/index.js';
+import { openWorld } from './ledger.js';
+import {
+  type DecisionMessage,
+  GOAL,
+  LIMITS,
+  policy,
+  toolsFor,
+  type WorkerConfig,
+  type WorkerEvent,
+} from './scenario.js';
+
+const config = JSON.parse(process.argv[2] ?? '') as WorkerConfig;
+const world = await openWorld(config.world);
+const emit = (event: WorkerEvent): void => {
+  process.stdout.write(`${JSON.stringify(event)}\n`);
+};
+const options = { policy, tools: toolsFor(world, (tool, key) => emit({ type: 'effect', tool, key })) };
+// Every durable save is reported, so the parent can time kills by progress, not by the clock.
+const store: CheckpointStore = {
+  load: (runId) => world.store.load(runId),
+  save: async (runId, write, expected) => {
+    const version = await world.store.save(runId, write, expected);
+    emit({ type: 'saved' });
+    return version;
+  },
+  list: (o) => world.store.list(o),
+  delete: (runId, expected) => world.store.delete(runId, expected),
+  close: () => world.store.close(),
+};
+const decisions: DecisionMessage[] = [];
+const busy = new Map<string, Promise<void>>();
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line.trim()) decisions.push(JSON.parse(line) as DecisionMessage);
+});
+
+/** One piece of work on one run at a time: a run is never worked by two agents in this process. */
+function spawn(runId: string, work: () => Promise<void>): void {
+  busy.set(
+    runId,
+    work()
+      .catch((error: unknown) => {
+        // The other process saved first: this agent has stopped, nothing ran; the next look
+        // at the store decides what is left to do.
+        if (error instanceof ConflictError) return emit({ type: 'conflict', runId });
+        // Anything else is a failure of the test: say so and stop (exit code 2).
+        process.stderr.write(`run ${runId}: ${(error as Error)?.stack ?? String(error)}\n`);
+        process.exit(2);
+      })
+      .finally(() => busy.delete(runId)),
+  );
+}
+
+async function advance(runId: string, status: string | undefined): Promise<void> {
+  if (status === undefined) {
+    await new Agent({ store: store, runId, ...options, ...LIMITS }).start(GOAL);
+  } else if (status === 'running') {
+    await (await Agent.load(store, runId, options)).run();
+  } else if (status !== 'awaiting_approval' && status !== 'done') {
+    emit({ type: 'stuck', runId, status });
+  }
+}
+
+async function decide(d: DecisionMessage): Promise<void> {
+  const agent = await Agent.load(store, d.runId, options);
+  try {
+    const status = await agent.decide(d.approved, d.note, { callId: d.callId, by: 'crash-test' });
+    emit({ type: 'decided', runId: d.runId, callId: d.callId, approved: d.approved, status });
+  } catch (error) {
+    // Decided already: by the other process, or by an earlier child that died before the
+    // parent heard of it.
+    if (!(error instanceof StaleApprovalError || error instanceof NoPendingApprovalError)) throw error;
+    emit({ type: 'stale', runId: d.runId, callId: d.callId, reason: error.name });
+  }
+}
+
+// Ready once connected: the parent times its kill from here, so it lands amid the work.
+await store.list({ limit: 1 });
+emit({ type: 'ready' });
+const stuck = new Set<string>();
+for (;;) {
+  while (decisions.length > 0 && !busy.has(decisions[0]?.runId ?? '')) {
+    const d = decisions.shift() as DecisionMessage;
+    spawn(d.runId, () => decide(d));
+  }
+  // A run busy while the list is read may have changed since: leave it to the next round.
+  const wasBusy = new Set(busy.keys());
+  const status = new Map((await store.list()).map((r) => [r.runId, r.status]));
+  // Finished when every run is done, or stuck in a status no one can resume (reported above).
+  const over = (id: string) => status.get(id) === 'done' || stuck.has(id);
+  if (config.runIds.every(over) && busy.size === 0 && decisions.length === 0) break;
+  for (const runId of config.runIds) {
+    const s = status.get(runId);
+    if (wasBusy.has(runId) || busy.has(runId) || s === 'awaiting_approval' || s === 'done' || stuck.has(runId))
+      continue;
+    if (s !== undefined && s !== 'running') stuck.add(runId);
+    spawn(runId, () => advance(runId, s));
+  }
+  await Promise.race([new Promise((resolve) => setTimeout(resolve, 5)), ...busy.values()]);
+}
+emit({ type: 'done' });
+await world.close();
+process.exit(0);
