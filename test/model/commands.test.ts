@@ -1,0 +1,105 @@
+/**
+ * Issue 3, item 3: fast-check command sequences on the real Agent, with the machine's pure
+ * `transition()` as the model and a ledger of side effects outside the agent (invariants 1-7).
+ *
+ * CI runs a fixed seed; `npm run test:soak` runs far more cases with a fresh seed. To replay a
+ * failure: TOLLGATE_SEED=<seed> TOLLGATE_PATH=<path> npx vitest run test/model/commands.test.ts
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { commandArbitraries, type Model, newCase, setupArbitrary } from './support/commands.js';
+import { inFreshProcess } from './support/spawn.js';
+import { World } from './support/world.js';
+
+const SOAK = process.env.TOLLGATE_SOAK === '1';
+/** Under mutation testing each mutant reruns this: fewer cases, no child process. */
+const MUTATION = process.env.TOLLGATE_MUTATION === '1';
+const SEED = process.env.TOLLGATE_SEED ? Number(process.env.TOLLGATE_SEED) : SOAK ? Date.now() % 2 ** 31 : 20_260_101;
+const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 40 : 100));
+const PATH = process.env.TOLLGATE_PATH;
+const MAX_COMMANDS = SOAK ? 300 : 150;
+
+describe('command sequences on the real Agent, against the machine as model', () => {
+  it(`hold invariants 1-7 and match the model (seed ${SEED}, ${RUNS} cases)`, {
+    timeout: SOAK ? 3_600_000 : 120_000,
+  }, async () => {
+    console.log(
+      `[model] fast-check seed ${SEED}, ${RUNS} cases of up to ${MAX_COMMANDS} commands${PATH ? `, path ${PATH}` : ''}`,
+    );
+    const blobs: string[] = [];
+    const executed = new Map<string, number>();
+    const statuses = new Set<string>();
+    let commands = 0;
+    let longest = 0;
+    let crashesMidCall = 0;
+    const started = Date.now();
+    const property = fc.asyncProperty(
+      setupArbitrary,
+      fc.commands(commandArbitraries(), { size: 'max', maxCommands: MAX_COMMANDS }),
+      async (setup, cmds) => {
+        const c: { model: Model; real: World } = newCase(setup);
+        const seen: string[] = [];
+        const track = c.real.perform.bind(c.real);
+        c.real.perform = async (move) => {
+          if (move.kind === 'crash' && c.real.status === 'running') crashesMidCall++;
+          await track(move);
+          seen.push(c.real.status);
+        };
+        await fc.asyncModelRun(() => c, cmds);
+        for (const s of seen) statuses.add(s);
+        for (const kind of c.model.executed) executed.set(kind, (executed.get(kind) ?? 0) + 1);
+        commands += c.model.executed.length;
+        longest = Math.max(longest, c.model.executed.length);
+        blobs.push(c.real.agent.checkpoint());
+      },
+    );
+    const details = await fc.check(property, { seed: SEED, numRuns: RUNS, ...(PATH ? { path: PATH } : {}) });
+    if (details.failed) {
+      throw new Error(
+        `fast-check failed: replay with TOLLGATE_SEED=${details.seed} TOLLGATE_PATH=${details.counterexamplePath}\n` +
+          `${fc.defaultReportMessage(details)}\n${String(details.errorInstance)}`,
+      );
+    }
+    const kinds = [...executed].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`);
+    console.log(
+      `[model] fast-check: ${details.numRuns} cases, ${commands} commands run (longest ${longest}), ` +
+        `${crashesMidCall} crashes mid-call, in ${Date.now() - started} ms\n[model]   ${kinds.join(', ')}`,
+    );
+    // Not vacuous: long runs, every status, crashes mid-call, the loops simple paths miss.
+    expect(details.numRuns).toBe(RUNS);
+    expect(longest).toBeGreaterThanOrEqual(Math.min(30, MAX_COMMANDS));
+    expect([...statuses].sort()).toEqual(
+      [...new Set(['running', 'awaiting_approval', 'budget_exhausted', 'done', 'failed', 'cancelled', 'idle'])].sort(),
+    );
+    expect(crashesMidCall).toBeGreaterThan(0);
+    for (const kind of ['approve', 'deny', 'crash', 'extend', 'decideStale', 'decideNothing', 'startAgain', 'wait']) {
+      expect(executed.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(MUTATION ? 1 : 5);
+    }
+
+    // Invariant 5: every final checkpoint loads in a new process and writes itself back.
+    if (MUTATION) return;
+    const { pid, results } = await inFreshProcess<{ index: number; problem: string | null }>({ blobs });
+    expect(pid).not.toBe(process.pid);
+    expect(results.filter((r) => r.problem !== null)).toEqual([]);
+    expect(results).toHaveLength(blobs.length);
+  });
+});
+
+describe('regressions of runtime bugs these suites found', () => {
+  // resume-lower-budget-still-calls, fixed in 6843266: found by the ledger's budget check.
+  it('resume-lower-budget-still-calls: resuming mid policy call with maxSteps already reached calls nothing', async () => {
+    const world = new World({
+      limits: { maxSteps: 1, maxTokens: null, maxActiveMs: null },
+      approvalTtlMs: null,
+      policyRetries: 0,
+      retryDelayMs: 0,
+    });
+    await world.perform({ kind: 'start' });
+    expect(world.gate?.kind).toBe('policy'); // step 1 is being asked for
+    await world.perform({ kind: 'crash', maxSteps: 0 }); // the new process allows no step at all
+    // Before the fix the resumed run asked the policy for step 1 again: steps 0 >= maxSteps 0.
+    expect(world.gate).toBeNull();
+    expect(world.ledger.data.violations).toEqual([]);
+    expect(world.status).toBe('budget_exhausted');
+  });
+});

@@ -1,0 +1,165 @@
+/**
+ * Issue 3, items 1 and 2: the shortest and simple paths of the real agent machine, each driven
+ * on the real Agent (state and invariants checked after every step), again with a checkpoint +
+ * resume after every step, and once from a mid-path checkpoint in a fresh child process.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Agent } from '../../src/agent.js';
+import type { ModelState } from './support/alphabet.js';
+import { describeDifference, PATH_WORLD } from './support/drive.js';
+import { KNOWN_BUGS } from './support/known-bugs.js';
+import { coverage, file, runPaths, type SuiteResult } from './support/path-suite.js';
+import { type MachinePath, maximalPaths, shortestPaths, simplePaths } from './support/paths.js';
+import { inFreshProcess } from './support/spawn.js';
+import { World } from './support/world.js';
+
+/**
+ * Under mutation testing (vitest.mutation.config.ts) each mutant reruns the tests that cover it:
+ * the shortest paths only, and no child process (it would not load the mutant).
+ */
+const MUTATION = process.env.TOLLGATE_MUTATION === '1';
+const KINDS = MUTATION ? (['shortest'] as const) : (['shortest', 'simple'] as const);
+
+const sets: Record<'shortest' | 'simple', { all: MachinePath[]; runs: MachinePath[] }> = {
+  shortest: { all: [], runs: [] },
+  simple: { all: [], runs: [] },
+};
+const plain = new Map<string, SuiteResult>();
+/** Child processes start as soon as their handoffs exist, and run beside the next test. */
+const children = new Map<string, ReturnType<typeof continueInChild>>();
+
+function continueInChild(result: SuiteResult) {
+  return inFreshProcess<{ pathId: string; violations: string[]; final: ModelState | null }>({
+    handoffs: result.handoffs,
+  });
+}
+const known = new Map<string, string[]>();
+
+function report(result: SuiteResult): string {
+  return result.failures
+    .slice(0, 5)
+    .map((f) => `${f.path}: ${f.moves}\n    ${f.violations.slice(0, 4).join('\n    ')}`)
+    .join('\n');
+}
+
+function noteKnown(result: SuiteResult): void {
+  for (const [id, failures] of result.known)
+    known.set(id, [...(known.get(id) ?? []), ...failures.map((f) => `${f.path}: ${f.violations[0]}`)]);
+}
+
+beforeAll(() => {
+  const started = Date.now();
+  for (const kind of KINDS) {
+    const all = kind === 'shortest' ? shortestPaths() : simplePaths();
+    // A path that is a prefix of another is checked step by step inside the longer run.
+    sets[kind] = { all, runs: maximalPaths(all) };
+    const moves = all.reduce((n, p) => n + p.moves.length, 0);
+    console.log(`[model] ${kind} paths: ${all.length} (${moves} steps), driven as ${sets[kind].runs.length} runs`);
+  }
+  console.log(`[model] paths generated in ${Date.now() - started} ms`);
+});
+
+it('the paths together take every decision, tool outcome and user event', () => {
+  const { moves } = coverage([...sets.shortest.all, ...sets.simple.all]);
+  const all = ['start', 'crash', 'approve', 'approveLate', 'deny', 'expire', 'cancel', 'extend', 'run'];
+  for (const k of ['final', 'lookup', 'send', 'charge', 'unknown', 'malformed', 'throws']) all.push(`policy:${k}`);
+  for (const k of ['result', 'throw', 'timeout']) all.push(`tool:${k}`);
+  expect([...moves].sort()).toEqual(all.sort());
+});
+
+describe.each(KINDS)('%s paths of the agent machine on the real Agent', (kind) => {
+  it('reach every status', () => {
+    const { statuses } = coverage(sets[kind].all);
+    for (const s of [
+      '{"running":"deciding"}',
+      '{"running":"executing"}',
+      '"awaiting_approval"',
+      '"budget_exhausted"',
+      '"done"',
+      '"failed"',
+      '"cancelled"',
+    ]) {
+      expect(statuses).toContain(s);
+    }
+  });
+
+  it('match the machine state and hold every invariant after every step', { timeout: 120_000 }, async () => {
+    const result = await runPaths(sets[kind].runs);
+    plain.set(kind, result);
+    if (!MUTATION) {
+      const child = continueInChild(result);
+      child.catch(() => {}); // awaited (and reported) by the fresh-process test
+      children.set(kind, child);
+    }
+    noteKnown(result);
+    console.log(
+      `[model] ${kind}: ${result.runs} runs, ${result.moves} steps checked, ${result.failures.length} failing`,
+    );
+    expect(result.runs).toBe(sets[kind].runs.length);
+    expect(result.failures, report(result)).toEqual([]);
+  });
+
+  it('end in the same state when checkpointed and resumed (fresh instances) after every step', {
+    timeout: 120_000,
+  }, async () => {
+    const before = plain.get(kind);
+    expect(before, 'the uninterrupted runs come first').toBeDefined();
+    const result = await runPaths(sets[kind].runs, { checkpointEveryStep: true, expectFinals: before?.finals });
+    noteKnown(result);
+    console.log(
+      `[model] ${kind}: ${result.runs} runs with ${result.resumes} checkpoint/resume cycles, ${result.failures.length} failing`,
+    );
+    expect(result.resumes).toBeGreaterThan(result.runs);
+    expect(result.failures, report(result)).toEqual([]);
+  });
+
+  it('end in the same state when continued from a mid-path checkpoint in a fresh process', {
+    timeout: 120_000,
+  }, async () => {
+    const before = plain.get(kind) as SuiteResult;
+    expect(before.handoffs.length).toBeGreaterThan(sets[kind].runs.length / 2);
+    const { pid, results } = await (children.get(kind) ?? continueInChild(before));
+    expect(pid).not.toBe(process.pid);
+    const result: SuiteResult = {
+      runs: 0,
+      moves: 0,
+      resumes: 0,
+      failures: [],
+      known: new Map(),
+      finals: new Map(),
+      handoffs: [],
+    };
+    for (const r of results) {
+      const expected = before.finals.get(r.pathId);
+      const violations = [...r.violations];
+      const d = r.final && expected ? describeDifference(r.final, expected) : 'no final state';
+      if (d) violations.push(`inv4: a fresh process ends elsewhere: ${d}`);
+      file(result, { id: r.pathId, moves: [] }, violations);
+    }
+    noteKnown(result);
+    console.log(`[model] ${kind}: ${results.length} paths continued in child process ${pid}`);
+    expect(results.length).toBe(before.handoffs.length);
+    expect(result.failures, report(result)).toEqual([]);
+  });
+});
+
+describe('known runtime bugs (support/known-bugs.ts)', () => {
+  it('are the only violations the paths filed apart', () => {
+    for (const id of known.keys()) expect(KNOWN_BUGS.map((b) => b.id)).toContain(id);
+    for (const [id, hits] of known)
+      console.log(`[model] known bug ${id}: ${hits.length} path runs hit it, e.g. ${hits[0]}`);
+  });
+
+  // cancelled-checkpoint-rejected, fixed in 6843266: found by the paths' inv5 check (918 runs).
+  it('cancelled-checkpoint-rejected (regression): a run cancelled while awaiting approval has a checkpoint that loads', async () => {
+    const world = new World(PATH_WORLD);
+    await world.perform({ kind: 'start' });
+    await world.perform({ kind: 'policy', spec: { kind: 'send', elapsedMs: 1, usage: null, variant: 0 } });
+    expect(world.status).toBe('awaiting_approval');
+    await world.perform({ kind: 'cancel' });
+    expect(world.status).toBe('cancelled');
+    const blob = world.agent.checkpoint();
+    // Before the fix: CheckpointError: snapshot.context.pending must be set exactly when awaiting_approval
+    expect(Agent.resume(blob, world.probeOptions()).checkpoint()).toBe(blob);
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * The test set StrykerJS runs per mutant (npm run test:mutation): the unit tests and the
+ * model-based suites in their mutation mode (TOLLGATE_MUTATION=1: shortest paths, fewer
+ * fast-check cases, no child processes, which would not load the mutant). Integration tests
+ * (real process kills, stores, CLI, docs) are left out: they run code in other processes.
+ */
+import { defineConfig } from 'vitest/config';
+import base from './vitest.config.js';
+
+export default defineConfig({
+  ...base,
+  test: {
+    ...base.test,
+    // Replaces the base list (mergeConfig would append to it).
+    include: [
+      'test/*.test.ts',
+      'test/model/machine.test.ts',
+      'test/model/paths.test.ts',
+      'test/model/commands.test.ts',
+    ],
+    exclude: ['test/crash.test.ts', 'test/docs.test.ts', 'test/store-agent.test.ts', 'node_modules/**'],
+    env: { TOLLGATE_MUTATION: '1' },
+    reporters: ['default'],
+  },
+});
