@@ -10,7 +10,7 @@
 import canonicalize from 'canonicalize';
 import type { HistoryEntry, PendingCall, Status } from '../machines/types.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, expectedChildren, type PersistedRun } from './checkpoint.js';
-import { OptionsError } from './errors.js';
+import { ConflictError, OptionsError } from './errors.js';
 
 /** What a store keeps for one run. */
 export interface StoredRun {
@@ -69,6 +69,44 @@ export interface CheckpointStore {
   delete(runId: string, expectedVersion?: number): Promise<boolean>;
   /** Releases connections and handles. */
   close(): Promise<void>;
+}
+
+/** The `ConflictError` of a stale save, worded alike by every store. */
+export function saveConflict(
+  runId: string,
+  current: { version: number; entries: number } | null,
+  from: number,
+  expectedVersion: number,
+): ConflictError {
+  const version = current?.version ?? 0;
+  return new ConflictError(
+    `save: run ${JSON.stringify(runId)} is at version ${version} with ${current?.entries ?? 0} entries; the writer expected version ${expectedVersion} with ${from}`,
+    expectedVersion,
+    current ? version : null,
+    { runId },
+  );
+}
+
+/** Throws `saveConflict` unless the run is at `expectedVersion` (0: absent) with `from` entries. */
+export function checkSave(
+  runId: string,
+  current: { version: number; entries: number } | null,
+  from: number,
+  expectedVersion: number,
+): void {
+  if ((current?.version ?? 0) !== expectedVersion || (current?.entries ?? 0) !== from) {
+    throw saveConflict(runId, current, from, expectedVersion);
+  }
+}
+
+/** The `ConflictError` of a delete at a version that is no longer current. */
+export function deleteConflict(runId: string, actual: number, expectedVersion: number): ConflictError {
+  return new ConflictError(
+    `delete: run ${JSON.stringify(runId)} is at version ${actual}, not ${expectedVersion}`,
+    expectedVersion,
+    actual,
+    { runId },
+  );
 }
 
 /** `list`'s `limit` must be a whole number ≥ 0 in every store; throws `OptionsError` otherwise. */

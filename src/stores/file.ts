@@ -20,10 +20,12 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ConflictError, OptionsError, SystemError } from '../errors.js';
+import { OptionsError, SystemError } from '../errors.js';
 import {
   type CheckpointStore,
   checkLimit,
+  checkSave,
+  deleteConflict,
   type ListOptions,
   type RunSummary,
   type RunWrite,
@@ -102,14 +104,7 @@ export class FileStore implements CheckpointStore {
       const current = (await this.#readHead(dir, runId))?.meta ?? null;
       const version = current?.version ?? 0;
       const stored = current?.entries ?? 0;
-      if (version !== expectedVersion || write.from !== stored) {
-        throw new ConflictError(
-          `save: run ${JSON.stringify(runId)} is at version ${version} with ${stored} entries; the writer expected version ${expectedVersion} with ${write.from}`,
-          expectedVersion,
-          current ? version : null,
-          { runId },
-        );
-      }
+      checkSave(runId, current, write.from, expectedVersion);
       // A new run: whatever a crashed create or delete left in its directory is not part of it.
       if (!current) await this.#clearLeftovers(dir);
       const journal = current?.journal ?? `journal-${randomUUID()}.log`;
@@ -171,12 +166,7 @@ export class FileStore implements CheckpointStore {
       const current = (await this.#readHead(dir, runId))?.meta;
       if (!current) return false;
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
-        throw new ConflictError(
-          `delete: run ${JSON.stringify(runId)} is at version ${current.version}, not ${expectedVersion}`,
-          expectedVersion,
-          current.version,
-          { runId },
-        );
+        throw deleteConflict(runId, current.version, expectedVersion);
       }
       await rm(join(dir, HEAD)); // the commit: without a head there is no run
       await syncDir(dir);

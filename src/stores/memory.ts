@@ -2,10 +2,11 @@
  * An in-memory `CheckpointStore`: for tests, demos and single-process services that need
  * the store semantics (versions, conflicts, the approval inbox) without durability.
  */
-import { ConflictError } from '../errors.js';
 import {
   type CheckpointStore,
   checkLimit,
+  checkSave,
+  deleteConflict,
   type ListOptions,
   type RunSummary,
   type RunWrite,
@@ -28,15 +29,7 @@ export class MemoryStore implements CheckpointStore {
   async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
     const current = this.#runs.get(runId) ?? null;
     const version = current?.version ?? 0;
-    const stored = current?.entries.length ?? 0;
-    if (version !== expectedVersion || write.from !== stored) {
-      throw new ConflictError(
-        `save: run ${JSON.stringify(runId)} is at version ${version} with ${stored} entries; the writer expected version ${expectedVersion} with ${write.from}`,
-        expectedVersion,
-        current ? version : null,
-        { runId },
-      );
-    }
+    checkSave(runId, current && { version, entries: current.entries.length }, write.from, expectedVersion);
     this.#runs.set(runId, {
       runId,
       version: version + 1,
@@ -64,12 +57,7 @@ export class MemoryStore implements CheckpointStore {
     const current = this.#runs.get(runId);
     if (!current) return false;
     if (expectedVersion !== undefined && current.version !== expectedVersion) {
-      throw new ConflictError(
-        `delete: run ${JSON.stringify(runId)} is at version ${current.version}, not ${expectedVersion}`,
-        expectedVersion,
-        current.version,
-        { runId },
-      );
+      throw deleteConflict(runId, current.version, expectedVersion);
     }
     return this.#runs.delete(runId);
   }

@@ -20,14 +20,16 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import pg from 'pg';
 import type { PendingCall, Status } from '../../machines/types.js';
-import { ConflictError, OptionsError, SystemError, TollgateError, UserError } from '../errors.js';
+import { OptionsError, SystemError, TollgateError, UserError } from '../errors.js';
 import {
   type CheckpointStore,
   checkLimit,
+  deleteConflict,
   type ListOptions,
   type RunSummary,
   type RunWrite,
   type StoredRun,
+  saveConflict,
 } from '../store.js';
 import { migrate } from './postgres-migrations.js';
 import { type Statements, statements } from './postgres-sql.js';
@@ -178,11 +180,11 @@ export class PostgresStore implements CheckpointStore {
     }
     const { rows } = await this.#query<{ version: number; entry_count: number }>(this.#sql.current, [runId]);
     const actual = rows[0];
-    throw new ConflictError(
-      `save: run ${JSON.stringify(runId)} is at version ${actual?.version ?? 0} with ${actual?.entry_count ?? 0} entries; the writer expected version ${expectedVersion} with ${write.from}`,
+    throw saveConflict(
+      runId,
+      actual ? { version: actual.version, entries: actual.entry_count } : null,
+      write.from,
       expectedVersion,
-      actual ? actual.version : null,
-      { runId },
     );
   }
 
@@ -200,12 +202,7 @@ export class PostgresStore implements CheckpointStore {
     const { rows } = await this.#query<{ version: number }>(this.#sql.current, [runId]);
     const actual = rows[0]?.version;
     if (actual === undefined) return false;
-    throw new ConflictError(
-      `delete: run ${JSON.stringify(runId)} is at version ${actual}, not ${expectedVersion}`,
-      expectedVersion,
-      actual,
-      { runId },
-    );
+    throw deleteConflict(runId, actual, expectedVersion);
   }
 
   /** Ends the pool the store created; a pool given to the constructor is left open. Idempotent. */

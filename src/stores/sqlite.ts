@@ -18,10 +18,12 @@
  * const agent = new Agent({ policy, tools, store });
  */
 import Database from 'better-sqlite3';
-import { ConflictError, OptionsError, SystemError } from '../errors.js';
+import { OptionsError, SystemError } from '../errors.js';
 import {
   type CheckpointStore,
   checkLimit,
+  checkSave,
+  deleteConflict,
   type ListOptions,
   type RunSummary,
   type RunWrite,
@@ -109,14 +111,7 @@ export class SqliteStore implements CheckpointStore {
       const current = head.get(runId) as { version: number; entry_count: number } | undefined;
       const version = current?.version ?? 0;
       const stored = current?.entry_count ?? 0;
-      if (version !== expectedVersion || write.from !== stored) {
-        throw new ConflictError(
-          `save: run ${JSON.stringify(runId)} is at version ${version} with ${stored} entries; the writer expected version ${expectedVersion} with ${write.from}`,
-          expectedVersion,
-          current ? version : null,
-          { runId },
-        );
-      }
+      checkSave(runId, current ? { version, entries: stored } : null, write.from, expectedVersion);
       const count = stored + write.append.length;
       const pending = write.pending === null ? null : JSON.stringify(write.pending);
       if (current) update.run(version + 1, write.status, write.head, count, pending, at, runId);
@@ -131,12 +126,7 @@ export class SqliteStore implements CheckpointStore {
       const current = head.get(runId) as { version: number } | undefined;
       if (!current) return false;
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
-        throw new ConflictError(
-          `delete: run ${JSON.stringify(runId)} is at version ${current.version}, not ${expectedVersion}`,
-          expectedVersion,
-          current.version,
-          { runId },
-        );
+        throw deleteConflict(runId, current.version, expectedVersion);
       }
       dropEntries.run(runId);
       dropRun.run(runId);
