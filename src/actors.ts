@@ -50,7 +50,8 @@ function withElapsed(error: unknown, elapsedMs: number): unknown {
       /* frozen: fall through */
     }
   }
-  return Object.assign(new Error(describeError(error)), { elapsedMs });
+  // A thrown primitive: the machine's describeError adds the 'Error: ' prefix once.
+  return Object.assign(new Error(String(error)), { elapsedMs });
 }
 
 export function policyActor(host: ActorHost) {

@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { Agent } from '../../src/agent.js';
 import { commandArbitraries, type Model, newCase, setupArbitrary } from './support/commands.js';
 import { inFreshProcess } from './support/spawn.js';
 import { World } from './support/world.js';
@@ -101,5 +102,20 @@ describe('regressions of runtime bugs these suites found', () => {
     expect(world.gate).toBeNull();
     expect(world.ledger.data.violations).toEqual([]);
     expect(world.status).toBe('budget_exhausted');
+  });
+
+  // Found by these suites, fixed: src/actors.ts wrapped a thrown non-object in
+  // `new Error(describeError(error))`, and the machine's describeError prefixed it again.
+  it('a policy that throws a string fails the run with "Error: <string>", not "Error: Error: <string>"', async () => {
+    const agent = new Agent({
+      policy: () => {
+        throw 'boom';
+      },
+      tools: [],
+      policyRetries: 0,
+      runId: 'r',
+    });
+    expect(await agent.start('g')).toBe('failed');
+    expect(agent.state.error).toBe('Error: boom'); // was 'Error: Error: boom'
   });
 });
