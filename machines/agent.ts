@@ -46,11 +46,28 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** How a history entry is appended: both kinds freeze the entries they append. */
+export type Append = (history: HistoryEntry[], ...entries: HistoryEntry[]) => HistoryEntry[];
+
 // Entries are frozen as they are appended, so the policy can be handed the entries themselves
 // (an O(1) share per step, not an O(history) deep copy) without being able to change the run.
-// `concat`, not spread: a bulk copy, several times faster than iterating on long histories.
-const append = (history: HistoryEntry[], ...entries: HistoryEntry[]): HistoryEntry[] =>
-  history.concat(entries.map(deepFreeze));
+
+/**
+ * The machine's own append: a new array every time (`concat`, a bulk copy), so a snapshot
+ * never changes once made. O(history) per entry.
+ */
+export const appendCopy: Append = (history, ...entries) => history.concat(entries.map(deepFreeze));
+
+/**
+ * O(1): pushes onto the array it is given, and returns it. Only for an actor whose earlier
+ * snapshots nobody keeps: the runtime's (src/agent.ts), which reads each snapshot once.
+ * A frozen array (a restored run's) is copied once, then grows in place.
+ */
+export const appendInPlace: Append = (history, ...entries) => {
+  const log = Object.isFrozen(history) ? history.slice() : history;
+  for (const entry of entries) log.push(deepFreeze(entry));
+  return log;
+};
 
 /** `'<ErrorName>: <message>'`: errors are kept as strings (an error snapshot persists as `{}`). */
 export function describeError(error: unknown): string {
@@ -120,21 +137,126 @@ function inflightEntry(context: AgentContext, body: { result: Json } | { error: 
   return call.approval ? ({ ...entry, approval: call.approval } as HistoryEntry) : entry;
 }
 
+const types = {
+  context: {} as AgentContext,
+  events: {} as MachineEvent,
+  input: {} as AgentInput,
+};
+
+const actors = {
+  // Placeholders: the runtime provides the real implementations with machine.provide().
+  policy: fromPromise<Decision, PolicyInput>(async () => {
+    throw new Error('the policy actor was not provided');
+  }),
+  tool: fromPromise<ToolOutcome, InflightCall>(async () => {
+    throw new Error('the tool actor was not provided');
+  }),
+};
+
+/** For typing the actions defined outside the machine's setup. */
+const typed = setup({ types, actors });
+
+/**
+ * The actions that append to the history, on one append strategy: the machine's is
+ * `appendCopy`; the runtime provides these with `appendInPlace` (O(1) per step).
+ */
+export function historyActions(append: Append) {
+  return {
+    startRun: typed.assign(({ event }) => ({
+      history: append([], { role: 'user', content: (event as { goal: string }).goal }),
+    })),
+    recordFinal: typed.assign(({ context, event }) => {
+      const d = decided(event) as Extract<Decision, { type: 'final' }>;
+      return { answer: d.final, history: append(context.history, { role: 'assistant', final: d.final }) };
+    }),
+    requestApproval: typed.assign(({ context, event }) => {
+      const d = decided(event) as Extract<Decision, { type: 'call' }>;
+      return {
+        pending: pendingFrom(callOf(context, d.tool, d.args), context.approvalTtlMs, d.at),
+        history: append(context.history, { role: 'assistant', tool: d.tool, args: d.args }),
+      };
+    }),
+    startCall: typed.assign(({ context, event }) => {
+      const d = decided(event) as Extract<Decision, { type: 'call' }>;
+      return {
+        inflight: { ...callOf(context, d.tool, d.args), approval: null },
+        history: append(context.history, { role: 'assistant', tool: d.tool, args: d.args }),
+      };
+    }),
+    recordUnknownTool: typed.assign(({ context, event }) => {
+      const d = decided(event) as Extract<Decision, { type: 'unknown_tool' }>;
+      return {
+        history: append(
+          context.history,
+          { role: 'assistant', tool: d.tool, args: d.args },
+          { role: 'tool', tool: d.tool, error: `unknown tool ${d.tool}` },
+        ),
+      };
+    }),
+    recordMalformed: typed.assign(({ context, event }) => {
+      const d = decided(event) as Extract<Decision, { type: 'malformed' }>;
+      return { history: append(context.history, { role: 'tool', tool: d.tool, error: d.error }) };
+    }),
+    recordDenial: typed.assign(({ context, event }) => {
+      const pending = context.pending as PendingCall;
+      const e = event as Extract<AgentEvent, { type: 'DENY' }>;
+      const entry: HistoryEntry = {
+        role: 'tool',
+        tool: pending.tool,
+        error: `denied by human: ${e.note}`,
+        approval: approvalOf(e, false),
+        ...(pending.outcome ? { outcome: pending.outcome } : {}),
+      };
+      return { pending: null, history: append(context.history, entry) };
+    }),
+    recordExpiry: typed.assign(({ context, event }) => {
+      const pending = context.pending as PendingCall;
+      const decision =
+        event.type === 'APPROVE' || event.type === 'DENY'
+          ? { approval: approvalOf(event, event.type === 'APPROVE') }
+          : {};
+      const entry: HistoryEntry = {
+        role: 'tool',
+        tool: pending.tool,
+        error: 'approval expired',
+        ...decision,
+        ...(pending.outcome ? { outcome: pending.outcome } : {}),
+      };
+      return { pending: null, history: append(context.history, entry) };
+    }),
+    recordResult: typed.assign(({ context, event }) => {
+      const o = outcome(event) as Extract<ToolOutcome, { type: 'result' }>;
+      return {
+        inflight: null,
+        activeMs: context.activeMs + o.elapsedMs,
+        history: append(context.history, inflightEntry(context, { result: o.result })),
+      };
+    }),
+    recordToolError: typed.assign(({ context, event }) => {
+      const o = outcome(event);
+      const error = o.type === 'error' ? o.error : 'unexpected tool outcome';
+      const elapsedMs = o.type === 'error' ? o.elapsedMs : 0;
+      return {
+        inflight: null,
+        activeMs: context.activeMs + elapsedMs,
+        history: append(context.history, inflightEntry(context, { error })),
+      };
+    }),
+    // The tool actor itself failed (a runtime fault, not the tool's): still an observation.
+    recordToolFault: typed.assign(({ context, event }) => {
+      const error = describeError((event as ErrorEvent<'tool'>).error);
+      return {
+        inflight: null,
+        activeMs: context.activeMs + elapsedOf((event as ErrorEvent<'tool'>).error),
+        history: append(context.history, inflightEntry(context, { error })),
+      };
+    }),
+  };
+}
+
 export const agentMachine = setup({
-  types: {
-    context: {} as AgentContext,
-    events: {} as MachineEvent,
-    input: {} as AgentInput,
-  },
-  actors: {
-    // Placeholders: the runtime provides the real implementations with machine.provide().
-    policy: fromPromise<Decision, PolicyInput>(async () => {
-      throw new Error('the policy actor was not provided');
-    }),
-    tool: fromPromise<ToolOutcome, InflightCall>(async () => {
-      throw new Error('the tool actor was not provided');
-    }),
-  },
+  types,
+  actors,
   guards: {
     stepsExhausted: ({ context }) => exhaustedBudget(context) === 'steps',
     tokensExhausted: ({ context }) => exhaustedBudget(context) === 'tokens',
@@ -160,9 +282,7 @@ export const agentMachine = setup({
     toolSucceeded: ({ event }) => outcome(event).type === 'result',
   },
   actions: {
-    startRun: assign(({ event }) => ({
-      history: append([], { role: 'user', content: (event as { goal: string }).goal }),
-    })),
+    ...historyActions(appendCopy),
     markStepsExhausted: assign({ stoppedBy: 'steps' as const }),
     markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
     markTimeExhausted: assign({ stoppedBy: 'time' as const }),
@@ -181,38 +301,6 @@ export const agentMachine = setup({
           : context.usage,
       };
     }),
-    recordFinal: assign(({ context, event }) => {
-      const d = decided(event) as Extract<Decision, { type: 'final' }>;
-      return { answer: d.final, history: append(context.history, { role: 'assistant', final: d.final }) };
-    }),
-    requestApproval: assign(({ context, event }) => {
-      const d = decided(event) as Extract<Decision, { type: 'call' }>;
-      return {
-        pending: pendingFrom(callOf(context, d.tool, d.args), context.approvalTtlMs, d.at),
-        history: append(context.history, { role: 'assistant', tool: d.tool, args: d.args }),
-      };
-    }),
-    startCall: assign(({ context, event }) => {
-      const d = decided(event) as Extract<Decision, { type: 'call' }>;
-      return {
-        inflight: { ...callOf(context, d.tool, d.args), approval: null },
-        history: append(context.history, { role: 'assistant', tool: d.tool, args: d.args }),
-      };
-    }),
-    recordUnknownTool: assign(({ context, event }) => {
-      const d = decided(event) as Extract<Decision, { type: 'unknown_tool' }>;
-      return {
-        history: append(
-          context.history,
-          { role: 'assistant', tool: d.tool, args: d.args },
-          { role: 'tool', tool: d.tool, error: `unknown tool ${d.tool}` },
-        ),
-      };
-    }),
-    recordMalformed: assign(({ context, event }) => {
-      const d = decided(event) as Extract<Decision, { type: 'malformed' }>;
-      return { history: append(context.history, { role: 'tool', tool: d.tool, error: d.error }) };
-    }),
     recordPolicyFailure: assign(({ context, event }) => {
       const error = (event as ErrorEvent<'policy'>).error;
       return { error: describeError(error), activeMs: context.activeMs + elapsedOf(error) };
@@ -225,33 +313,6 @@ export const agentMachine = setup({
         inflight: { ...call, approval: approvalOf(event as Extract<AgentEvent, { type: 'APPROVE' }>, true) },
       };
     }),
-    recordDenial: assign(({ context, event }) => {
-      const pending = context.pending as PendingCall;
-      const e = event as Extract<AgentEvent, { type: 'DENY' }>;
-      const entry: HistoryEntry = {
-        role: 'tool',
-        tool: pending.tool,
-        error: `denied by human: ${e.note}`,
-        approval: approvalOf(e, false),
-        ...(pending.outcome ? { outcome: pending.outcome } : {}),
-      };
-      return { pending: null, history: append(context.history, entry) };
-    }),
-    recordExpiry: assign(({ context, event }) => {
-      const pending = context.pending as PendingCall;
-      const decision =
-        event.type === 'APPROVE' || event.type === 'DENY'
-          ? { approval: approvalOf(event, event.type === 'APPROVE') }
-          : {};
-      const entry: HistoryEntry = {
-        role: 'tool',
-        tool: pending.tool,
-        error: 'approval expired',
-        ...decision,
-        ...(pending.outcome ? { outcome: pending.outcome } : {}),
-      };
-      return { pending: null, history: append(context.history, entry) };
-    }),
     // Resumed with a non-idempotent side effect in flight: ask a human again, marked unknown.
     requestAgain: assign(({ context, event }) => {
       const call = context.inflight as InflightCall;
@@ -263,33 +324,6 @@ export const agentMachine = setup({
         outcome: 'unknown',
       };
       return { inflight: null, pending };
-    }),
-    recordResult: assign(({ context, event }) => {
-      const o = outcome(event) as Extract<ToolOutcome, { type: 'result' }>;
-      return {
-        inflight: null,
-        activeMs: context.activeMs + o.elapsedMs,
-        history: append(context.history, inflightEntry(context, { result: o.result })),
-      };
-    }),
-    recordToolError: assign(({ context, event }) => {
-      const o = outcome(event);
-      const error = o.type === 'error' ? o.error : 'unexpected tool outcome';
-      const elapsedMs = o.type === 'error' ? o.elapsedMs : 0;
-      return {
-        inflight: null,
-        activeMs: context.activeMs + elapsedMs,
-        history: append(context.history, inflightEntry(context, { error })),
-      };
-    }),
-    // The tool actor itself failed (a runtime fault, not the tool's): still an observation.
-    recordToolFault: assign(({ context, event }) => {
-      const error = describeError((event as ErrorEvent<'tool'>).error);
-      return {
-        inflight: null,
-        activeMs: context.activeMs + elapsedOf((event as ErrorEvent<'tool'>).error),
-        history: append(context.history, inflightEntry(context, { error })),
-      };
     }),
     assignLimits: assign(({ context, event }) => ({
       limits: { ...context.limits, ...(event as Extract<AgentEvent, { type: 'EXTEND_BUDGET' }>).limits },

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
-import { type AgentMachine, agentMachine } from '../machines/agent.js';
+import { type AgentMachine, agentMachine, appendInPlace, historyActions } from '../machines/agent.js';
 import type { AgentEvent, HistoryEntry, Limits, Status } from '../machines/types.js';
 import { policyActor, toolActor } from './actors.js';
 import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue, withLimits } from './checkpoint.js';
@@ -42,6 +42,10 @@ interface StoredPlace {
 let restoring: { run: PersistedRun; place: StoredPlace | null } | null = null;
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
+
+// The actor's snapshots are read once each (the journal and observers copy what they keep), so
+// the history can grow in place: O(1) per step, not the pure machine's O(history) copy.
+const RUNTIME_ACTIONS = historyActions(appendInPlace);
 
 function statusOf(snapshot: MachineSnapshot): Status {
   return statusOfValue(snapshot.value as PersistedRun['value']);
@@ -319,7 +323,10 @@ export class Agent {
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       durable: () => this.#journal?.flush() ?? Promise.resolve(),
     };
-    return agentMachine.provide({ actors: { policy: policyActor(host), tool: toolActor(host, this.runId) } });
+    return agentMachine.provide({
+      actors: { policy: policyActor(host), tool: toolActor(host, this.runId) },
+      actions: RUNTIME_ACTIONS,
+    });
   }
 
   #createActor(run: PersistedRun): Actor<AgentMachine> {
