@@ -7,10 +7,11 @@
  * the run (ARCHITECTURE.md, "XState pitfalls"). A blob that passes `decodeCheckpoint` restores
  * to a run that can only do what its state allows.
  */
+import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
 import { deepFreeze, exhaustedBudget } from '../machines/agent.js';
-import type { AgentContext, Limits, Status } from '../machines/types.js';
+import type { AgentContext, HistoryEntry, Limits, Status } from '../machines/types.js';
 import { CheckpointError } from './errors.js';
 
 export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
@@ -38,7 +39,8 @@ const approval = z.strictObject({
   at: iso,
   callId: z.string(),
 });
-const entry = z.union([
+/** A history entry's schema (exported for the tests of the quick check). */
+export const entrySchema = z.union([
   z.looseObject({ role: z.literal('user'), content: z.string() }),
   z.looseObject({ role: z.literal('assistant'), tool: z.string(), args: jsonObject }),
   z.looseObject({ role: z.literal('assistant'), final: json }),
@@ -70,7 +72,7 @@ const limitOrNull = z.number().nonnegative().nullable();
 
 const context = z.strictObject({
   runId: z.string().min(1),
-  history: z.array(entry),
+  history: z.array(entrySchema),
   steps: count,
   usage: z.strictObject({ inputTokens: count, outputTokens: count }),
   activeMs: z.number().nonnegative(),
@@ -159,12 +161,120 @@ function pathOf(issue: z.core.$ZodIssue, prefix: string): string {
   return [prefix, ...issue.path.map(String)].join('.');
 }
 
-/** Serialises a persisted snapshot as a checkpoint blob. */
+/** Canonical JSON of each frozen history entry, made once: a frozen entry never changes. */
+const entryTexts = new WeakMap<object, string>();
+
+/** An entry as canonical JSON; cached for frozen entries (every entry of a live run). */
+export function canonicalEntry(entry: HistoryEntry): string {
+  const cached = entryTexts.get(entry);
+  if (cached !== undefined) return cached;
+  const text = canonicalize(entry);
+  if (text === undefined) throw new TypeError('history entry is not serialisable');
+  if (Object.isFrozen(entry)) entryTexts.set(entry, text);
+  return text;
+}
+
+/** Stands in for the history while the rest is canonicalised; never a value of a real run. */
+const HISTORY_MARK = `\u0000tollgate-history-${randomUUID()}`;
+
+/**
+ * `envelope` as canonical JSON with `history` (an array of canonical JSON texts) spliced in at
+ * the context's `history` key: the entries are not walked again.
+ */
+function spliceHistory(envelope: { snapshot: { context: object } }, history: readonly string[]): string {
+  const { snapshot } = envelope;
+  const text = canonicalize({
+    ...envelope,
+    snapshot: { ...snapshot, context: { ...snapshot.context, history: HISTORY_MARK } },
+  });
+  if (text === undefined) throw new TypeError('snapshot is not serialisable');
+  const mark = JSON.stringify(HISTORY_MARK);
+  const at = text.indexOf(mark);
+  return `${text.slice(0, at)}[${history.join(',')}]${text.slice(at + mark.length)}`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Serialises a persisted snapshot as a checkpoint blob. O(new entries): entries are cached. */
 export function encodeCheckpoint(run: unknown): string {
-  const text = canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot: run });
+  const envelope = { format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot: run };
+  const history = isObject(run) && isObject(run.context) ? run.context.history : undefined;
+  if (Array.isArray(history) && history.length > 0 && history.every(isObject)) {
+    return spliceHistory(
+      envelope as { snapshot: { context: object } },
+      history.map((e) => canonicalEntry(e as HistoryEntry)),
+    );
+  }
+  const text = canonicalize(envelope);
   if (text === undefined) throw new TypeError('snapshot is not serialisable');
   return text;
 }
+
+/**
+ * The checkpoint blob of a stored run: its head (a checkpoint with an empty history) and its
+ * entries (each canonical JSON). Each entry must be one JSON object; validate the result with
+ * `decodeCheckpoint`.
+ */
+export function joinCheckpoint(head: string, entries: readonly string[]): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(head);
+  } catch (error) {
+    fail(`the stored head is not JSON (${(error as Error).message})`, 'head');
+  }
+  if (!isObject(parsed) || !isObject(parsed.snapshot) || !isObject(parsed.snapshot.context)) {
+    fail('the stored head is not a checkpoint', 'head');
+  }
+  for (const [i, text] of entries.entries()) {
+    // One complete JSON object each: a damaged entry cannot change the structure around it.
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (!isObject(value)) fail(`stored entry ${i} is not a JSON object`, `snapshot.context.history.${i}`);
+  }
+  return spliceHistory(parsed as { snapshot: { context: object } }, entries);
+}
+
+/**
+ * The history entries that the quick check accepts are accepted by the `entry` schema too; any
+ * other entry is left to the schema, which decides and words the error. (Values came from
+ * JSON.parse, so they are JSON.)
+ */
+export function plainEntry(e: unknown): boolean {
+  if (!isObject(e)) return false;
+  switch (e.role) {
+    case 'user':
+      return typeof e.content === 'string';
+    case 'assistant':
+      return typeof e.tool === 'string' ? isObject(e.args) : e.tool === undefined && 'final' in e;
+    case 'tool':
+      return (
+        typeof e.tool === 'string' &&
+        e.approval === undefined &&
+        ('result' in e || (typeof e.error === 'string' && (e.outcome === undefined || e.outcome === 'unknown')))
+      );
+    default:
+      return false;
+  }
+}
+
+function checkHistory(history: unknown): void {
+  if (!Array.isArray(history)) return; // the schema reports it
+  for (const [i, e] of history.entries()) {
+    if (plainEntry(e)) continue;
+    const result = entrySchema.safeParse(e);
+    if (!result.success) {
+      const path = pathOf(result.error.issues[0] as z.core.$ZodIssue, `snapshot.context.history.${i}`);
+      fail(`${path}: ${(result.error.issues[0] as z.core.$ZodIssue).message}`, path);
+    }
+  }
+}
+
+/** Lone surrogates (raw, or as \u escapes) can be parsed but never written back canonically. */
+const SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
 
 /**
  * Parses and validates a checkpoint blob. Throws `CheckpointError` (with `path`) for anything
@@ -186,19 +296,30 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
   if (typeof version !== 'number' || !READABLE_VERSIONS.includes(version)) {
     fail(`unsupported version ${JSON.stringify(version)}; this build reads ${READABLE_VERSIONS.join(', ')}`, 'version');
   }
-  const inner = snapshot.safeParse(outer.data.snapshot);
+  // The history is checked apart, entry by entry, with a quick check before the schema: the
+  // schema alone takes ~5 µs an entry, and a long run has many.
+  const given = outer.data.snapshot;
+  const context = isObject(given) && isObject(given.context) ? given.context : null;
+  const history = context?.history;
+  const shallow =
+    context && Array.isArray(history) ? { ...(given as object), context: { ...context, history: [] } } : given;
+  const inner = snapshot.safeParse(shallow);
   if (!inner.success) {
     const issue = inner.error.issues[0] as z.core.$ZodIssue;
     const path = pathOf(issue, 'snapshot');
     fail(`${path}: ${issue.message}`, path);
   }
+  checkHistory(history);
   const run = inner.data as PersistedRun;
+  if (shallow !== given) run.context.history = history as HistoryEntry[];
   const problem = consistencyProblem(run);
   if (problem) fail(`${problem[0]}: ${problem[1]}`, problem[0]);
-  try {
-    encodeCheckpoint(run); // e.g. a lone surrogate: parses, but can never be written back
-  } catch (error) {
-    fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+  if (SURROGATE.test(blob)) {
+    try {
+      encodeCheckpoint(run); // e.g. a lone surrogate: parses, but can never be written back
+    } catch (error) {
+      fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+    }
   }
   // History entries are frozen while a run is live (see machines/agent.ts); restore that.
   deepFreeze(run.context.history);

@@ -9,7 +9,14 @@
  */
 import canonicalize from 'canonicalize';
 import type { HistoryEntry, PendingCall, Status } from '../machines/types.js';
-import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, expectedChildren, type PersistedRun } from './checkpoint.js';
+import {
+  CHECKPOINT_FORMAT,
+  CHECKPOINT_VERSION,
+  canonicalEntry,
+  expectedChildren,
+  joinCheckpoint,
+  type PersistedRun,
+} from './checkpoint.js';
 import { ConflictError, OptionsError } from './errors.js';
 
 /** What a store keeps for one run. */
@@ -122,13 +129,12 @@ export function headOf(run: Omit<PersistedRun, 'children'>): string {
   return canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot }) as string;
 }
 
+/** A history entry as a store keeps it: canonical JSON (made once per entry). */
 export function entryOf(entry: HistoryEntry): string {
-  return canonicalize(entry) as string;
+  return canonicalEntry(entry);
 }
 
 /** The full checkpoint blob from a stored head and entries (validate it with decodeCheckpoint). */
 export function joinRun(head: string, entries: readonly string[]): string {
-  const parsed = JSON.parse(head);
-  if (parsed?.snapshot?.context) parsed.snapshot.context.history = entries.map((e) => JSON.parse(e));
-  return canonicalize(parsed) as string;
+  return joinCheckpoint(head, entries);
 }

@@ -28,7 +28,7 @@ describe('appendInPlace (the runtime)', () => {
     expect(appendInPlace(log, entry)).toBe(log);
     expect(log).toEqual([entry]);
     expect(Object.isFrozen(entry)).toBe(true);
-    expect(Object.isFrozen((entry as { args: { nested: object } }).args.nested)).toBe(true);
+    expect(Object.isFrozen((entry as unknown as { args: { nested: object } }).args.nested)).toBe(true);
   });
 
   it('copies a frozen array (a restored run) once, then grows the copy', () => {
