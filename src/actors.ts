@@ -14,6 +14,7 @@ import type { Policy, Tool } from './types.js';
 
 /** What the actors need from the Agent that provides them. */
 export interface ActorHost {
+  runId: string;
   policy: Policy;
   tools: ReadonlyMap<string, Tool>;
   clock: Clock;
@@ -33,6 +34,12 @@ export interface ActorHost {
    */
   durable(): Promise<void>;
 }
+
+/**
+ * Finds the Agent an actor works for, by its actor system (one per Agent): the actors are
+ * provided to the machine once, not once per Agent.
+ */
+export type HostOf = (system: object) => ActorHost;
 
 const MAX_RETRY_DELAY_MS = 30_000;
 
@@ -54,8 +61,9 @@ function withElapsed(error: unknown, elapsedMs: number): unknown {
   return Object.assign(new Error(String(error)), { elapsedMs });
 }
 
-export function policyActor(host: ActorHost) {
-  return fromPromise<Decision, PolicyInput>(async ({ input, signal }) => {
+export function policyActor(hostOf: HostOf) {
+  return fromPromise<Decision, PolicyInput>(async ({ input, signal, system }) => {
+    const host = hostOf(system);
     await host.durable();
     if (signal.aborted) throw signal.reason;
     const started = host.clock.now();
@@ -79,7 +87,7 @@ export function policyActor(host: ActorHost) {
 }
 
 /** Calls `fn`, racing it against the tool's timeout; aborts the tool's signal on timeout. */
-async function callWithTimeout(tool: Tool, call: InflightCall, runId: string, host: ActorHost, signal: AbortSignal) {
+async function callWithTimeout(tool: Tool, call: InflightCall, host: ActorHost, signal: AbortSignal) {
   const ms = tool.timeoutMs;
   // Without a timeout the actor's own signal (aborted on cancel) is the tool's: no extra
   // controllers on the hot path.
@@ -87,7 +95,7 @@ async function callWithTimeout(tool: Tool, call: InflightCall, runId: string, ho
   const forward = () => controller?.abort(signal.reason);
   const ctx = {
     signal: controller?.signal ?? signal,
-    runId,
+    runId: host.runId,
     step: call.step,
     key: call.key,
     approvedCallId: call.approval?.callId ?? null,
@@ -111,8 +119,9 @@ async function callWithTimeout(tool: Tool, call: InflightCall, runId: string, ho
   }
 }
 
-export function toolActor(host: ActorHost, runId: string) {
-  return fromPromise<ToolOutcome, InflightCall>(async ({ input: call, signal }) => {
+export function toolActor(hostOf: HostOf) {
+  return fromPromise<ToolOutcome, InflightCall>(async ({ input: call, signal, system }) => {
+    const host = hostOf(system);
     const tool = host.tools.get(call.tool);
     if (host.recovering.delete(call.key) && tool?.sideEffect && !tool.idempotent) {
       return { type: 'outcome_unknown', at: isoTime(host.clock.now()) };
@@ -137,7 +146,7 @@ export function toolActor(host: ActorHost, runId: string) {
       return done({ error: `refused: ${call.tool} needs approval and this call has none` });
     }
     try {
-      return done({ result: await callWithTimeout(tool, call, runId, host, signal) });
+      return done({ result: await callWithTimeout(tool, call, host, signal) });
     } catch (error) {
       return done({ error: describeError(error) });
     }

@@ -10,8 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
 import { type AgentMachine, agentMachine, appendInPlace, historyActions } from '../machines/agent.js';
-import type { AgentEvent, HistoryEntry, Limits, Status } from '../machines/types.js';
-import { policyActor, toolActor } from './actors.js';
+import type { AgentEvent, AgentInput, HistoryEntry, Limits, Status } from '../machines/types.js';
+import { type ActorHost, policyActor, toolActor } from './actors.js';
 import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue, withLimits } from './checkpoint.js';
 import { isoTime } from './clock.js';
 import {
@@ -43,9 +43,24 @@ let restoring: { run: PersistedRun; place: StoredPlace | null } | null = null;
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
 
-// The actor's snapshots are read once each (the journal and observers copy what they keep), so
-// the history can grow in place: O(1) per step, not the pure machine's O(history) copy.
-const RUNTIME_ACTIONS = historyActions(appendInPlace);
+/** The Agent each actor system (one per Agent's actor) works for. */
+const hosts = new WeakMap<object, ActorHost>();
+
+function hostOf(system: object): ActorHost {
+  const host = hosts.get(system);
+  if (!host) throw new SystemError('an actor ran outside of its Agent');
+  return host;
+}
+
+/**
+ * The machine with the real actors, made once. The actor's snapshots are read once each (the
+ * journal and observers copy what they keep), so the history can grow in place: O(1) per step,
+ * not the pure machine's O(history) copy.
+ */
+const runtimeMachine = agentMachine.provide({
+  actors: { policy: policyActor(hostOf), tool: toolActor(hostOf) },
+  actions: historyActions(appendInPlace),
+});
 
 function statusOf(snapshot: MachineSnapshot): Status {
   return statusOfValue(snapshot.value as PersistedRun['value']);
@@ -91,8 +106,10 @@ export class Agent {
     const parsed = parseAgentOptions(options);
     this.#runtime = parsed.runtime;
     this.runId = parsed.runId ?? randomUUID();
-    this.#actor = createActor(this.#machine(), {
-      input: { runId: this.runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs },
+    this.#actor = this.#createActor(null, {
+      runId: this.runId,
+      limits: parsed.limits,
+      approvalTtlMs: parsed.approvalTtlMs,
     });
     if (options.store) this.#attach({ store: options.store, version: 0, stored: 0, head: null });
   }
@@ -315,22 +332,23 @@ export class Agent {
     }
   }
 
-  #machine() {
-    const host = {
+  #host(): ActorHost {
+    return {
       ...this.#runtime,
+      runId: this.runId,
       recovering: this.#recovering,
       history: () => this.#actor.getSnapshot().context.history,
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       durable: () => this.#journal?.flush() ?? Promise.resolve(),
     };
-    return agentMachine.provide({
-      actors: { policy: policyActor(host), tool: toolActor(host, this.runId) },
-      actions: RUNTIME_ACTIONS,
-    });
   }
 
-  #createActor(run: PersistedRun): Actor<AgentMachine> {
-    return createActor(this.#machine(), { snapshot: run as never, input: undefined as never });
+  #createActor(run: PersistedRun | null, input?: AgentInput): Actor<AgentMachine> {
+    const actor = run
+      ? createActor(runtimeMachine, { snapshot: run as never, input: undefined as never })
+      : createActor(runtimeMachine, { input: input as AgentInput });
+    hosts.set(actor.system, this.#host());
+    return actor;
   }
 
   #attach(place: StoredPlace): void {
