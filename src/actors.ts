@@ -50,11 +50,20 @@ class TimeoutError extends Error {
 /** An error that carries the active time spent before it, so the budget still counts it. */
 function withElapsed(error: unknown, elapsedMs: number): unknown {
   if (error !== null && typeof error === 'object') {
-    try {
-      Object.assign(error, { elapsedMs });
-      return error;
-    } catch {
-      /* frozen: fall through */
+    if (Object.isExtensible(error)) {
+      try {
+        Object.assign(error, { elapsedMs });
+        return error;
+      } catch {
+        /* a read-only elapsedMs: fall through */
+      }
+    }
+    // Frozen: a stand-in with the same name and message (the run records '<name>: <message>').
+    if ('message' in error) {
+      const { name, message } = error as { name?: unknown; message?: unknown };
+      const standIn = Object.assign(new Error(String(message), { cause: error }), { elapsedMs });
+      if (typeof name === 'string') standIn.name = name;
+      return standIn;
     }
   }
   // A thrown primitive: the machine's describeError adds the 'Error: ' prefix once.
