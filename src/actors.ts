@@ -154,6 +154,8 @@ export function toolActor(hostOf: HostOf) {
     if (call.approval === null && (await needsApproval(tool, call.args))) {
       return done({ error: `refused: ${call.tool} needs approval and this call has none` });
     }
+    // Cancelled while an async needsApproval was deciding: the call never starts either.
+    if (signal.aborted) throw signal.reason;
     try {
       return done({ result: await callWithTimeout(tool, call, host, signal) });
     } catch (error) {
