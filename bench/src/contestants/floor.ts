@@ -1,0 +1,100 @@
+/**
+ * The floor: a hand-written async loop doing the same work with no framework. The policy is
+ * given the history array itself (no copy), the tool's result is appended, and that is all.
+ * Two variants persist each step append-only: the step's new entries as JSON lines, in memory
+ * (the serialisation floor), or inserted into SQLite on disk in WAL mode with one fsynced
+ * commit per step (the durable floor).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ANSWER, type Contestant, GOAL, nextAction, toolResult } from '../workload.js';
+
+type Entry = Record<string, unknown>;
+type Persist = (runId: string, step: number, entries: Entry[]) => number;
+
+async function policy(history: readonly Entry[], steps: number) {
+  return nextAction((history.length - 1) / 2, steps);
+}
+
+async function echo(args: { n: number }) {
+  return toolResult(args.n);
+}
+
+/** The loop. Returns the bytes `persist` reported, or null without one. */
+async function loop(steps: number, runId: string, persist: Persist | null): Promise<number | null> {
+  const history: Entry[] = [{ role: 'user', content: GOAL }];
+  let bytes = persist ? persist(runId, 0, history) : 0;
+  for (let step = 1; ; step++) {
+    const action = await policy(history, steps);
+    if ('final' in action) {
+      const entry = { role: 'assistant', final: action.final };
+      history.push(entry);
+      if (persist) bytes += persist(runId, step, [entry]);
+      if (action.final !== ANSWER || step !== steps + 1) throw new Error('floor: wrong run');
+      return persist ? bytes : null;
+    }
+    const call = { role: 'assistant', tool: action.tool, args: action.args };
+    const result = { role: 'tool', tool: action.tool, result: await echo(action.args) };
+    history.push(call, result);
+    if (persist) bytes += persist(runId, step, [call, result]);
+  }
+}
+
+export function floor(): Contestant {
+  return {
+    name: 'floor',
+    persists: 'nothing',
+    run: async (steps, runId) => ({ bytes: await loop(steps, runId, null) }),
+  };
+}
+
+/** Append-only JSON lines in memory: what serialising each step's new data costs. */
+export function floorAppendOnly(): Contestant {
+  let log: string[] = [];
+  const persist: Persist = (_runId, step, entries) => {
+    const line = JSON.stringify({ step, entries });
+    log.push(line);
+    return line.length;
+  };
+  return {
+    name: 'floor + append-only log',
+    persists: 'each step as a JSON line, in memory',
+    run: async (steps, runId) => {
+      log = [];
+      return { bytes: await loop(steps, runId, persist) };
+    },
+  };
+}
+
+/** One INSERT per step, each its own fsynced commit, SQLite on disk in WAL mode. */
+export function floorSqlite(): Contestant {
+  let dir = '';
+  let db: Database.Database | null = null;
+  let insert: Database.Statement | null = null;
+  const persist: Persist = (runId, step, entries) => {
+    const line = JSON.stringify(entries);
+    insert?.run(runId, step, line);
+    return line.length;
+  };
+  return {
+    name: 'floor + SQLite append',
+    persists: 'each step as one row, SQLite on disk (WAL, synchronous=FULL)',
+    async setup() {
+      dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-floor-'));
+      db = new Database(join(dir, 'floor.db'));
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.exec(
+        'CREATE TABLE steps (run_id TEXT NOT NULL, step INTEGER NOT NULL, entries TEXT NOT NULL, PRIMARY KEY (run_id, step))',
+      );
+      insert = db.prepare('INSERT INTO steps (run_id, step, entries) VALUES (?, ?, ?)');
+    },
+    run: async (steps, runId) => ({ bytes: await loop(steps, runId, persist) }),
+    async teardown() {
+      db?.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

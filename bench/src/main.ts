@@ -1,0 +1,182 @@
+/**
+ * `npm run bench [-- --quick] [-- --out FILE]`: Tollgate against the floor and its peers, in one
+ * process, interleaved; prints the results and writes them as Markdown (docs/performance.md;
+ * `--quick` writes reports/performance-quick.md unless --out is given).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, release, totalmem } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { floor, floorAppendOnly, floorSqlite } from './contestants/floor.js';
+import {
+  fileStore,
+  memoryStore,
+  postgresStore,
+  sqliteNormalStore,
+  sqliteStore,
+  tollgate,
+  tollgateWith,
+} from './contestants/tollgate.js';
+import { naiveXState } from './contestants/xstate.js';
+import { type Results, render } from './report.js';
+import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
+import { measureCheckpoints, measureSteps, type StepPlan } from './steps.js';
+import { targets } from './targets.js';
+import type { Contestant } from './workload.js';
+
+// No tracing to anyone's servers: the peers stay on this machine.
+for (const name of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGSMITH_API_KEY', 'OPENAI_API_KEY'])
+  delete process.env[name];
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    only: { type: 'string' },
+  },
+});
+const quick = values.quick ?? false;
+const root = resolve(import.meta.dirname, '../..');
+const out = resolve(root, values.out ?? (quick ? 'reports/performance-quick.md' : 'docs/performance.md'));
+
+const plan: StepPlan = quick
+  ? {
+      sizes: [10, 100, 1000],
+      minSamples: 2,
+      maxSamples: 3,
+      cellBudgetMs: 200,
+      maxSampleMs: 8_000,
+      slowSampleMs: 2_000,
+      minStepsPerSample: 200,
+    }
+  : {
+      sizes: [10, 100, 1000, 10_000],
+      minSamples: 3,
+      maxSamples: 15,
+      cellBudgetMs: 4_000,
+      maxSampleMs: 240_000,
+      slowSampleMs: 20_000,
+      minStepsPerSample: 2_000,
+    };
+const scale = quick
+  ? { checkpointSteps: 100, checkpointSamples: 2, decideSamples: 2, concurrentRuns: 100, pausedRuns: 1000 }
+  : { checkpointSteps: 1000, checkpointSamples: 7, decideSamples: 9, concurrentRuns: 1000, pausedRuns: 10_000 };
+
+const log = (line: string) => console.log(line);
+
+async function peers(): Promise<Contestant[]> {
+  const found: Contestant[] = [];
+  try {
+    const lg = await import('./contestants/langgraph.js');
+    found.push(lg.langgraphMemory(), lg.langgraphSqlite());
+  } catch (error) {
+    log(`LangGraph.js not available: ${String(error)}`);
+  }
+  try {
+    const oa = await import('./contestants/openai-agents.js');
+    found.push(oa.openaiAgents(), oa.openaiAgents({ snapshotEveryTurn: false }));
+  } catch (error) {
+    log(`OpenAI Agents SDK not available: ${String(error)}`);
+  }
+  return found;
+}
+
+function machine(): string[] {
+  const cpu = cpus();
+  return [
+    `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM (${(freemem() / 2 ** 30).toFixed(1)} GiB free at the start)`,
+    `Linux ${release()}, Node.js ${process.version}`,
+    `load average at the start: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  ];
+}
+
+async function main() {
+  const started = performance.now();
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const description = machine();
+  const floors = [floor(), floorAppendOnly(), floorSqlite()];
+  const ours = [
+    tollgate(),
+    ...[memoryStore, fileStore, sqliteStore, sqliteNormalStore, postgresStore].map(tollgateWith),
+  ];
+  const others = [naiveXState(), ...(await peers())];
+  const peerNames = others.map((c) => c.name);
+  let contestants = [...floors, ...ours, ...others];
+  if (values.only) {
+    const only = new RegExp(values.only, 'i');
+    contestants = contestants.filter((c) => only.test(c.name) || c.name === 'floor');
+  }
+  const listed: Results['contestants'] = [];
+  const ready: Contestant[] = [];
+  for (const c of contestants) {
+    try {
+      await c.setup?.();
+      await c.run(10, `check-${process.pid}`); // each must finish a run correctly to take part
+      ready.push(c);
+      listed.push({ name: c.name, persists: c.persists });
+    } catch (error) {
+      listed.push({
+        name: c.name,
+        persists: c.persists,
+        error: String((error as Error).message ?? error).slice(0, 200),
+      });
+      log(`${c.name}: not measured: ${String(error)}`);
+    }
+  }
+  try {
+    log(`per-step cost (${plan.sizes.join(', ')} steps):`);
+    const steps = await measureSteps(ready, plan, log);
+    log(`final checkpoint of a ${scale.checkpointSteps}-step run:`);
+    const checkpoints = await measureCheckpoints(
+      ready,
+      scale.checkpointSteps,
+      scale.checkpointSamples,
+      steps,
+      plan.slowSampleMs,
+      log,
+    );
+    log('decide() on a 1 MB history:');
+    const decide = await measureDecide(scale.decideSamples, log);
+    log(`${scale.concurrentRuns} concurrent runs of 10 steps:`);
+    const concurrent = await measureConcurrent(
+      ready.filter((c) => c.name !== 'floor + append-only log'),
+      scale.concurrentRuns,
+      10,
+      log,
+    );
+    log(`${scale.pausedRuns} runs paused for approval:`);
+    const paused = await measurePaused(scale.pausedRuns, log);
+    description.push(
+      `load average at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(', ')}`,
+    );
+    const results: Results = {
+      date: `${date} UTC`,
+      quick,
+      machine: description,
+      command: `npm run bench${quick ? ' -- --quick' : ''}`,
+      durationS: (performance.now() - started) / 1000,
+      contestants: listed,
+      peers: peerNames.filter((n) => steps.has(n)),
+      sizes: plan.sizes,
+      steps,
+      checkpointSteps: scale.checkpointSteps,
+      checkpoints,
+      decide,
+      concurrent,
+      paused,
+    };
+    const markdown = render(results, targets(results));
+    console.log(`\n${markdown}`);
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, markdown);
+    console.log(`written to ${out}`);
+  } finally {
+    for (const c of ready) await c.teardown?.().catch(() => {});
+  }
+}
+
+await main();

@@ -1,0 +1,194 @@
+/** Turns the measurements into the Markdown of docs/performance.md (and the console table). */
+import type { ConcurrentResult, DecideResult, PausedResult } from './scale.js';
+import { fmt } from './stats.js';
+import type { Cell, CheckpointResult, StepResults } from './steps.js';
+
+export interface Results {
+  date: string;
+  quick: boolean;
+  machine: string[];
+  command: string;
+  durationS: number;
+  contestants: { name: string; persists: string; error?: string }[];
+  /** The peers' names, for the ratios. */
+  peers: string[];
+  sizes: number[];
+  steps: StepResults;
+  checkpointSteps: number;
+  checkpoints: Map<string, CheckpointResult>;
+  decide: DecideResult | null;
+  concurrent: Map<string, ConcurrentResult | { error: string }>;
+  paused: PausedResult | null;
+}
+
+export const FLOOR = 'floor';
+export const FLOOR_LOG = 'floor + append-only log';
+export const TOLLGATE = 'tollgate';
+
+const cell = (r: Results, name: string, n: number): Cell | undefined => r.steps.get(name)?.get(n);
+const median = (r: Results, name: string, n: number) => cell(r, name, n)?.perStepUs?.median ?? null;
+
+function table(head: string[], rows: string[][]): string {
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
+}
+
+function stepTable(r: Results): string {
+  const rows = [...r.steps.keys()].map((name) => [
+    name,
+    ...r.sizes.map((n) => {
+      const c = cell(r, name, n);
+      if (!c?.perStepUs) return c?.skipped ?? 'n/a';
+      const s = c.perStepUs;
+      return `${fmt.us(s.median)} (${fmt.us(s.min)}–${fmt.us(s.max)}, n=${s.n})`;
+    }),
+  ]);
+  return table(['contestant', ...r.sizes.map((n) => `${n.toLocaleString('en')} steps`)], rows);
+}
+
+function ratioTable(r: Results): string {
+  const against = [FLOOR, ...r.peers].filter((name) => r.steps.has(name));
+  const rows = [TOLLGATE, 'tollgate + SQLite', 'tollgate + Postgres']
+    .filter((name) => r.steps.has(name))
+    .flatMap((name) =>
+      against.map((other) => [
+        `${name} ÷ ${other}`,
+        ...r.sizes.map((n) => {
+          const a = median(r, name, n);
+          const b = median(r, other, n);
+          return a === null || b === null ? 'n/a' : fmt.ratio(a / b);
+        }),
+      ]),
+    );
+  return table(['ratio of medians (same run)', ...r.sizes.map((n) => `${n.toLocaleString('en')}`)], rows);
+}
+
+function bytesTable(r: Results): string {
+  const rows = [...r.steps.keys()]
+    .filter((name) => r.sizes.some((n) => cell(r, name, n)?.bytesPerRun != null))
+    .map((name) => [
+      name,
+      ...r.sizes.map((n) => {
+        const c = cell(r, name, n);
+        return c?.bytesPerStep == null || c.bytesPerRun == null
+          ? 'n/a'
+          : `${fmt.bytes(c.bytesPerStep)} / ${fmt.bytes(c.bytesPerRun)}`;
+      }),
+    ]);
+  return table(['persisted per step / per run', ...r.sizes.map((n) => `${n.toLocaleString('en')} steps`)], rows);
+}
+
+function checkpointTable(r: Results): string {
+  const rows = [...r.checkpoints].map(([name, c]) => [
+    name,
+    `${fmt.ms(c.save.median)} (${fmt.ms(c.save.min)}–${fmt.ms(c.save.max)})`,
+    `${fmt.ms(c.load.median)} (${fmt.ms(c.load.min)}–${fmt.ms(c.load.max)})`,
+    fmt.bytes(c.bytes),
+    String(c.save.n),
+  ]);
+  return table(['contestant', 'save', 'load', 'size', 'n'], rows);
+}
+
+function scaleSection(r: Results): string {
+  const out: string[] = [];
+  if (r.decide) {
+    const d = r.decide;
+    out.push(
+      `**\`decide()\` on a run with a ${fmt.bytes(d.historyBytes)} history** (approve → the call runs → the policy answers → done), median of ${d.memory.n}: ` +
+        `no store ${fmt.ms(d.memory.median)} (${fmt.ms(d.memory.min)}–${fmt.ms(d.memory.max)}), ` +
+        `SQLite ${fmt.ms(d.sqlite.median)} (${fmt.ms(d.sqlite.min)}–${fmt.ms(d.sqlite.max)}).`,
+    );
+  }
+  const conc = [...r.concurrent].map(([name, c]) =>
+    'error' in c
+      ? [name, 'failed', c.error, '']
+      : [name, fmt.ms(c.totalMs), `+${fmt.bytes(c.peakHeapBytes)}`, fmt.us((c.totalMs * 1000) / (c.runs * c.steps))],
+  );
+  const first = [...r.concurrent.values()].find((c): c is ConcurrentResult => !('error' in c));
+  if (first) {
+    out.push(
+      `\n**${first.runs.toLocaleString('en')} concurrent runs of ${first.steps} steps** (started at once, one process):\n`,
+    );
+    out.push(table(['contestant', 'total time', 'peak heap (sampled)', 'per step'], conc));
+  }
+  if (r.paused) {
+    const p = r.paused;
+    out.push(
+      `\n**${p.runs.toLocaleString('en')} runs paused for approval**: with a SQLite store and the \`Agent\` objects dropped, the process holds ` +
+        `${fmt.bytes(p.storedBytes)} (${fmt.bytes(p.storedBytes / p.runs)} per run, heap after a full GC); the runs are in the store's inbox and ` +
+        `one is loaded and approved in ${fmt.ms(p.resumeMs)}. Kept alive as ${p.runs.toLocaleString('en')} \`Agent\` objects instead (no store), they hold ` +
+        `${fmt.bytes(p.inMemoryBytes)} (${fmt.bytes(p.inMemoryBytes / p.runs)} per run).`,
+    );
+  }
+  return out.join('\n');
+}
+
+export interface Target {
+  name: string;
+  met: boolean | null;
+  figure: string;
+  /** Why it is missed and what would fix it; shown only when missed. */
+  whenMissed: string;
+}
+
+export function render(r: Results, targets: Target[]): string {
+  const status = (t: Target) => (t.met === null ? 'not measured' : t.met ? '**met**' : '**missed**');
+  const missed = targets.filter((t) => t.met === false);
+  return `# Performance
+
+Measured by \`${r.command}\` on ${r.date}${r.quick ? ' (the quick version: fewer sizes and samples)' : ''}, in ${Math.round(r.durationS)} s.
+Every contestant runs the same workload in the same process, interleaved sample by sample: a
+scripted policy that calls an \`echo\` tool until the run has taken N steps, then answers; the
+tool returns ~200 bytes of JSON at once. A step is one policy call plus one tool call. Figures
+are medians with (min–max, n samples); a sample is a batch of runs of at least 2,000 steps in
+all (one run from 1,000 steps up; fewer for contestants too slow for that), after one untimed
+warm-up sample, without a forced GC (one resets V8's heap sizing and slows the next sample of
+any allocation-heavy loop). These machines are shared and noisy: compare figures within this
+page, measured in the same run, rather than with other runs.
+
+## Machine
+
+${r.machine.map((l) => `- ${l}`).join('\n')}
+
+## Contestants
+
+${r.contestants.map((c) => `- **${c.name}**: ${c.persists}${c.error ? ` — *not measured: ${c.error}*` : ''}`).join('\n')}
+
+## Targets
+
+${table(
+  ['target', 'status', 'measured'],
+  targets.map((t) => [t.name, status(t), t.figure]),
+)}
+${missed.length ? `\n### Missed, why, and the next step\n\n${missed.map((t) => `- **${t.name}**: ${t.whenMissed}`).join('\n')}\n` : ''}
+## µs per step
+
+${stepTable(r)}
+
+## Ratios
+
+${ratioTable(r)}
+
+## Bytes persisted
+
+Bytes handed to durable storage (Tollgate: each save's head plus its new entries; the floor: each
+step's new entries; peers: what their checkpointer stores), per step and per run.
+
+${bytesTable(r)}
+
+## Final checkpoint of a ${r.checkpointSteps.toLocaleString('en')}-step run
+
+Save: Tollgate with no store serialises \`checkpoint()\`; with a store, the last save of the run
+(its head and final entry: the run is already stored). Load: \`Agent.resume(blob)\` or
+\`Agent.load(store, runId)\` (read, join, validate, restore). Peers: their own save and load.
+
+${checkpointTable(r)}
+
+## At scale
+
+${scaleSection(r)}
+`;
+}
