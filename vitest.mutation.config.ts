@@ -1,8 +1,10 @@
 /**
  * The test set StrykerJS runs per mutant (npm run test:mutation): the unit tests and the
  * model-based suites in their mutation mode (TOLLGATE_MUTATION=1: shortest paths, fewer
- * fast-check cases, no child processes, which would not load the mutant). Integration tests
- * (real process kills, stores, CLI, docs) are left out: they run code in other processes.
+ * fast-check cases, no child processes, which would not load the mutant), and the Agent with the
+ * in-memory store (test/store-agent.test.ts: one process, no service). Integration tests (real
+ * process kills, the file/SQLite/Postgres stores, CLI, docs) are left out: they run code in
+ * other processes or need services.
  */
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
@@ -18,7 +20,7 @@ export default defineConfig({
       'test/model/paths.test.ts',
       'test/model/commands.test.ts',
     ],
-    exclude: ['test/crash.test.ts', 'test/docs.test.ts', 'test/store-agent.test.ts', 'node_modules/**'],
+    exclude: ['test/crash.test.ts', 'test/docs.test.ts', 'node_modules/**'],
     env: { TOLLGATE_MUTATION: '1' },
     reporters: ['default'],
   },

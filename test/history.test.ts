@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { appendCopy, appendInPlace } from '../machines/agent.js';
 import type { HistoryEntry } from '../machines/types.js';
 import { Agent } from '../src/index.js';
+import { ManualClock } from '../src/testing/index.js';
 import { sequence } from './support/helpers.js';
 
 const user = (content: string): HistoryEntry => ({ role: 'user', content });
@@ -78,8 +79,10 @@ describe('the runtime grows the history in place, and no one can see it', () => 
     const first = new Agent({ tools, policy: steps(2), maxSteps: 2, runId: 'r' });
     expect(await first.start('go')).toBe('budget_exhausted');
     const blob = first.checkpoint();
-    const a = Agent.resume(blob, { tools, policy: steps(2), maxSteps: 5 });
-    const b = Agent.resume(blob, { tools, policy: steps(2), maxSteps: 5 });
+    // A clock that stands still: with the real one, a and b may count different active times.
+    const clock = new ManualClock();
+    const a = Agent.resume(blob, { tools, policy: steps(2), maxSteps: 5, clock });
+    const b = Agent.resume(blob, { tools, policy: steps(2), maxSteps: 5, clock });
     expect(await a.run()).toBe('done');
     expect(b.state.history).toHaveLength(5);
     expect(await b.run()).toBe('done');
