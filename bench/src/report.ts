@@ -126,6 +126,35 @@ function scaleSection(r: Results): string {
   return out.join('\n');
 }
 
+const NOTES = `## Reading the figures
+
+**Why the per-step figure moves.** Tollgate's runtime does O(1) work per step: the machine's
+context grows in place (\`appendInPlace\`; the pure machine in \`machines/\` keeps its
+copy-on-append for model checking), checkpoints are encoded from cached entry texts, and a store
+receives only the head and the new entries. Two things still grow with the history: the copy of
+the history each policy call is given (the API contract: the policy sees a copy, never the live
+array — at 10,000 steps that is 20,000 pointers per call, and garbage in V8's large-object space),
+and V8's garbage collection of a bigger live heap. At 10 steps the figure also carries each
+run's fixed cost (creating the Agent and its actor, the final policy call) spread over few steps.
+Every step is two XState invocations (policy, tool) plus an eventless budget check, which is
+where most of the remaining time goes (XState's own code and GC in a CPU profile).
+
+**What "bytes" means.** Tollgate's figure is what it hands to the store: a head (the checkpoint
+without its history, ~540 B while deciding, ~710 B with a call in flight) and the new entries,
+twice per step (write-ahead before the tool runs; the result before the next policy call). It
+does not grow with N. The append-only floor writes each step's entries once. LangGraph's default
+messages channel and the Agents SDK's \`RunState\` store the whole history in every checkpoint, so
+their bytes per step grow with N (quadratic in total).
+
+**Like for like, and not.** Every contestant runs the same scripted policy and instant tool in
+this process. LangGraph's time includes LangChain's chat-model \`invoke\` on the whole message list
+and the \`deleteThread\` that keeps its saver from holding every run; the Agents SDK copies its
+whole input every turn, and its \`RunState#toString()\` is itself O(n²) in 0.20.0 (so "every turn"
+is O(n³) per run: it is measured up to the size it finishes in minutes, and "no snapshots" beyond).
+A contestant is skipped at a size where one run is estimated over the limit shown.
+Tollgate's stores write to this machine's disk (file, SQLite) or its local Postgres; the SQLite
+floor is one fsynced commit per step, Tollgate's SQLite store two (write-ahead and result).`;
+
 export interface Target {
   name: string;
   met: boolean | null;
@@ -190,5 +219,7 @@ ${checkpointTable(r)}
 ## At scale
 
 ${scaleSection(r)}
+
+${NOTES}
 `;
 }
