@@ -134,35 +134,35 @@ export const memoryStore: StoreKind = {
   open: async () => ({ store: new MemoryStore(), close: async () => {} }),
 };
 
+/** A store made in a fresh temp dir, removed when it is closed. */
+function onDisk(prefix: string, make: (dir: string) => CheckpointStore): StoreKind['open'] {
+  return async () => {
+    const tmp = tempDir(prefix);
+    const store = make(tmp.dir);
+    return { store, close: () => closeAndRemove(store, tmp) };
+  };
+}
+
 export const fileStore: StoreKind = {
   name: 'file store',
   persists: 'FileStore on disk (append + fsync, head rename)',
-  async open() {
-    const tmp = tempDir('tollgate-bench-file-');
-    const store = new FileStore({ dir: tmp.dir });
-    return { store, close: () => closeAndRemove(store, tmp) };
-  },
+  open: onDisk('tollgate-bench-file-', (dir) => new FileStore({ dir })),
 };
 
 export const sqliteStore: StoreKind = {
   name: 'SQLite',
   persists: 'SqliteStore on disk (WAL, synchronous=FULL)',
-  async open() {
-    const tmp = tempDir('tollgate-bench-sqlite-');
-    const store = new SqliteStore({ path: join(tmp.dir, 'bench.db') });
-    return { store, close: () => closeAndRemove(store, tmp) };
-  },
+  open: onDisk('tollgate-bench-sqlite-', (dir) => new SqliteStore({ path: join(dir, 'bench.db') })),
 };
 
 /** WAL with synchronous=NORMAL: commits survive a process crash, not a power cut (no fsync per commit). */
 export const sqliteNormalStore: StoreKind = {
   name: 'SQLite (synchronous=NORMAL)',
   persists: 'SqliteStore on disk (WAL, synchronous=NORMAL: survives a process crash, not a power cut)',
-  async open() {
-    const tmp = tempDir('tollgate-bench-sqlite-normal-');
-    const store = new SqliteStore({ path: join(tmp.dir, 'bench.db'), synchronous: 'NORMAL' });
-    return { store, close: () => closeAndRemove(store, tmp) };
-  },
+  open: onDisk(
+    'tollgate-bench-sqlite-normal-',
+    (dir) => new SqliteStore({ path: join(dir, 'bench.db'), synchronous: 'NORMAL' }),
+  ),
 };
 
 export const PG_URL = process.env.TOLLGATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
