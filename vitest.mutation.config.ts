@@ -17,7 +17,7 @@ export default defineConfig({
     include: [
       'test/*.test.ts',
       'test/model/machine.test.ts',
-      'test/model/paths.test.ts',
+      'test/model/paths.int.test.ts',
       'test/model/commands.test.ts',
     ],
     exclude: ['test/crash.test.ts', 'test/docs.test.ts', 'node_modules/**'],

@@ -1,5 +1,5 @@
 /**
- * The stores the conformance suite runs against (test/stores/conformance.test.ts).
+ * The stores the conformance suite runs against (test/stores/conformance.int.test.ts).
  * Each entry makes a ConformanceContext; a store that needs a server says when it is not there.
  * To add a store: append an entry to `storesUnderTest` (and a branch to store-spec.ts).
  */

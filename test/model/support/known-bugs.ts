@@ -12,7 +12,7 @@ export interface KnownBug {
 
 /**
  * None open. Fixed (commit 6843266), each now a regression test: `cancelled-checkpoint-rejected`
- * (paths.test.ts) and `resume-lower-budget-still-calls` (commands.test.ts).
+ * (paths.int.test.ts) and `resume-lower-budget-still-calls` (commands.test.ts).
  */
 export const KNOWN_BUGS: KnownBug[] = [];
 
