@@ -64,7 +64,8 @@ export function checkKeys(call: string, value: unknown, known: readonly string[]
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       throw new OptionsError(`${call}: options must be an object, got ${showValue(value)}`);
     }
-    keys = Reflect.ownKeys(value).map((k) => (typeof k === 'string' ? k : String(k)));
+    // Symbol keys are not options (a `defineAgent` brand is one); only names can be typos.
+    keys = Object.keys(value);
   } catch (error) {
     if (error instanceof OptionsError) throw error;
     throw new OptionsError(`${call}: options could not be read (${String(error)})`, { cause: error });
