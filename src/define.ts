@@ -4,7 +4,7 @@
  */
 import { OptionsError } from './errors.js';
 import { parseAgentOptions } from './options.js';
-import type { AgentOptions } from './types.js';
+import type { AgentOptions, ResumeOptions } from './types.js';
 
 // Symbol.for: recognised even when the module was built against another copy of tollgate.
 const BRAND = Symbol.for('tollgate.agent-definition');
@@ -35,6 +35,28 @@ export function defineAgent(definition: AgentDefinition): AgentDefinition {
   const { name: _n, description: _d, ...options } = definition;
   parseAgentOptions(options);
   return Object.freeze({ ...definition, [BRAND]: true });
+}
+
+/** The options of `new Agent` that a definition gives: all of it but its name and description. */
+export function agentOptionsOf(definition: AgentDefinition): Omit<AgentDefinition, 'name' | 'description'> {
+  const { name: _n, description: _d, ...options } = definition;
+  return options;
+}
+
+/**
+ * The options of `Agent.resume` / `Agent.load` that a definition gives: its policy, tools and
+ * runtime settings, never its limits. A stored run's limits are the run's own: resuming it with
+ * the module's `maxSteps` would reset a budget the run was started with.
+ */
+export function resumeOptionsOf(definition: AgentDefinition): ResumeOptions {
+  const { policy, tools, clock, policyRetries, retryDelayMs } = definition;
+  return {
+    policy,
+    tools,
+    ...(clock === undefined ? {} : { clock }),
+    ...(policyRetries === undefined ? {} : { policyRetries }),
+    ...(retryDelayMs === undefined ? {} : { retryDelayMs }),
+  };
 }
 
 /** True for a value made by `defineAgent`. */

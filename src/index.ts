@@ -4,7 +4,7 @@ export { agentMachine } from '../machines/agent.js';
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint.js';
 export { type Clock, systemClock } from './clock.js';
-export { type AgentDefinition, defineAgent, isAgentDefinition } from './define.js';
+export { type AgentDefinition, agentOptionsOf, defineAgent, isAgentDefinition, resumeOptionsOf } from './define.js';
 export {
   CheckpointError,
   ConflictError,
