@@ -3,7 +3,11 @@
  * in events (`at`, `elapsedMs`) and the policy and tool are actors registered by name that the
  * runtime provides with `machine.provide({ actors })`. Importable by Stately tooling as is.
  */
+import { sha256 } from '@noble/hashes/sha2';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
+import canonicalize from 'canonicalize';
 import { assign, fromPromise, setup } from 'xstate';
+import { wellFormed } from './strings.js';
 import type {
   AgentContext,
   AgentEvent,
@@ -69,19 +73,45 @@ export const appendInPlace: Append = (history, ...entries) => {
   return log;
 };
 
-/** `'<ErrorName>: <message>'`: errors are kept as strings (an error snapshot persists as `{}`). */
-export function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  if (error && typeof error === 'object' && 'message' in error) {
-    const e = error as { name?: unknown; message?: unknown };
-    return `${typeof e.name === 'string' ? e.name : 'Error'}: ${String(e.message)}`;
+/** `String(value)`, or a stand-in when turning it into a string throws (a hostile `toString`). */
+function text(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return '<unreadable>';
   }
-  return `Error: ${String(error)}`;
+}
+
+/**
+ * `'<ErrorName>: <message>'`: errors are kept as strings (an error snapshot persists as `{}`).
+ * Total: a thrown value with a throwing `message` getter or `toString`, or a revoked Proxy, is
+ * still described; the result is a well-formed string the checkpoint can always write.
+ */
+export function describeError(error: unknown): string {
+  let described: string;
+  try {
+    if (error instanceof Error) {
+      described = `${text(error.name)}: ${text(error.message)}`;
+    } else if (error && typeof error === 'object' && 'message' in error) {
+      const e = error as { name?: unknown; message?: unknown };
+      const name = e.name;
+      described = `${typeof name === 'string' ? name : 'Error'}: ${text(e.message)}`;
+    } else {
+      described = `Error: ${text(error)}`;
+    }
+  } catch {
+    described = 'Error: <unreadable thrown value>';
+  }
+  return wellFormed(described);
 }
 
 function elapsedOf(error: unknown): number {
-  const ms = (error as { elapsedMs?: unknown } | null)?.elapsedMs;
-  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : 0;
+  try {
+    const ms = (error as { elapsedMs?: unknown } | null)?.elapsedMs;
+    return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /**
@@ -106,10 +136,22 @@ function pendingFrom(call: ToolCall, ttlMs: number | null, at: string): PendingC
   return { ...call, requestedAt: at, expiresAt: expiresAt(ttlMs, at) };
 }
 
+/**
+ * The id of one approval request: it names the run and step (the key), the attempt, and — by a
+ * digest of the canonical `[tool, args]` — the exact call. Two requests that differ in anything
+ * (say, two resumes of one checkpoint whose policy answered differently) never share an id, so an
+ * approval given for one can never run the other (invariant 1). 128 bits of SHA-256: a collision
+ * cannot be precomputed by whoever writes the arguments.
+ */
+export function callIdOf(key: string, attempt: number, tool: string, args: ToolCall['args']): string {
+  const digest = bytesToHex(sha256(utf8ToBytes(canonicalize([tool, args]) as string)).subarray(0, 16));
+  return `${key}#${attempt}@${digest}`;
+}
+
 function callOf(context: AgentContext, tool: string, args: ToolCall['args']): ToolCall {
   const step = context.steps;
   const key = `${context.runId}:${step}`;
-  return { id: `${key}#1`, key, step, tool, args, attempt: 1 };
+  return { id: callIdOf(key, 1, tool, args), key, step, tool, args, attempt: 1 };
 }
 
 function approvalOf(
@@ -262,6 +304,12 @@ export const agentMachine = setup({
     tokensExhausted: ({ context }) => exhaustedBudget(context) === 'tokens',
     timeExhausted: ({ context }) => exhaustedBudget(context) === 'time',
     hasBudget: ({ context }) => exhaustedBudget(context) === null,
+    // A policy call cut off by the active-time budget (its deadline) stops the run for time,
+    // not as a failure: raising maxActiveMs and run() asks the policy again.
+    activeTimeSpent: ({ context, event }) =>
+      event.type === 'xstate.error.actor.policy' &&
+      context.limits.maxActiveMs !== null &&
+      context.activeMs + elapsedOf(event.error) >= context.limits.maxActiveMs,
     isFinal: ({ event }) => decided(event).type === 'final',
     needsApproval: ({ event }) => {
       const d = decided(event);
@@ -286,6 +334,11 @@ export const agentMachine = setup({
     markStepsExhausted: assign({ stoppedBy: 'steps' as const }),
     markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
     markTimeExhausted: assign({ stoppedBy: 'time' as const }),
+    // Whatever stops the run now (after a change of limits), so stoppedBy is never stale.
+    markExhausted: assign(({ context }) => ({ stoppedBy: exhaustedBudget(context) ?? context.stoppedBy })),
+    countPolicyTime: assign(({ context, event }) => ({
+      activeMs: context.activeMs + elapsedOf((event as ErrorEvent<'policy'>).error),
+    })),
     clearStop: assign({ stoppedBy: null, error: null }),
     // Every policy outcome counts one step and adds what it cost.
     countDecision: assign(({ context, event }) => {
@@ -320,7 +373,11 @@ export const agentMachine = setup({
       const attempt = call.attempt + 1;
       const at = outcome(event).at;
       const pending: PendingCall = {
-        ...pendingFrom({ ...rest, id: `${call.key}#${attempt}`, attempt }, context.approvalTtlMs, at),
+        ...pendingFrom(
+          { ...rest, id: callIdOf(call.key, attempt, call.tool, call.args), attempt },
+          context.approvalTtlMs,
+          at,
+        ),
         outcome: 'unknown',
       };
       return { inflight: null, pending };
@@ -392,7 +449,14 @@ export const agentMachine = setup({
               { guard: 'isUnknownTool', target: 'checking', actions: ['countDecision', 'recordUnknownTool'] },
               { target: 'checking', actions: ['countDecision', 'recordMalformed'] },
             ],
-            onError: { target: '#agent.failed', actions: 'recordPolicyFailure' },
+            onError: [
+              {
+                guard: 'activeTimeSpent',
+                target: '#agent.budget_exhausted',
+                actions: ['countPolicyTime', 'markTimeExhausted'],
+              },
+              { target: '#agent.failed', actions: 'recordPolicyFailure' },
+            ],
           },
         },
         // Entering here is the write-ahead record: the checkpoint says key K is in flight.
@@ -425,7 +489,10 @@ export const agentMachine = setup({
       },
     },
     budget_exhausted: {
-      on: { RUN: { guard: 'hasBudget', target: 'running', actions: 'clearStop' } },
+      on: {
+        RUN: [{ guard: 'hasBudget', target: 'running', actions: 'clearStop' }, { actions: 'markExhausted' }],
+        EXTEND_BUDGET: { actions: ['assignLimits', 'markExhausted'] },
+      },
     },
     failed: {
       on: { RUN: { target: 'running', actions: 'clearStop' } },

@@ -6,11 +6,22 @@
 import { fromPromise } from 'xstate';
 import type { PolicyInput } from '../machines/agent.js';
 import { describeError } from '../machines/agent.js';
-import type { Decision, HistoryEntry, InflightCall, ToolOutcome } from '../machines/types.js';
-import { classify, needsApproval, usageOf } from './action.js';
+import type { Decision, HistoryEntry, InflightCall, JsonObject, ToolOutcome } from '../machines/types.js';
+import { needsApproval, readAction } from './action.js';
 import { type Clock, isoTime } from './clock.js';
+import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { toJson } from './json.js';
 import type { Policy, Tool } from './types.js';
+
+/** What a policy is told it has left: the run's budgets minus what is spent; null = unlimited. */
+export interface Remaining {
+  /** Policy calls left, this one included. */
+  steps: number;
+  /** Input + output tokens left. */
+  tokens: number | null;
+  /** Active milliseconds left. */
+  activeMs: number | null;
+}
 
 /** What the actors need from the Agent that provides them. */
 export interface ActorHost {
@@ -20,8 +31,12 @@ export interface ActorHost {
   clock: Clock;
   policyRetries: number;
   retryDelayMs: number;
+  /** Each policy attempt is aborted after this long (a failed try); null: no per-call limit. */
+  policyTimeoutMs: number | null;
   /** The live history (entries are frozen; the array is copied for the policy). */
   history(): readonly HistoryEntry[];
+  /** The budgets left as the run stands now (before the call about to be made). */
+  remaining(): Remaining;
   /**
    * Keys that were in flight in the checkpoint this agent was resumed from. A non-idempotent
    * side effect among them is not called again: its outcome is unknown.
@@ -43,31 +58,36 @@ export type HostOf = (system: object) => ActorHost;
 
 const MAX_RETRY_DELAY_MS = 30_000;
 
-class TimeoutError extends Error {
-  override name = 'TimeoutError';
-}
-
-/** An error that carries the active time spent before it, so the budget still counts it. */
+/**
+ * An error that carries the active time spent before it, so the budget still counts it. Total:
+ * a frozen, hostile or primitive throw becomes a stand-in with the same name and message.
+ */
 function withElapsed(error: unknown, elapsedMs: number): unknown {
-  if (error !== null && typeof error === 'object') {
-    if (Object.isExtensible(error)) {
-      try {
-        Object.assign(error, { elapsedMs });
-        return error;
-      } catch {
-        /* a read-only elapsedMs: fall through */
+  try {
+    if (error !== null && typeof error === 'object') {
+      if (Object.isExtensible(error)) {
+        try {
+          Object.assign(error, { elapsedMs });
+          if ((error as { elapsedMs?: unknown }).elapsedMs === elapsedMs) return error;
+        } catch {
+          /* a read-only or trapped elapsedMs: fall through */
+        }
       }
     }
-    // Frozen: a stand-in with the same name and message (the run records '<name>: <message>').
-    if ('message' in error) {
-      const { name, message } = error as { name?: unknown; message?: unknown };
-      const standIn = Object.assign(new Error(String(message), { cause: error }), { elapsedMs });
-      if (typeof name === 'string') standIn.name = name;
-      return standIn;
-    }
+  } catch {
+    /* a Proxy whose traps throw: fall through */
   }
-  // A thrown primitive: the machine's describeError adds the 'Error: ' prefix once.
-  return Object.assign(new Error(String(error)), { elapsedMs });
+  // The stand-in is described as the original would be ('<name>: <message>', once).
+  const described = describeError(error);
+  const colon = described.indexOf(': ');
+  const standIn = Object.assign(new Error(described.slice(colon + 2), { cause: error }), { elapsedMs });
+  standIn.name = described.slice(0, colon);
+  return standIn;
+}
+
+/** Remaining active time after `spent` more ms, or null without an active-time budget. */
+function activeLeft(remaining: Remaining, spent: number): number | null {
+  return remaining.activeMs === null ? null : remaining.activeMs - spent;
 }
 
 export function policyActor(hostOf: HostOf) {
@@ -76,56 +96,51 @@ export function policyActor(hostOf: HostOf) {
     await host.durable();
     if (signal.aborted) throw signal.reason;
     const started = host.clock.now();
+    const remaining = host.remaining();
+    const spent = () => Math.max(0, host.clock.now() - started);
     for (let attempt = 0; ; attempt++) {
+      const left = activeLeft(remaining, spent());
+      // The back-off ran into the end of the active-time budget: no further try.
+      if (left !== null && left <= 0) {
+        throw withElapsed(new TimeoutError('policy stopped: the active-time budget (maxActiveMs) ran out'), spent());
+      }
+      const ctx = {
+        runId: input.runId,
+        step: input.step,
+        attempt,
+        remaining: { ...remaining, activeMs: left },
+      };
       let raw: unknown;
       try {
-        raw = await host.policy(host.history().slice(), { runId: input.runId, step: input.step, attempt, signal });
+        // The active-time budget bounds the call in flight too: its rest is this call's deadline.
+        const deadline = earliest(host.policyTimeoutMs, left);
+        raw = await withDeadline(
+          (callSignal) => host.policy(host.history().slice(), { ...ctx, signal: callSignal }),
+          deadline,
+          signal,
+          host.clock,
+          () =>
+            new TimeoutError(
+              deadline === host.policyTimeoutMs
+                ? `policy timed out after ${deadline} ms`
+                : 'policy stopped: the active-time budget (maxActiveMs) ran out',
+            ),
+        );
       } catch (error) {
-        if (signal.aborted || attempt >= host.policyRetries) {
-          throw withElapsed(error, host.clock.now() - started);
+        const timeLeft = activeLeft(remaining, spent());
+        if (signal.aborted || attempt >= host.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
+          throw withElapsed(error, spent());
         }
-        const delay = Math.min(host.retryDelayMs * 2 ** attempt, MAX_RETRY_DELAY_MS);
+        // The back-off counts as active time, so it is cut short where the budget ends.
+        const delay = earliest(Math.min(host.retryDelayMs * 2 ** attempt, MAX_RETRY_DELAY_MS), timeLeft) ?? 0;
         await host.clock.sleep(delay, signal);
         continue;
       }
-      const decision = await classify(raw, host.tools);
+      const { decision, usage } = await readAction(raw, host.tools);
       const now = host.clock.now();
-      return { ...decision, usage: usageOf(raw), elapsedMs: Math.max(0, now - started), at: isoTime(now) };
+      return { ...decision, usage, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
     }
   });
-}
-
-/** Calls `fn`, racing it against the tool's timeout; aborts the tool's signal on timeout. */
-async function callWithTimeout(tool: Tool, call: InflightCall, host: ActorHost, signal: AbortSignal) {
-  const ms = tool.timeoutMs;
-  // Without a timeout the actor's own signal (aborted on cancel) is the tool's: no extra
-  // controllers on the hot path.
-  const controller = ms === undefined ? null : new AbortController();
-  const forward = () => controller?.abort(signal.reason);
-  const ctx = {
-    signal: controller?.signal ?? signal,
-    runId: host.runId,
-    step: call.step,
-    key: call.key,
-    approvedCallId: call.approval?.callId ?? null,
-  };
-  // The tool gets its own copy: the call's args are also the (frozen) history entry's.
-  const work = Promise.resolve().then(() => tool.fn(structuredClone(call.args), call.key, ctx));
-  if (controller === null || ms === undefined) return await work;
-  if (signal.aborted) forward();
-  else signal.addEventListener('abort', forward, { once: true });
-  const timer = new AbortController();
-  try {
-    const timeout = host.clock.sleep(ms, timer.signal).then(() => {
-      const error = new TimeoutError(`tool ${tool.name} timed out after ${ms} ms`);
-      controller.abort(error);
-      throw error;
-    });
-    return await Promise.race([work, timeout]);
-  } finally {
-    timer.abort();
-    signal.removeEventListener('abort', forward);
-  }
 }
 
 export function toolActor(hostOf: HostOf) {
@@ -156,10 +171,37 @@ export function toolActor(hostOf: HostOf) {
     }
     // Cancelled while an async needsApproval was deciding: the call never starts either.
     if (signal.aborted) throw signal.reason;
+    const left = host.remaining().activeMs;
+    // Not started at all when the active-time budget is already spent: not running is always safe.
+    if (left !== null && left <= 0) {
+      return done({ error: `not run: the active-time budget (maxActiveMs) was spent before ${call.tool} started` });
+    }
+    const deadline = earliest(tool.timeoutMs, left);
+    const ctx = { runId: host.runId, step: call.step, key: call.key, approvedCallId: call.approval?.callId ?? null };
     try {
-      return done({ result: await callWithTimeout(tool, call, host, signal) });
+      const result = await withDeadline(
+        // The tool gets its own copy, made by the same JSON copy the arguments were checked with.
+        (toolSignal) => tool.fn(copyArgs(call.args), call.key, { ...ctx, signal: toolSignal }),
+        deadline,
+        signal,
+        host.clock,
+        () =>
+          new TimeoutError(
+            deadline === tool.timeoutMs
+              ? `tool ${tool.name} timed out after ${deadline} ms`
+              : `tool ${tool.name} stopped after ${deadline} ms: the active-time budget (maxActiveMs) ran out`,
+          ),
+      );
+      return done({ result });
     } catch (error) {
       return done({ error: describeError(error) });
     }
   });
+}
+
+/** The tool's own copy of the (frozen) arguments: the very value the approval rule saw. */
+function copyArgs(args: JsonObject): JsonObject {
+  const copy = toJson(args, 'args');
+  if (!copy.ok) throw new TypeError(copy.reason); // a frozen JSON value always copies
+  return copy.value as JsonObject;
 }

@@ -10,11 +10,12 @@
 import { randomUUID } from 'node:crypto';
 import { type Actor, createActor } from 'xstate';
 import { type AgentMachine, agentMachine, appendInPlace, historyActions } from '../machines/agent.js';
-import type { AgentEvent, AgentInput, HistoryEntry, Limits, Status } from '../machines/types.js';
-import { type ActorHost, policyActor, toolActor } from './actors.js';
+import type { AgentContext, AgentEvent, AgentInput, HistoryEntry, Limits, Status } from '../machines/types.js';
+import { type ActorHost, policyActor, type Remaining, toolActor } from './actors.js';
 import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue, withLimits } from './checkpoint.js';
 import { isoTime } from './clock.js';
 import {
+  CheckpointError,
   NoPendingApprovalError,
   OptionsError,
   RunNotFoundError,
@@ -24,7 +25,8 @@ import {
   TollgateError,
 } from './errors.js';
 import { Journal, type RunView } from './journal.js';
-import { parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
+import { checkKeys, showValue } from './option-keys.js';
+import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import { type CheckpointStore, joinRun } from './store.js';
 import type { AgentOptions, DecideOptions, ResumeOptions, RunEvent, RunState } from './types.js';
 
@@ -39,7 +41,7 @@ interface StoredPlace {
 }
 
 /** Set by `Agent.resume`/`Agent.load` for the constructor they call: the restored run. */
-let restoring: { run: PersistedRun; place: StoredPlace | null } | null = null;
+let restoring: { run: PersistedRun; place: StoredPlace | null; call: string } | null = null;
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
 
@@ -61,6 +63,16 @@ const runtimeMachine = agentMachine.provide({
   actors: { policy: policyActor(hostOf), tool: toolActor(hostOf) },
   actions: historyActions(appendInPlace),
 });
+
+/** What the budgets leave, as a policy's `ctx.remaining` tells it. */
+function remainingOf(c: AgentContext): Remaining {
+  const { limits, usage } = c;
+  return {
+    steps: Math.max(0, limits.maxSteps - c.steps),
+    tokens: limits.maxTokens === null ? null : Math.max(0, limits.maxTokens - usage.inputTokens - usage.outputTokens),
+    activeMs: limits.maxActiveMs === null ? null : Math.max(0, limits.maxActiveMs - c.activeMs),
+  };
+}
 
 function statusOf(snapshot: MachineSnapshot): Status {
   return statusOfValue(snapshot.value as PersistedRun['value']);
@@ -86,7 +98,7 @@ export class Agent {
   #settling: Promise<Status> | null = null;
   #journal: Journal | null = null;
   readonly #observers = new Set<(event: RunEvent) => void>();
-  #seen: { entries: number; phase: string } | null = null;
+  #seen: { entries: number; phase: string; status: Status | null } | null = null;
   /** Keys in flight in the checkpoint this agent was resumed from (write-ahead records). */
   readonly #recovering = new Set<string>();
 
@@ -96,7 +108,7 @@ export class Agent {
     if (restored) {
       // Options were checked by Agent.resume / Agent.load.
       const { run, place } = restored;
-      this.#runtime = parseResumeOptions(options).runtime;
+      this.#runtime = parseResumeOptions(options, restored.call).runtime;
       this.runId = run.context.runId;
       if (run.context.inflight) this.#recovering.add(run.context.inflight.key);
       this.#actor = this.#createActor(run);
@@ -120,7 +132,7 @@ export class Agent {
    * @throws CheckpointError when the blob is not a checkpoint this version can resume.
    */
   static resume(blob: string, options: ResumeOptions): Agent {
-    return Agent.#restore(blob, options, null);
+    return Agent.#restore(blob, options, null, 'Agent.resume');
   }
 
   /**
@@ -130,18 +142,28 @@ export class Agent {
    * @throws CheckpointError when the stored run is not valid.
    */
   static async load(store: CheckpointStore, runId: string, options: ResumeOptions): Promise<Agent> {
-    parseResumeOptions(options);
+    checkText('Agent.load', 'runId', runId);
+    parseResumeOptions(options, 'Agent.load');
     const record = await store.load(runId);
     if (!record) throw new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
     const place = { store, version: record.version, stored: record.entries.length, head: record.head };
-    return Agent.#restore(joinRun(record.head, record.entries), options, place);
+    try {
+      return Agent.#restore(joinRun(record.head, record.entries), options, place, 'Agent.load');
+    } catch (error) {
+      if (!(error instanceof CheckpointError)) throw error;
+      // A damaged stored run: say which one, so the inbox can point at it.
+      throw new CheckpointError(`Agent.load: run ${JSON.stringify(runId)}: ${error.message}`, error.path, {
+        runId,
+        cause: error,
+      });
+    }
   }
 
-  static #restore(blob: string, options: ResumeOptions, place: StoredPlace | null): Agent {
-    const parsed = parseResumeOptions(options);
+  static #restore(blob: string, options: ResumeOptions, place: StoredPlace | null, call: string): Agent {
+    const parsed = parseResumeOptions(options, call);
     const decoded = decodeCheckpoint(blob);
     const run = Object.keys(parsed.limits).length > 0 ? withLimits(decoded, parsed.limits) : decoded;
-    restoring = { run, place };
+    restoring = { run, place, call };
     try {
       return new Agent(options as AgentOptions);
     } finally {
@@ -191,8 +213,7 @@ export class Agent {
    * @throws RunStateError if the run is not `idle`.
    */
   async start(goal: string): Promise<Status> {
-    if (typeof goal !== 'string')
-      throw new OptionsError(`start: goal must be a string, got ${typeof goal}`, this.#details());
+    this.#checkText('start', 'goal', goal);
     this.#expect(['idle'], 'start');
     return this.#send({ type: 'START', goal });
   }
@@ -231,11 +252,16 @@ export class Agent {
    */
   async decide(approved: boolean, note = '', opts: DecideOptions = {}): Promise<Status> {
     if (typeof approved !== 'boolean')
-      throw new OptionsError(`decide: approved must be a boolean, got ${typeof approved}`, this.#details());
-    if (typeof note !== 'string')
-      throw new OptionsError(`decide: note must be a string, got ${typeof note}`, this.#details());
-    if (opts.by !== undefined && typeof opts.by !== 'string')
-      throw new OptionsError('decide: by must be a string', this.#details());
+      throw new OptionsError(`decide: approved must be true or false, got ${showValue(approved)}`, this.#details());
+    this.#checkText('decide', 'note', note);
+    try {
+      checkKeys('decide', opts, ['callId', 'by']);
+    } catch (error) {
+      const hint = typeof opts === 'string' ? ' (to name the call you reviewed, pass { callId })' : '';
+      throw new OptionsError(`${(error as Error).message}${hint}`, this.#details());
+    }
+    if (opts.by !== undefined) this.#checkText('decide', 'by', opts.by);
+    if (opts.callId !== undefined) this.#checkText('decide', 'callId', opts.callId);
     const pending = this.#actor.getSnapshot().context.pending;
     if (this.status !== 'awaiting_approval' || !pending) {
       throw new NoPendingApprovalError(
@@ -262,7 +288,7 @@ export class Agent {
    * @throws RunStateError if the run has already ended.
    */
   async cancel(reason = ''): Promise<Status> {
-    if (typeof reason !== 'string') throw new OptionsError('cancel: reason must be a string', this.#details());
+    this.#checkText('cancel', 'reason', reason);
     this.#expect(['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'], 'cancel');
     return this.#send({ type: 'CANCEL', reason });
   }
@@ -295,7 +321,11 @@ export class Agent {
   observe(listener: (event: RunEvent) => void): () => void {
     if (this.#observers.size === 0) {
       const snapshot = this.#actor.getSnapshot();
-      this.#seen = { entries: snapshot.context.history.length, phase: JSON.stringify(snapshot.value) };
+      this.#seen = {
+        entries: snapshot.context.history.length,
+        phase: JSON.stringify(snapshot.value),
+        status: statusOf(snapshot),
+      };
     }
     this.#observers.add(listener);
     return () => this.#observers.delete(listener);
@@ -305,11 +335,12 @@ export class Agent {
     if (this.#observers.size === 0) return;
     const c = snapshot.context;
     const phase = JSON.stringify(snapshot.value);
-    const seen = this.#seen ?? { entries: 0, phase: '' };
+    const seen = this.#seen ?? { entries: 0, phase: '', status: null };
     const events: RunEvent[] = [];
     for (let i = seen.entries; i < c.history.length; i++) {
       events.push({ type: 'entry', index: i, entry: structuredClone(c.history[i] as HistoryEntry) });
     }
+    const status = statusOf(snapshot);
     if (phase !== seen.phase) {
       const value = snapshot.value as PersistedRun['value'];
       if (typeof value === 'object' && value.running === 'deciding')
@@ -318,9 +349,10 @@ export class Agent {
         const { key, tool, args, step } = c.inflight;
         events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
       }
-      events.push({ type: 'status', status: statusOf(snapshot) });
     }
-    this.#seen = { entries: c.history.length, phase };
+    // A status event on a change of status only, not on every phase of `running`.
+    if (status !== seen.status) events.push({ type: 'status', status });
+    this.#seen = { entries: c.history.length, phase, status };
     for (const event of events) {
       for (const listener of this.#observers) {
         try {
@@ -338,6 +370,7 @@ export class Agent {
       runId: this.runId,
       recovering: this.#recovering,
       history: () => this.#actor.getSnapshot().context.history,
+      remaining: () => remainingOf(this.#actor.getSnapshot().context),
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       durable: () => this.#journal?.flush() ?? Promise.resolve(),
     };
@@ -377,6 +410,15 @@ export class Agent {
 
   #details() {
     return { runId: this.runId, status: this.status };
+  }
+
+  /** `checkText`, with the run's id and status on the error. */
+  #checkText(call: string, name: string, value: unknown): void {
+    try {
+      checkText(call, name, value);
+    } catch (error) {
+      throw new OptionsError((error as Error).message, this.#details());
+    }
   }
 
   #expect(allowed: readonly Status[], operation: string): void {

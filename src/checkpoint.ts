@@ -10,9 +10,10 @@
 import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
-import { deepFreeze, exhaustedBudget } from '../machines/agent.js';
+import { callIdOf, deepFreeze, exhaustedBudget } from '../machines/agent.js';
 import type { AgentContext, HistoryEntry, Limits, Status } from '../machines/types.js';
 import { CheckpointError } from './errors.js';
+import { MAX_JSON_DEPTH } from './json.js';
 
 export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
 export const CHECKPOINT_VERSION = 1;
@@ -139,6 +140,15 @@ function consistencyProblem(run: PersistedRun): [string, string] | null {
   const call = c.pending ?? c.inflight;
   if (call && (call.key !== `${c.runId}:${call.step}` || call.step > c.steps)) {
     return ['snapshot.context', `call key ${call.key} does not belong to run ${c.runId} at step ${c.steps}`];
+  }
+  // The id names the exact call (its digest of tool and arguments); version 1 wrote `key#attempt`.
+  if (
+    call &&
+    call.id !== `${call.key}#${call.attempt}` &&
+    call.id !== callIdOf(call.key, call.attempt, call.tool, call.args)
+  ) {
+    const where = c.pending ? 'pending' : 'inflight';
+    return [`snapshot.context.${where}.id`, `call id ${call.id} does not name this call (tool, arguments, attempt)`];
   }
   if ((c.stoppedBy !== null) !== (status === 'budget_exhausted')) {
     return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
@@ -273,6 +283,35 @@ function checkHistory(history: unknown): void {
   }
 }
 
+/**
+ * The deepest a checkpoint may nest: a run's values (`MAX_JSON_DEPTH`) under the envelope's own
+ * levels (`snapshot.context.history[i].result`). Checked on the text, before `JSON.parse` and zod,
+ * which recurse and would overflow the stack on a blob nested a few thousand levels deep.
+ */
+const MAX_CHECKPOINT_DEPTH = MAX_JSON_DEPTH + 8;
+
+/** The deepest nesting of `[` and `{` in a JSON text, outside strings. O(length), no recursion. */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string: to the next quote that is not escaped.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
 /** Lone surrogates (raw, or as \u escapes) can be parsed but never written back canonically. */
 const SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
 
@@ -282,6 +321,12 @@ const SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
  */
 export function decodeCheckpoint(blob: unknown): PersistedRun {
   if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
+  const depth = nestingDepth(blob);
+  if (depth > MAX_CHECKPOINT_DEPTH) {
+    fail(
+      `nests ${depth} levels deep; a run's values nest at most ${MAX_JSON_DEPTH} (the checkpoint ${MAX_CHECKPOINT_DEPTH})`,
+    );
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(blob);
@@ -310,7 +355,9 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
     fail(`${path}: ${issue.message}`, path);
   }
   checkHistory(history);
-  const run = inner.data as PersistedRun;
+  // The parsed value itself, not zod's copy: zod drops `__proto__` keys from records, and the
+  // run must keep exactly the arguments it recorded (a strict schema passed: nothing extra is in it).
+  const run = shallow as PersistedRun;
   if (shallow !== given) run.context.history = history as HistoryEntry[];
   const problem = consistencyProblem(run);
   if (problem) fail(`${problem[0]}: ${problem[1]}`, problem[0]);
@@ -335,6 +382,8 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
  */
 export function withLimits(run: PersistedRun, limits: Partial<Limits>): PersistedRun {
   const context = { ...run.context, limits: { ...run.context.limits, ...limits } };
+  // A run stopped by a budget is stopped by whatever budget stops it under the new limits.
+  if (run.value === 'budget_exhausted') context.stoppedBy = exhaustedBudget(context) ?? context.stoppedBy;
   const deciding = typeof run.value === 'object' && run.value.running === 'deciding';
   const stoppedBy = deciding ? exhaustedBudget(context) : null;
   if (stoppedBy === null) return { ...run, context };

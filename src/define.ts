@@ -3,7 +3,8 @@
  * (`tollgate run <module>`) and services load such modules to start and resume runs.
  */
 import { OptionsError } from './errors.js';
-import { parseAgentOptions } from './options.js';
+import { checkKeys, showValue } from './option-keys.js';
+import { AGENT_OPTION_KEYS, parseAgentOptions } from './options.js';
 import type { AgentOptions, ResumeOptions } from './types.js';
 
 // Symbol.for: recognised even when the module was built against another copy of tollgate.
@@ -25,15 +26,15 @@ export interface AgentDefinition extends Omit<AgentOptions, 'runId' | 'store'> {
  * export default defineAgent({ name: 'support', policy, tools, maxSteps: 12 });
  */
 export function defineAgent(definition: AgentDefinition): AgentDefinition {
-  if (definition === null || typeof definition !== 'object') throw new OptionsError('defineAgent: expected an object');
+  const known = [...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store'), 'name', 'description'];
+  checkKeys('defineAgent', definition, known);
   if (typeof definition.name !== 'string' || definition.name.trim() === '') {
-    throw new OptionsError('defineAgent: name must be a non-empty string');
+    throw new OptionsError(`defineAgent: name must be a non-empty string, got ${showValue(definition.name)}`);
   }
   if (definition.description !== undefined && typeof definition.description !== 'string') {
-    throw new OptionsError('defineAgent: description must be a string');
+    throw new OptionsError(`defineAgent: description must be a string, got ${showValue(definition.description)}`);
   }
-  const { name: _n, description: _d, ...options } = definition;
-  parseAgentOptions(options);
+  parseAgentOptions(agentOptionsOf(definition), 'defineAgent');
   return Object.freeze({ ...definition, [BRAND]: true });
 }
 
@@ -49,13 +50,14 @@ export function agentOptionsOf(definition: AgentDefinition): Omit<AgentDefinitio
  * the module's `maxSteps` would reset a budget the run was started with.
  */
 export function resumeOptionsOf(definition: AgentDefinition): ResumeOptions {
-  const { policy, tools, clock, policyRetries, retryDelayMs } = definition;
+  const { policy, tools, clock, policyRetries, retryDelayMs, policyTimeoutMs } = definition;
   return {
     policy,
     tools,
     ...(clock === undefined ? {} : { clock }),
     ...(policyRetries === undefined ? {} : { policyRetries }),
     ...(retryDelayMs === undefined ? {} : { retryDelayMs }),
+    ...(policyTimeoutMs === undefined ? {} : { policyTimeoutMs }),
   };
 }
 

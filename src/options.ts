@@ -1,47 +1,102 @@
 /**
- * Option checking, up front: a bad option throws `OptionsError` naming the option and the value,
- * before anything runs or is persisted.
+ * Option checking, up front: a bad option throws `OptionsError` naming the call, the option and
+ * the bad value (`new Agent: maxSteps must be a whole number ≥ 0, got -1`), before anything runs
+ * or is persisted. Every options object is strict: an unknown key is an error with the key meant
+ * (`{ sideEfect: true }` would otherwise silently remove the approval gate). Every duration is
+ * bounded where it becomes a timer (2^31−1 ms) or a date (the representable range).
  */
 import { z } from 'zod';
+import { hasLoneSurrogate } from '../machines/strings.js';
 import type { Limits } from '../machines/types.js';
 import { type Clock, systemClock } from './clock.js';
+import { MAX_TIMER_MS } from './deadline.js';
 import { OptionsError } from './errors.js';
+import { isPlainObject } from './json.js';
+import { checkKeys, showValue } from './option-keys.js';
 import type { AgentOptions, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
-const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { message: 'expected a function' });
-const count = z.number().int().nonnegative();
-const limit = z.number().nonnegative().nullable().optional();
+/** The longest approval TTL: 10 years, so every expiry time is a representable date. */
+export const MAX_APPROVAL_TTL_MS = 10 * 365 * 24 * 3_600_000;
+
+/** A schema whose every failure reads as `must be <what>`. */
+function must<T extends z.ZodType>(what: string, make: (e: { error: string }) => T): T {
+  return make({ error: what });
+}
+
+const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { error: 'a function' });
+const count = must('a whole number ≥ 0', (e) => z.number(e).int(e).min(0, e).max(Number.MAX_SAFE_INTEGER, e));
+const tokens = must('a whole number ≥ 0, or null for no limit', (e) =>
+  z.number(e).int(e).min(0, e).max(Number.MAX_SAFE_INTEGER, e).nullable().optional(),
+);
+const activeMs = must('a number of milliseconds ≥ 0, or null for no limit', (e) =>
+  z.number(e).min(0, e).max(Number.MAX_SAFE_INTEGER, e).nullable().optional(),
+);
+const timerMs = (extra = '') =>
+  must(`a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}${extra}`, (e) => z.number(e).gt(0, e).max(MAX_TIMER_MS, e));
+const text = (what: string) =>
+  z.custom<string>((v) => typeof v === 'string' && !hasLoneSurrogate(v), {
+    error: `${what} (without lone surrogates)`,
+  });
+const runId = must('a string of 1 to 200 characters, without control characters or lone surrogates', (e) =>
+  z.custom<string>(
+    (v) =>
+      typeof v === 'string' &&
+      v.length >= 1 &&
+      v.length <= 200 &&
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+      !/[\u0000-\u001f\u007f]/.test(v) &&
+      !hasLoneSurrogate(v),
+    e,
+  ),
+);
+
+/** The keys a tool may have. */
+export const TOOL_KEYS = ['name', 'fn', 'sideEffect', 'needsApproval', 'idempotent', 'timeoutMs'] as const;
 
 const tool = z.looseObject({
-  name: z.string().min(1),
+  name: must('a non-empty string (without lone surrogates)', (e) =>
+    z.custom<string>((v) => typeof v === 'string' && v !== '' && !hasLoneSurrogate(v), e),
+  ),
   fn,
-  sideEffect: z.boolean().optional(),
-  needsApproval: z.union([z.boolean(), fn]).optional(),
-  idempotent: z.boolean().optional(),
-  timeoutMs: z.number().positive().finite().optional(),
+  sideEffect: z.boolean({ error: 'true or false' }).optional(),
+  needsApproval: z.union([z.boolean(), fn], { error: 'true, false or a function' }).optional(),
+  idempotent: z.boolean({ error: 'true or false' }).optional(),
+  timeoutMs: timerMs().optional(),
 });
 
-const runtime = {
+const runtimeShape = {
   policy: fn,
-  tools: z.array(tool),
-  clock: z.looseObject({ now: fn, sleep: fn }).optional(),
-  policyRetries: z.number().int().min(0).max(100).optional(),
-  retryDelayMs: z.number().nonnegative().finite().optional(),
+  tools: z.array(tool, { error: 'an array of tools' }),
+  clock: z.looseObject({ now: fn, sleep: fn }, { error: 'an object with now() and sleep()' }).optional(),
+  policyRetries: must('a whole number from 0 to 100', (e) => z.number(e).int(e).min(0, e).max(100, e)).optional(),
+  retryDelayMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
+    z.number(e).min(0, e).max(MAX_TIMER_MS, e),
+  ).optional(),
+  policyTimeoutMs: timerMs(', or null for none').nullable().optional(),
 };
+const limitShape = { maxSteps: count.optional(), maxTokens: tokens, maxActiveMs: activeMs };
+const storeShape = z.custom<object>(
+  (v) =>
+    v !== null &&
+    typeof v === 'object' &&
+    ['load', 'save', 'list', 'delete'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
+  { error: 'a CheckpointStore (an object with load, save, list and delete)' },
+);
+const agentShape = {
+  ...runtimeShape,
+  ...limitShape,
+  approvalTtlMs: must(`a number of milliseconds > 0 and ≤ ${MAX_APPROVAL_TTL_MS} (10 years), or null for never`, (e) =>
+    z.number(e).gt(0, e).max(MAX_APPROVAL_TTL_MS, e).nullable().optional(),
+  ),
+  runId: runId.optional(),
+  store: storeShape.optional(),
+};
+const resumeShape = { ...runtimeShape, ...limitShape };
 
-const agentSchema = z.looseObject({
-  ...runtime,
-  maxSteps: count.optional(),
-  maxTokens: limit,
-  maxActiveMs: limit,
-  approvalTtlMs: z.number().positive().finite().nullable().optional(),
-  runId: z.string().min(1).max(200).optional(),
-  store: z.looseObject({ load: fn, save: fn, list: fn, delete: fn }).optional(),
-});
-
-const resumeSchema = z.looseObject({ ...runtime, maxSteps: count.optional(), maxTokens: limit, maxActiveMs: limit });
-
-const limitsSchema = z.strictObject({ maxSteps: count.optional(), maxTokens: limit, maxActiveMs: limit });
+/** The keys of each options object, for the unknown-key check. */
+export const AGENT_OPTION_KEYS = Object.keys(agentShape);
+export const RESUME_OPTION_KEYS = Object.keys(resumeShape);
+export const LIMIT_KEYS = Object.keys(limitShape);
 
 /** The runtime pieces of the options, checked and with defaults. */
 export interface Runtime {
@@ -50,24 +105,45 @@ export interface Runtime {
   clock: Clock;
   policyRetries: number;
   retryDelayMs: number;
+  policyTimeoutMs: number | null;
+}
+
+/** The value at `path` in `value`, read without throwing. */
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
+  try {
+    for (const key of path) at = (at as Record<PropertyKey, unknown>)?.[key];
+    return at;
+  } catch {
+    return undefined;
+  }
+}
+
+function pathText(path: readonly PropertyKey[]): string {
+  return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i === 0 ? '' : '.'}${String(k)}`)).join('');
 }
 
 /**
- * Validates `value` and returns it as it was: zod's output is a plain copy, which would unbind
- * methods of a class-based clock or tool.
+ * Validates `value` against `shape` (after the unknown-key check) and returns it as it was: zod's
+ * output is a plain copy, which would unbind methods of a class-based clock or tool.
  */
-function check<T>(schema: z.ZodType<unknown>, value: T, what: string): T {
-  const result = schema.safeParse(value);
+export function checkShape<T>(call: string, value: T, shape: z.core.$ZodLooseShape, known: readonly string[]): T {
+  checkKeys(call, value, known);
+  const result = z.looseObject(shape).safeParse(value);
   if (result.success) return value;
   const issue = result.error.issues[0] as z.core.$ZodIssue;
-  const where = issue.path.length ? issue.path.map(String).join('.') : what;
-  throw new OptionsError(`${what}: ${where}: ${issue.message}`);
+  const where = pathText(issue.path);
+  const got = showValue(valueAt(value, issue.path));
+  throw new OptionsError(`${call}: ${where || 'options'} must be ${issue.message}, got ${got}`);
 }
 
-function runtimeOf(options: RuntimeOptions): Runtime {
+function runtimeOf(call: string, options: RuntimeOptions): Runtime {
   const tools = new Map<string, Tool>();
-  for (const t of options.tools) {
-    if (tools.has(t.name)) throw new OptionsError(`options: tools: two tools are named ${JSON.stringify(t.name)}`);
+  for (const [i, t] of options.tools.entries()) {
+    // A tool literal is strict (a typo such as `sideEfect` must not drop the approval gate); a
+    // class-based tool keeps state in fields of its own, so only its known keys are checked.
+    if (isPlainObject(t)) checkKeys(`${call}: tools[${i}] (${JSON.stringify(t.name)})`, t, TOOL_KEYS, 'tool option');
+    if (tools.has(t.name)) throw new OptionsError(`${call}: tools: two tools are named ${JSON.stringify(t.name)}`);
     tools.set(t.name, t);
   }
   return {
@@ -76,15 +152,12 @@ function runtimeOf(options: RuntimeOptions): Runtime {
     clock: options.clock ?? systemClock,
     policyRetries: options.policyRetries ?? 2,
     retryDelayMs: options.retryDelayMs ?? 250,
+    policyTimeoutMs: options.policyTimeoutMs ?? null,
   };
 }
 
 /** Only the limits the caller named, for overriding a checkpoint's. */
-function limitsGiven(options: {
-  maxSteps?: number;
-  maxTokens?: number | null;
-  maxActiveMs?: number | null;
-}): Partial<Limits> {
+function limitsGiven(options: Partial<Limits>): Partial<Limits> {
   const out: Partial<Limits> = {};
   if (options.maxSteps !== undefined) out.maxSteps = options.maxSteps;
   if (options.maxTokens !== undefined) out.maxTokens = options.maxTokens;
@@ -92,21 +165,34 @@ function limitsGiven(options: {
   return out;
 }
 
-export function parseAgentOptions(options: AgentOptions) {
-  const o = check(agentSchema, options, 'options');
+export function parseAgentOptions(options: AgentOptions, call = 'new Agent') {
+  const o = checkShape(call, options, agentShape, AGENT_OPTION_KEYS);
   return {
-    runtime: runtimeOf(o),
+    runtime: runtimeOf(call, o),
     runId: o.runId,
     limits: { maxSteps: 8, maxTokens: null, maxActiveMs: null, ...limitsGiven(o) } as Limits,
     approvalTtlMs: o.approvalTtlMs ?? null,
   };
 }
 
-export function parseResumeOptions(options: ResumeOptions) {
-  const o = check(resumeSchema, options, 'options');
-  return { runtime: runtimeOf(o), limits: limitsGiven(o) };
+export function parseResumeOptions(options: ResumeOptions, call: string) {
+  if (options !== null && typeof options === 'object' && 'store' in options) {
+    throw new OptionsError(
+      `${call}: store is not an option here: Agent.load(store, runId, options) continues a stored run and saves it back (with conflict protection)`,
+    );
+  }
+  const o = checkShape(call, options, resumeShape, RESUME_OPTION_KEYS);
+  return { runtime: runtimeOf(call, o), limits: limitsGiven(o) };
 }
 
-export function parseLimits(limits: unknown): Partial<Limits> {
-  return limitsGiven(check(limitsSchema, limits as Partial<Limits>, 'extendBudget'));
+export function parseLimits(limits: unknown, call = 'extendBudget'): Partial<Limits> {
+  return limitsGiven(checkShape(call, limits as Partial<Limits>, limitShape, LIMIT_KEYS));
+}
+
+/** Checks a string argument of a call: `start: goal must be a string (…), got 42`. */
+export function checkText(call: string, name: string, value: unknown): asserts value is string {
+  const result = text('a string').safeParse(value);
+  if (!result.success) {
+    throw new OptionsError(`${call}: ${name} must be ${result.error.issues[0]?.message}, got ${showValue(value)}`);
+  }
 }

@@ -46,7 +46,10 @@ export interface Tool<Args = any> {
   needsApproval?: boolean | ((args: Args) => boolean | Promise<boolean>);
   /** The tool deduplicates by `key`: after a crash mid-call it is simply called again. @default false */
   idempotent?: boolean;
-  /** Abort the call's signal and record a timeout error after this many ms. @default none */
+  /**
+   * Abort the call's signal and record a timeout error after this many ms (at most 2^31−1). With
+   * `maxActiveMs`, the active time left is a deadline too, whichever comes first. @default none
+   */
   timeoutMs?: number;
 }
 
@@ -63,8 +66,17 @@ export interface PolicyContext {
   step: number;
   /** 0 on the first try, then 1, 2, … when the policy threw and is retried. */
   attempt: number;
-  /** Aborted when the run is cancelled. */
+  /**
+   * Aborted when the run is cancelled, when `policyTimeoutMs` passes, and when the run's
+   * active-time budget runs out during the call.
+   */
   signal: AbortSignal;
+  /**
+   * What the run's budgets leave, this call included; null where a budget is unlimited. A model
+   * adapter caps its output tokens to `remaining.tokens`, so the token budget is not overshot by
+   * a whole call.
+   */
+  remaining: { steps: number; tokens: number | null; activeMs: number | null };
 }
 
 /** The model: maps a copy of the history to the next action. */
@@ -80,6 +92,13 @@ export interface RuntimeOptions {
   policyRetries?: number;
   /** First retry delay; doubles each retry, capped at 30 s. @default 250 */
   retryDelayMs?: number;
+  /**
+   * Abort a policy call (its `ctx.signal`) that takes longer than this: the attempt counts as a
+   * failed try, so `policyRetries` apply, then the run is `failed` with a `TimeoutError`. At most
+   * 2^31−1 ms. Independently, `maxActiveMs` bounds every call in flight by the active time left.
+   * @default null (no per-call limit)
+   */
+  policyTimeoutMs?: number | null;
 }
 
 /** Options of `new Agent`. */

@@ -17,7 +17,7 @@ import {
 } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
-import { gate, recorder, sequence, until } from './support/helpers.js';
+import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
 
 async function thrown(work: () => unknown): Promise<any> {
   try {
@@ -42,7 +42,11 @@ describe('errors name the call, the value and the run', () => {
     const agent = new Agent({ runId: 'r', policy: sequence({ final: 1 }), tools: [] });
     const error = await thrown(() => agent.start(42 as never));
     expect(error).toBeInstanceOf(OptionsError);
-    expect(error).toMatchObject({ message: 'start: goal must be a string, got number', runId: 'r', status: 'idle' });
+    expect(error).toMatchObject({
+      message: 'start: goal must be a string (without lone surrogates), got 42',
+      runId: 'r',
+      status: 'idle',
+    });
   });
 
   it('start while awaiting approval, and on a cancelled run', async () => {
@@ -74,9 +78,21 @@ describe('errors name the call, the value and the run', () => {
   it('decide with bad arguments', async () => {
     const { agent } = await awaiting();
     const cases: [() => unknown, string][] = [
-      [() => agent.decide(1 as never), 'decide: approved must be a boolean, got number'],
-      [() => agent.decide(true, 5 as never), 'decide: note must be a string, got number'],
-      [() => agent.decide(true, '', { by: 5 as never }), 'decide: by must be a string'],
+      [() => agent.decide(1 as never), 'decide: approved must be true or false, got 1'],
+      [() => agent.decide(true, 5 as never), 'decide: note must be a string (without lone surrogates), got 5'],
+      [() => agent.decide(true, 'a\ud800'), 'decide: note must be a string (without lone surrogates), got "a\\ud800"'],
+      [() => agent.decide(true, '', { by: 5 as never }), 'decide: by must be a string (without lone surrogates), got 5'],
+      // A call id passed where the options go is refused: it would approve whatever is pending.
+      [
+        () => agent.decide(true, 'ok', 'r:1#1' as never),
+        'decide: options must be an object, got "r:1#1" (to name the call you reviewed, pass { callId })',
+      ],
+      [() => agent.decide(true, 'ok', null as never), 'decide: options must be an object, got null'],
+      [
+        () => agent.decide(true, 'ok', { callID: 'x' } as never),
+        'decide: unknown option "callID" (did you mean "callId"?)',
+      ],
+      [() => agent.decide(true, '', { callId: 7 as never }), 'decide: callId must be a string (without lone surrogates), got 7'],
     ];
     for (const [call, message] of cases) {
       const error = await thrown(call);
@@ -104,9 +120,9 @@ describe('errors name the call, the value and the run', () => {
     const error = await thrown(() => agent.decide(true, '', { callId: 'r:0#1' }));
     expect(error).toBeInstanceOf(StaleApprovalError);
     expect(error).toMatchObject({
-      message: 'decide: call "r:0#1" is not the pending call "r:1#1"',
+      message: expect.stringMatching(/^decide: call "r:0#1" is not the pending call "r:1#1@[0-9a-f]{32}"$/),
       callId: 'r:0#1',
-      pendingId: 'r:1#1',
+      pendingId: idLike('r:1#1'),
       runId: 'r',
       status: 'awaiting_approval',
     });
@@ -117,7 +133,7 @@ describe('errors name the call, the value and the run', () => {
     const agent = new Agent({ runId: 'r', policy: sequence({ final: 1 }), tools: [] });
     const bad = await thrown(() => agent.cancel(3 as never));
     expect(bad).toBeInstanceOf(OptionsError);
-    expect(bad).toMatchObject({ message: 'cancel: reason must be a string', runId: 'r', status: 'idle' });
+    expect(bad).toMatchObject({ message: 'cancel: reason must be a string (without lone surrogates), got 3', runId: 'r', status: 'idle' });
     await agent.start('go');
     const error = await thrown(() => agent.cancel());
     expect(error).toBeInstanceOf(RunStateError);
@@ -173,13 +189,13 @@ describe('decide', () => {
       role: 'tool',
       tool: 'send',
       result: 'ok',
-      approval: { approved: true, by: 'human', note: '', at: '2026-12-02T09:00:05.000Z', callId: 'r:1#1' },
+      approval: { approved: true, by: 'human', note: '', at: '2026-12-02T09:00:05.000Z', callId: idLike('r:1#1') },
     });
   });
 
   it('a denial with the matching call id runs nothing and tells the model', async () => {
     const { agent, send, policy } = await awaiting();
-    expect(await agent.decide(false, 'not now', { callId: 'r:1#1', by: 'ann' })).toBe('done');
+    expect(await agent.decide(false, 'not now', { callId: agent.state.pending?.id as string, by: 'ann' })).toBe('done');
     expect(send.calls).toEqual([]);
     expect(policy.calls[1]?.[2]).toMatchObject({ error: 'denied by human: not now', approval: { by: 'ann' } });
   });
@@ -203,7 +219,7 @@ describe('run() in each status', () => {
     const { agent } = await awaiting({ clock });
     clock.advance(10 ** 9);
     expect(await agent.run()).toBe('awaiting_approval');
-    expect(agent.state.pending).toMatchObject({ id: 'r:1#1', expiresAt: null });
+    expect(agent.state.pending).toMatchObject({ id: idLike('r:1#1'), expiresAt: null });
   });
 
   it('on a failed run asks the policy again', async () => {

@@ -297,12 +297,16 @@ describe('a stored run that cannot be joined', () => {
   it('a head that is not JSON', async () => {
     const error = await loadWith('{"snapshot":', []);
     expect(error.path).toBe('head');
-    expect(error.message).toMatch(/^invalid checkpoint: the stored head is not JSON \(.+\)$/);
+    expect(error.message).toMatch(/^Agent.load: run "r": invalid checkpoint: the stored head is not JSON \(.+\)$/);
   });
 
   it('a head that is not a checkpoint', async () => {
     const error = await loadWith('{"snapshot":{}}', []);
-    expect(error).toMatchObject({ path: 'head', message: 'invalid checkpoint: the stored head is not a checkpoint' });
+    expect(error).toMatchObject({
+      path: 'head',
+      message: 'Agent.load: run "r": invalid checkpoint: the stored head is not a checkpoint',
+      runId: 'r',
+    });
   });
 
   it('an entry that is not one JSON object', async () => {
@@ -310,7 +314,8 @@ describe('a stored run that cannot be joined', () => {
     const error = await loadWith(head, ['{"role":"user","content":"go"}', 'null']);
     expect(error).toMatchObject({
       path: 'snapshot.context.history.1',
-      message: 'invalid checkpoint: stored entry 1 is not a JSON object',
+      message: 'Agent.load: run "r": invalid checkpoint: stored entry 1 is not a JSON object',
+      runId: 'r',
     });
   });
 });

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { callIdOf } from '../machines/agent.js';
 import { Agent, StaleApprovalError, type Tool } from '../src/index.js';
-import { gate, recorder, sequence, until } from './support/helpers.js';
+import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
 
 /** A tool whose first call hangs until released, so a checkpoint can be taken mid-call. */
 function blocking(name: string, extra: Partial<Tool> = {}) {
@@ -69,11 +70,14 @@ describe('crash semantics: write ahead', () => {
     const agent = Agent.resume(blob, { policy: sequence({ final: 'paid' }), tools: [again.tool] });
     expect(await agent.run()).toBe('awaiting_approval');
     expect(again.calls).toEqual([]);
-    expect(agent.state.pending).toMatchObject({ id: 'r:1#2', key: 'r:1', attempt: 2, outcome: 'unknown' });
+    expect(agent.state.pending).toMatchObject({ id: idLike('r:1#2'), key: 'r:1', attempt: 2, outcome: 'unknown' });
     const paused = agent.checkpoint();
 
-    await expect(agent.decide(true, '', { callId: 'r:1#1' })).rejects.toBeInstanceOf(StaleApprovalError);
-    expect(await agent.decide(true, 'checked the ledger: not paid', { callId: 'r:1#2' })).toBe('done');
+    // The first request's own id is stale: the re-ask is a new request.
+    const first = callIdOf('r:1', 1, 'pay', { amount: 7 });
+    await expect(agent.decide(true, '', { callId: first })).rejects.toBeInstanceOf(StaleApprovalError);
+    const second = agent.state.pending?.id as string;
+    expect(await agent.decide(true, 'checked the ledger: not paid', { callId: second })).toBe('done');
     expect(again.calls).toEqual([{ args: { amount: 7 }, key: 'r:1' }]);
 
     const denied = Agent.resume(paused, { policy: sequence({ final: 'stopped' }), tools: [again.tool] });

@@ -73,10 +73,18 @@ describe('typed errors', () => {
 describe('options are checked up front', () => {
   const policy = sequence({ final: 1 });
   const bad: [string, object, RegExp][] = [
-    ['no policy', { tools: [] }, /policy: expected a function/],
+    ['no policy', { tools: [] }, /^new Agent: policy must be a function, got undefined$/],
     ['tools not an array', { policy, tools: {} }, /tools/],
-    ['a tool without fn', { policy, tools: [{ name: 't' }] }, /tools.0.fn/],
-    ['a tool with an empty name', { policy, tools: [{ name: '', fn: () => 1 }] }, /tools.0.name/],
+    [
+      'a tool without fn',
+      { policy, tools: [{ name: 't' }] },
+      /^new Agent: tools\[0\]\.fn must be a function, got undefined$/,
+    ],
+    [
+      'a tool with an empty name',
+      { policy, tools: [{ name: '', fn: () => 1 }] },
+      /^new Agent: tools\[0\]\.name must be a non-empty string \(without lone surrogates\), got ""$/,
+    ],
     [
       'two tools with one name',
       {

@@ -11,8 +11,8 @@ describe('tool results that are not JSON become error observations', () => {
     ['a nested BigInt', () => ({ n: [1, 2n] }), 'result.n[1] is a bigint'],
     ['a cycle', () => cycle, 'result.self is a cycle'],
     ['a function', () => () => 1, 'result is a function'],
-    ['undefined', () => undefined, 'result is a undefined'],
-    ['a nested undefined', () => ({ a: undefined }), 'result.a is a undefined'],
+    ['undefined', () => undefined, 'result is undefined'],
+    ['a nested undefined', () => ({ a: undefined }), 'result.a is undefined'],
     ['NaN', () => Number.NaN, 'result is NaN'],
     ['Infinity', () => ({ x: Number.POSITIVE_INFINITY }), 'result.x is Infinity'],
     ['a Map', () => new Map(), 'result is an instance of Map, not a plain object'],
@@ -26,7 +26,7 @@ describe('tool results that are not JSON become error observations', () => {
           throw new Error('nope');
         },
       }),
-      'result could not be read: Error: nope',
+      'result.x could not be read: Error: nope',
     ],
   ];
   for (const [name, value, reason] of cases) {

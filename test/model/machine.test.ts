@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, initialTransition, transition } from 'xstate';
-import { agentMachine, type MachineEvent } from '../../machines/agent.js';
+import { agentMachine, callIdOf, type MachineEvent } from '../../machines/agent.js';
 import { type AgentInput, type Decision, STATUSES } from '../../machines/types.js';
 
 const input: AgentInput = {
@@ -33,6 +33,10 @@ function run(events: MachineEvent[], given: AgentInput = input) {
   return s;
 }
 
+/** The ids the machine gives the first and second request for the send call. */
+const first = callIdOf('r:1', 1, 'send', { to: 'x' });
+const second = callIdOf('r:1', 2, 'send', { to: 'x' });
+
 const awaiting = (): MachineEvent[] => [
   { type: 'START', goal: 'g' },
   { type: 'xstate.done.actor.policy', output: send() },
@@ -43,7 +47,13 @@ describe('approvals at the machine level', () => {
     const s = run(awaiting());
     expect(s.value).toBe('awaiting_approval');
     for (const type of ['APPROVE', 'DENY'] as const) {
-      const after = transition(agentMachine, s, { type, callId: 'r:1#2', by: 'a', note: '', at: at(0) })[0];
+      // The second request's id, and the first's in the format of version 1: neither is this call.
+      for (const callId of [second, 'r:1#1']) {
+        const after = transition(agentMachine, s, { type, callId, by: 'a', note: '', at: at(0) })[0];
+        expect(after.value).toBe('awaiting_approval');
+        expect(after.context).toEqual(s.context);
+      }
+      const after = transition(agentMachine, s, { type, callId: second, by: 'a', note: '', at: at(0) })[0];
       expect(after.value).toBe('awaiting_approval');
       expect(after.context).toEqual(s.context);
     }
@@ -52,7 +62,7 @@ describe('approvals at the machine level', () => {
   it('ignores a stale call id even once the call has expired', () => {
     const s = run(awaiting());
     for (const type of ['APPROVE', 'DENY'] as const) {
-      const after = transition(agentMachine, s, { type, callId: 'r:1#2', by: 'a', note: '', at: at(5_000) })[0];
+      const after = transition(agentMachine, s, { type, callId: second, by: 'a', note: '', at: at(5_000) })[0];
       expect(after.value).toBe('awaiting_approval');
       expect(after.context).toEqual(s.context);
     }
@@ -70,7 +80,7 @@ describe('approvals at the machine level', () => {
 
   it('runs nothing for an approval given at or after the expiry, and says so with the approval', () => {
     for (const event of ['APPROVE', 'DENY'] as const) {
-      const s = run([...awaiting(), { type: event, callId: 'r:1#1', by: 'ann', note: 'n', at: at(1_000) }]);
+      const s = run([...awaiting(), { type: event, callId: first, by: 'ann', note: 'n', at: at(1_000) }]);
       expect(s.value).toEqual({ running: 'deciding' });
       expect(s.context.inflight).toBeNull();
       expect(s.context.pending).toBeNull();
@@ -78,7 +88,7 @@ describe('approvals at the machine level', () => {
         role: 'tool',
         tool: 'send',
         error: 'approval expired',
-        approval: { approved: event === 'APPROVE', by: 'ann', note: 'n', at: at(1_000), callId: 'r:1#1' },
+        approval: { approved: event === 'APPROVE', by: 'ann', note: 'n', at: at(1_000), callId: first },
       });
     }
   });
@@ -86,12 +96,12 @@ describe('approvals at the machine level', () => {
   it('asks again, outcome unknown, for a side effect whose outcome is unknown', () => {
     const s = run([
       ...awaiting(),
-      { type: 'APPROVE', callId: 'r:1#1', by: 'a', note: '', at: at(5) },
+      { type: 'APPROVE', callId: first, by: 'a', note: '', at: at(5) },
       { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: at(50) } },
     ]);
     expect(s.value).toBe('awaiting_approval');
     expect(s.context.pending).toEqual({
-      id: 'r:1#2',
+      id: second,
       key: 'r:1',
       step: 1,
       tool: 'send',

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { Action, HistoryEntry, Policy, Tool } from '../../src/index.js';
 
 /** A policy that returns the given actions in order, whatever the history says. */
@@ -46,3 +47,9 @@ export async function until(check: () => boolean, tries = 1000): Promise<void> {
 }
 
 export const last = <T>(xs: readonly T[]): T | undefined => xs[xs.length - 1];
+
+/** Matches a pending call id `<key>#<attempt>@<digest of tool and args>` with the given `<key>#<attempt>`. */
+export function idLike(keyAndAttempt: string) {
+  const escaped = keyAndAttempt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return expect.stringMatching(new RegExp(`^${escaped}@[0-9a-f]{32}$`));
+}

@@ -54,7 +54,7 @@ const NON_JSON: [() => unknown, string][] = [
   [() => new Map(), 'result is an instance of Map, not a plain object'],
   [() => ({ [Symbol('s')]: 1 }), 'result has symbol keys'],
   [() => ({ '\uD800': 1 }), 'result has a key with a lone surrogate'],
-  [() => ({ nested: [undefined] }), 'result.nested[0] is a undefined'],
+  [() => ({ nested: [undefined] }), 'result.nested[0] is undefined'],
 ];
 const nonJson = (spec: ToolSpec) => NON_JSON[(spec.variant ?? 0) % NON_JSON.length] as [() => unknown, string];
 
@@ -197,7 +197,40 @@ export function toolResult(tool: string, spec: ToolSpec): unknown {
   return spec.kind === 'nonjson' ? nonJson(spec)[0]() : { ok: true, tool, ms: spec.elapsedMs };
 }
 
-function expectedOutcome(tool: string, spec: ToolSpec, at: string): ToolOutcome {
+/** Active time left in state `s` for a call that has spent `spent` ms so far; null: no time budget. */
+export function activeLeft(c: AgentContext, spent = 0): number | null {
+  return c.limits.maxActiveMs === null ? null : c.limits.maxActiveMs - c.activeMs - spent;
+}
+
+/**
+ * Where the run's active-time deadline cuts a policy call short (the rest of the budget, which the
+ * deadline reaches at or before the call would end: a tie goes to the deadline), or null.
+ */
+export function policyCut(spec: PolicySpec, c: AgentContext, policyElapsedMs = 0): number | null {
+  const left = activeLeft(c, policyElapsedMs);
+  return left !== null && spec.elapsedMs >= left ? left : null;
+}
+
+/** A tool call's deadline: the tool's timeout or, when sooner, the active time left. */
+export function toolDeadline(c: AgentContext): { ms: number; budget: boolean } {
+  const left = activeLeft(c);
+  return left !== null && left < TOOL_TIMEOUT_MS ? { ms: left, budget: true } : { ms: TOOL_TIMEOUT_MS, budget: false };
+}
+
+/** Where a tool call is cut by its deadline (a `timeout` tool never answers), or null. */
+export function toolCut(spec: ToolSpec, c: AgentContext): number | null {
+  const { ms } = toolDeadline(c);
+  return spec.kind === 'timeout' || spec.elapsedMs >= ms ? ms : null;
+}
+
+function expectedOutcome(tool: string, spec: ToolSpec, at: string, c: AgentContext): ToolOutcome {
+  if (toolCut(spec, c) !== null) {
+    const { ms, budget } = toolDeadline(c);
+    const error = budget
+      ? `TimeoutError: tool ${tool} stopped after ${ms} ms: the active-time budget (maxActiveMs) ran out`
+      : `TimeoutError: tool ${tool} timed out after ${ms} ms`;
+    return { type: 'error', error, elapsedMs: ms, at };
+  }
   switch (spec.kind) {
     case 'result':
       return { type: 'result', result: { ok: true, tool, ms: spec.elapsedMs }, elapsedMs: spec.elapsedMs, at };
@@ -211,22 +244,20 @@ function expectedOutcome(tool: string, spec: ToolSpec, at: string): ToolOutcome 
         at,
       };
     case 'timeout':
-      return {
-        type: 'error',
-        error: `TimeoutError: tool ${tool} timed out after ${TOOL_TIMEOUT_MS} ms`,
-        elapsedMs: TOOL_TIMEOUT_MS,
-        at,
-      };
+      throw new Error('a timeout is always cut by its deadline');
   }
 }
 
-/** How far the world moves the clock while performing a move. */
-export function advanceOf(move: Move): number {
+/**
+ * How far the world moves the clock while performing a move in state `s`: a call cut by its
+ * deadline takes until the deadline.
+ */
+export function advanceOf(move: Move, s: ModelState, policyElapsedMs = 0): number {
   switch (move.kind) {
     case 'policy':
-      return move.spec.elapsedMs;
+      return policyCut(move.spec, s.context, policyElapsedMs) ?? move.spec.elapsedMs;
     case 'tool':
-      return move.spec.kind === 'timeout' ? TOOL_TIMEOUT_MS : move.spec.elapsedMs;
+      return toolCut(move.spec, s.context) ?? move.spec.elapsedMs;
     case 'expire':
     case 'approveLate':
       return TTL_MS;
@@ -259,12 +290,18 @@ export const isExecuting = (s: ModelState) => JSON.stringify(s.value) === '{"run
  * `policyElapsedMs` is clock time already spent on this policy call (retries).
  */
 export function modelEvent(move: Move, s: ModelState, now: number, policyElapsedMs = 0): MachineEvent | null {
-  const after = now + advanceOf(move);
+  const after = now + advanceOf(move, s, policyElapsedMs);
   const c = s.context;
   switch (move.kind) {
     case 'start':
       return { type: 'START', goal: GOAL };
     case 'policy': {
+      const cut = policyCut(move.spec, c, policyElapsedMs);
+      if (cut !== null) {
+        // The deadline aborted the call: an error whose time spends the budget.
+        const error = { name: 'TimeoutError', message: 'active-time budget', elapsedMs: policyElapsedMs + cut };
+        return { type: 'xstate.error.actor.policy', error };
+      }
       const elapsedMs = policyElapsedMs + move.spec.elapsedMs;
       if (move.spec.kind === 'throws') {
         return { type: 'xstate.error.actor.policy', error: { name: 'Error', message: 'policy down', elapsedMs } };
@@ -273,7 +310,7 @@ export function modelEvent(move: Move, s: ModelState, now: number, policyElapsed
     }
     case 'tool': {
       const tool = c.inflight?.tool ?? '?';
-      return { type: 'xstate.done.actor.tool', output: expectedOutcome(tool, move.spec, iso(after)) };
+      return { type: 'xstate.done.actor.tool', output: expectedOutcome(tool, move.spec, iso(after), c) };
     }
     case 'crash': {
       // The write-ahead rule: a non-idempotent side effect in flight is not called again.

@@ -12,6 +12,7 @@ import { agentMachine } from '../../../machines/agent.js';
 import type { AgentContext, BudgetKind, Limits } from '../../../machines/types.js';
 import { NoPendingApprovalError, RunStateError, StaleApprovalError } from '../../../src/errors.js';
 import {
+  activeLeft,
   advanceOf,
   describeMove,
   isDeciding,
@@ -20,6 +21,7 @@ import {
   type Move,
   modelEvent,
   type PolicySpec,
+  policyCut,
   RUN_ID,
   statusOf,
   T0,
@@ -75,8 +77,19 @@ function verify(m: Model, world: World, label: string, spec: string[] = []): voi
 /** Applies a move's machine event to the model (if it has one) and moves the model's clock. */
 function step(m: Model, move: Move): void {
   const event = modelEvent(move, state(m), m.now, m.policyElapsedMs);
+  const advance = move.kind === 'wait' ? move.ms : advanceOf(move, state(m), m.policyElapsedMs);
   if (event) m.snapshot = transition(agentMachine, m.snapshot, event)[0];
-  m.now += move.kind === 'wait' ? move.ms : advanceOf(move);
+  m.now += advance;
+}
+
+/**
+ * Whether a throwing policy call is tried again: retries left, and neither the call nor its
+ * back-off reaches the end of the active-time budget (the runtime stops there for time).
+ */
+function retries(m: Readonly<Model>, move: Move): boolean {
+  if (move.kind !== 'policy' || move.spec.kind !== 'throws' || m.attempt >= m.retries) return false;
+  const left = activeLeft(m.snapshot.context, m.policyElapsedMs);
+  return left === null || move.spec.elapsedMs + m.retryDelayMs * 2 ** m.attempt < left;
 }
 
 class MoveCommand implements fc.AsyncCommand<Model, World> {
@@ -93,7 +106,22 @@ class MoveCommand implements fc.AsyncCommand<Model, World> {
     m.executed.push(this.move.kind);
     const move = this.move;
     const was = before(world);
-    if (move.kind === 'policy' && move.spec.kind === 'throws' && m.attempt < m.retries) {
+    const cutInBackOff =
+      move.kind === 'policy' &&
+      move.spec.kind === 'throws' &&
+      m.attempt < m.retries &&
+      !retries(m, move) &&
+      policyCut(move.spec, m.snapshot.context, m.policyElapsedMs) === null;
+    if (cutInBackOff) {
+      // The back-off reaches the end of the budget: the runtime stops the call there, for time.
+      const left = activeLeft(m.snapshot.context, m.policyElapsedMs) as number;
+      await world.perform(move);
+      const error = { name: 'TimeoutError', message: 'active-time budget', elapsedMs: m.policyElapsedMs + left };
+      m.snapshot = transition(agentMachine, m.snapshot, { type: 'xstate.error.actor.policy', error })[0];
+      m.now += left;
+      m.attempt = 0;
+      m.policyElapsedMs = 0;
+    } else if (move.kind === 'policy' && retries(m, move)) {
       // Retried by the runtime after a back-off on the clock: no machine event yet.
       const backoff = m.retryDelayMs * 2 ** m.attempt;
       await world.perform(move);

@@ -7,7 +7,17 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { HistoryEntry, PendingCall } from '../../../machines/types.js';
-import { CANCEL_REASON, DENY_NOTE, isToolName, type Move, RUN_ID, rawAction, type Status, TOOLS } from './alphabet.js';
+import {
+  CANCEL_REASON,
+  DENY_NOTE,
+  isToolName,
+  type Move,
+  RUN_ID,
+  rawAction,
+  type Status,
+  TOOL_TIMEOUT_MS,
+  TOOLS,
+} from './alphabet.js';
 import type { World } from './world.js';
 
 export interface Before {
@@ -15,17 +25,33 @@ export interface Before {
   pending: PendingCall | null;
   gate: { kind: 'policy' | 'tool'; tool: string; key: string; step: number; attempt: number } | null;
   inflight: { key: string; tool: string } | null;
+  entries: number;
+  /** The active time the run had left before the move (less the policy call's time so far). */
+  activeLeft: number | null;
 }
 
 export function before(world: World): Before {
   const state = world.state();
   const g = world.gate;
+  const max = state.limits.maxActiveMs;
   return {
     status: state.status,
     pending: state.pending,
     gate: g && { kind: g.kind, tool: g.tool, key: g.key, step: g.step, attempt: g.attempt },
     inflight: state.inflight && { key: state.inflight.key, tool: state.inflight.tool },
+    entries: state.history.length,
+    activeLeft: max === null ? null : max - state.activeMs - world.inCallMs,
   };
+}
+
+/** The contract for a call cut by the active-time deadline: the run stops for time, records nothing. */
+function stoppedForTime(b: Before, world: World, out: string[], what: string): void {
+  const state = world.state();
+  if (state.status !== 'budget_exhausted' || state.stoppedBy !== 'time' || world.gate !== null)
+    out.push(
+      `spec: ${what} cut by the active-time deadline stops the run for time (${state.status}, ${state.stoppedBy})`,
+    );
+  if (state.history.length !== b.entries) out.push(`spec: ${what} cut by the deadline records nothing`);
 }
 
 /** The budgets the ledger says are spent. */
@@ -40,12 +66,12 @@ function spent(world: World): string[] {
 }
 
 /** Back at a decision: the policy is asked, unless a budget is spent, and then the run says which. */
-function decidingNext(world: World, out: string[], staleStopOk = false): void {
+function decidingNext(world: World, out: string[]): void {
   const budgets = spent(world);
   const state = world.state();
   if (budgets.length > 0) {
-    // A refused run() leaves the old stoppedBy, even if limits changed since (not checked).
-    const named = staleStopOk || budgets.includes(state.stoppedBy ?? '');
+    // stoppedBy names a budget that stops the run now, also after a refused run().
+    const named = budgets.includes(state.stoppedBy ?? '');
     if (state.status !== 'budget_exhausted' || !named) {
       out.push(`spec: budget ${budgets.join('+')} spent, the run is ${state.status} (stoppedBy ${state.stoppedBy})`);
     }
@@ -88,8 +114,15 @@ export function checkMove(move: Move, b: Before, world: World): string[] {
     case 'policy': {
       const { spec } = move;
       const attempt = b.gate?.attempt ?? 0;
+      const left = b.activeLeft;
+      const retry = spec.kind === 'throws' && attempt < world.options.policyRetries;
+      const backoff = world.options.retryDelayMs * 2 ** attempt;
+      if (left !== null && (spec.elapsedMs >= left || (retry && spec.elapsedMs + backoff >= left))) {
+        stoppedForTime(b, world, out, 'a policy call');
+        break;
+      }
       if (spec.kind === 'throws') {
-        if (attempt < world.options.policyRetries) {
+        if (retry) {
           if (world.gate?.kind !== 'policy' || world.gate.attempt !== attempt + 1)
             out.push('spec: a throwing policy is retried');
         } else if (state.status !== 'failed' || state.error !== 'Error: policy down') {
@@ -132,8 +165,17 @@ export function checkMove(move: Move, b: Before, world: World): string[] {
     }
     case 'tool': {
       const tool = b.gate?.tool ?? '';
-      const expected =
-        move.spec.kind === 'result'
+      // A tool's deadline: its timeout, or the active time left when that is sooner.
+      const budgetFirst = b.activeLeft !== null && b.activeLeft < TOOL_TIMEOUT_MS;
+      const deadline = budgetFirst ? (b.activeLeft as number) : TOOL_TIMEOUT_MS;
+      const cut = move.spec.kind === 'timeout' || move.spec.elapsedMs >= deadline;
+      const expected = cut
+        ? {
+            role: 'tool',
+            tool,
+            error: budgetFirst ? /^TimeoutError: .*active-time budget/ : /^TimeoutError: .*timed out/,
+          }
+        : move.spec.kind === 'result'
           ? { role: 'tool', tool, result: { ok: true, tool, ms: move.spec.elapsedMs } }
           : { role: 'tool', tool, error: /: / };
       lastIs(h, expected, out, `a tool's ${move.spec.kind} is an observation`);
@@ -146,8 +188,7 @@ export function checkMove(move: Move, b: Before, world: World): string[] {
     case 'expire':
     case 'run': {
       if (move.kind === 'run' && b.status !== 'awaiting_approval') {
-        if (b.status === 'budget_exhausted' || b.status === 'failed')
-          decidingNext(world, out, b.status === 'budget_exhausted');
+        if (b.status === 'budget_exhausted' || b.status === 'failed') decidingNext(world, out);
         else sameStatus(b, world, out, 'run()');
         break;
       }

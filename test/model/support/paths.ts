@@ -38,13 +38,14 @@ const policy = (kind: PolicySpec['kind'], elapsedMs: number, tokens: [number, nu
 });
 const tool = (kind: ToolSpec['kind']): Move => ({ kind: 'tool', spec: { kind, elapsedMs: 2 } });
 
-/** One decision of each kind. `unknown` costs the whole time budget, `malformed` the tokens. */
+/** One decision of each kind. `unknown` costs all but 1 ms of the time budget (the next call is cut by
+ * the active-time deadline), `malformed` the tokens. */
 const POLICY_MOVES = {
   final: policy('final', 1, [2, 1]),
   lookup: policy('lookup', 1, [3, 2]),
   send: policy('send', 1, [3, 2]),
   charge: policy('charge', 1, [3, 2]),
-  unknown: policy('unknown', 100, [3, 2]),
+  unknown: policy('unknown', 99, [3, 2]),
   malformed: policy('malformed', 1, [60, 40]),
   // Costs no time: failed → RUN → deciding returns to the same state, so the loop is finite.
   throws: policy('throws', 0, null),

@@ -66,8 +66,8 @@ export class World {
   /** What the last refused call threw. */
   mistakeError: unknown = undefined;
   #incarnation = 0;
-  /** Sleeps (retry back-off) the live incarnation is in. */
-  #sleeping = 0;
+  /** Sleeps (retry back-off, deadlines) the live incarnation has begun. */
+  #sleepsStarted = 0;
   #op: object | null = null;
   /**
    * Clock time spent in the policy call in flight (its failed attempts and back-off). The run
@@ -98,6 +98,11 @@ export class World {
     return this.agent.status;
   }
 
+  /** Clock time the policy call in flight has taken so far (its failed tries and back-off). */
+  get inCallMs(): number {
+    return this.#retryMs;
+  }
+
   get incarnation(): number {
     return this.#incarnation;
   }
@@ -118,12 +123,8 @@ export class World {
     const clock: Clock = {
       now: () => shared.now(),
       sleep: async (ms, signal) => {
-        if (alive()) this.#sleeping++;
-        try {
-          await shared.sleep(ms, signal);
-        } finally {
-          if (alive()) this.#sleeping--;
-        }
+        if (alive()) this.#sleepsStarted++;
+        await shared.sleep(ms, signal);
         if (!alive()) await never();
       },
     };
@@ -237,6 +238,12 @@ export class World {
     return gate;
   }
 
+  /** The active time the real run has left, less `spent`; null without a time budget. */
+  #activeLeft(spent: number): number | null {
+    const { limits, activeMs } = this.agent.state;
+    return limits.maxActiveMs === null ? null : limits.maxActiveMs - activeMs - spent;
+  }
+
   #spend(ms: number): void {
     this.clock.advance(ms);
     this.ledger.data.activeMs += ms;
@@ -288,7 +295,21 @@ export class World {
       case 'policy': {
         const gate = this.#takeGate('policy');
         const { spec } = move;
-        const retried = spec.kind === 'throws' && gate.attempt < this.options.policyRetries;
+        // The run's active-time deadline, as the runtime sets it for this call.
+        const left = this.#activeLeft(this.#retryMs);
+        if (left !== null && spec.elapsedMs >= left) {
+          // The deadline comes first: time passes to it, the runtime aborts the call (its gate
+          // is gone now, not after the abort reaches it, so the wait below waits for what follows).
+          if (this.gate === gate) this.gate = null;
+          this.clock.advance(left);
+          this.ledger.data.activeMs += this.#retryMs + left;
+          this.#retryMs = 0;
+          break;
+        }
+        const backoff = this.options.retryDelayMs * 2 ** gate.attempt;
+        const canRetry = spec.kind === 'throws' && gate.attempt < this.options.policyRetries;
+        const retried = canRetry && (left === null || spec.elapsedMs + backoff < left);
+        const sleepsBefore = this.#sleepsStarted;
         gate.open(() => {
           this.clock.advance(spec.elapsedMs);
           if (retried) {
@@ -303,21 +324,31 @@ export class World {
           this.ledger.policyAnswered(gate.step, usage ? usage.inputTokens + usage.outputTokens : 0);
           return rawAction(spec);
         });
-        if (retried) {
-          // The runtime backs off on the clock before asking again: let that time pass.
-          await this.#quiesce(() => this.#sleeping > 0 || this.#opDone);
-          const backoff = this.options.retryDelayMs * 2 ** gate.attempt;
-          this.clock.advance(backoff);
-          this.#retryMs += backoff;
+        if (retried || (canRetry && left !== null)) {
+          // The runtime backs off on the clock before asking again (a sleep begun after the
+          // call ended, not the call's own deadline): let that time pass, or the budget's rest.
+          await this.#quiesce(() => this.#sleepsStarted > sleepsBefore || this.#opDone);
+          const wait = retried ? backoff : (left as number) - spec.elapsedMs;
+          this.clock.advance(wait);
+          if (retried) {
+            this.#retryMs += backoff;
+          } else {
+            // The back-off reached the end of the budget: the call ends there, for time.
+            this.ledger.data.activeMs += this.#retryMs + wait;
+            this.#retryMs = 0;
+          }
         }
         break;
       }
       case 'tool': {
         const gate = this.#takeGate('tool');
         const { spec } = move;
+        // The call's deadline: the tool's timeout, or the active time left when that is sooner.
+        const left = this.#activeLeft(0);
+        const deadline = left !== null && left < TOOL_TIMEOUT_MS ? left : TOOL_TIMEOUT_MS;
         gate.open(() => {
-          if (spec.kind === 'timeout') {
-            this.#spend(TOOL_TIMEOUT_MS); // fires the runtime's timeout
+          if (spec.kind === 'timeout' || spec.elapsedMs >= deadline) {
+            this.#spend(deadline); // fires the runtime's deadline
             return never();
           }
           this.#spend(spec.elapsedMs);
@@ -382,7 +413,6 @@ export class World {
   crash(maxSteps?: number): string {
     const blob = this.agent.checkpoint();
     this.#incarnation++;
-    this.#sleeping = 0;
     this.#retryMs = 0;
     this.gate = null;
     this.#op = null;

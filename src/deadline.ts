@@ -1,0 +1,57 @@
+/**
+ * Deadlines for calls in flight: a policy or tool call raced against a timer on the run's clock,
+ * its signal aborted when the timer fires. One helper for the policy timeout, the tool timeout
+ * and the active-time budget, so every call is bounded the same way.
+ */
+import type { Clock } from './clock.js';
+
+/**
+ * The longest timer Node keeps: a larger delay fires after 1 ms (and warns), so every duration
+ * that becomes a timer is bounded by this at the options check and clamped here.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The error a deadline rejects with: recorded as `'TimeoutError: <message>'`. */
+export class TimeoutError extends Error {
+  override name = 'TimeoutError';
+}
+
+/** The smallest of the given bounds (nulls are none), or null when there is none. */
+export function earliest(...bounds: (number | null | undefined)[]): number | null {
+  let least: number | null = null;
+  for (const b of bounds) if (b !== null && b !== undefined && (least === null || b < least)) least = b;
+  return least;
+}
+
+/**
+ * Runs `work` with a signal that aborts when `parent` aborts or `ms` pass on `clock`, whichever
+ * is first; on the deadline the returned promise rejects with `timeout()`'s error even if
+ * `work` ignores its signal. Without a deadline, `work` gets `parent` itself: no timers or
+ * controllers on the hot path.
+ */
+export async function withDeadline<T>(
+  work: (signal: AbortSignal) => Promise<T> | T,
+  ms: number | null,
+  parent: AbortSignal,
+  clock: Clock,
+  timeout: () => Error,
+): Promise<T> {
+  if (ms === null) return await work(parent);
+  const controller = new AbortController();
+  const forward = () => controller.abort(parent.reason);
+  if (parent.aborted) forward();
+  else parent.addEventListener('abort', forward, { once: true });
+  const timer = new AbortController();
+  try {
+    const fired = clock.sleep(Math.max(0, Math.min(ms, MAX_TIMER_MS)), timer.signal).then(() => {
+      const error = timeout();
+      controller.abort(error);
+      throw error;
+    });
+    const running = Promise.resolve().then(() => work(controller.signal));
+    return await Promise.race([running, fired]);
+  } finally {
+    timer.abort();
+    parent.removeEventListener('abort', forward);
+  }
+}
