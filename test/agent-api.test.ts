@@ -81,7 +81,10 @@ describe('errors name the call, the value and the run', () => {
       [() => agent.decide(1 as never), 'decide: approved must be true or false, got 1'],
       [() => agent.decide(true, 5 as never), 'decide: note must be a string (without lone surrogates), got 5'],
       [() => agent.decide(true, 'a\ud800'), 'decide: note must be a string (without lone surrogates), got "a\\ud800"'],
-      [() => agent.decide(true, '', { by: 5 as never }), 'decide: by must be a string (without lone surrogates), got 5'],
+      [
+        () => agent.decide(true, '', { by: 5 as never }),
+        'decide: by must be a string (without lone surrogates), got 5',
+      ],
       // A call id passed where the options go is refused: it would approve whatever is pending.
       [
         () => agent.decide(true, 'ok', 'r:1#1' as never),
@@ -92,7 +95,10 @@ describe('errors name the call, the value and the run', () => {
         () => agent.decide(true, 'ok', { callID: 'x' } as never),
         'decide: unknown option "callID" (did you mean "callId"?)',
       ],
-      [() => agent.decide(true, '', { callId: 7 as never }), 'decide: callId must be a string (without lone surrogates), got 7'],
+      [
+        () => agent.decide(true, '', { callId: 7 as never }),
+        'decide: callId must be a string (without lone surrogates), got 7',
+      ],
     ];
     for (const [call, message] of cases) {
       const error = await thrown(call);
@@ -133,7 +139,11 @@ describe('errors name the call, the value and the run', () => {
     const agent = new Agent({ runId: 'r', policy: sequence({ final: 1 }), tools: [] });
     const bad = await thrown(() => agent.cancel(3 as never));
     expect(bad).toBeInstanceOf(OptionsError);
-    expect(bad).toMatchObject({ message: 'cancel: reason must be a string (without lone surrogates), got 3', runId: 'r', status: 'idle' });
+    expect(bad).toMatchObject({
+      message: 'cancel: reason must be a string (without lone surrogates), got 3',
+      runId: 'r',
+      status: 'idle',
+    });
     await agent.start('go');
     const error = await thrown(() => agent.cancel());
     expect(error).toBeInstanceOf(RunStateError);
