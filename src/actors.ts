@@ -114,8 +114,8 @@ export function policyActor(hostOf: HostOf) {
       try {
         // The active-time budget bounds the call in flight too: its rest is this call's deadline.
         const deadline = earliest(host.policyTimeoutMs, left);
-        raw = await withDeadline(
-          (callSignal) => host.policy(host.history().slice(), { ...ctx, signal: callSignal }),
+        ({ value: raw } = await withDeadline(
+          (callSignal) => unwrap(host.policy(host.history().slice(), { ...ctx, signal: callSignal })),
           deadline,
           signal,
           host.clock,
@@ -125,7 +125,7 @@ export function policyActor(hostOf: HostOf) {
                 ? `policy timed out after ${deadline} ms`
                 : 'policy stopped: the active-time budget (maxActiveMs) ran out',
             ),
-        );
+        ));
       } catch (error) {
         const timeLeft = activeLeft(remaining, spent());
         if (signal.aborted || attempt >= host.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
@@ -181,7 +181,7 @@ export function toolActor(hostOf: HostOf) {
     try {
       const result = await withDeadline(
         // The tool gets its own copy, made by the same JSON copy the arguments were checked with.
-        (toolSignal) => tool.fn(copyArgs(call.args), call.key, { ...ctx, signal: toolSignal }),
+        (toolSignal) => unwrap(tool.fn(copyArgs(call.args), call.key, { ...ctx, signal: toolSignal })),
         deadline,
         signal,
         host.clock,
@@ -192,11 +192,29 @@ export function toolActor(hostOf: HostOf) {
               : `tool ${tool.name} stopped after ${deadline} ms: the active-time budget (maxActiveMs) ran out`,
           ),
       );
-      return done({ result });
+      return done({ result: result.value });
     } catch (error) {
       return done({ error: describeError(error) });
     }
   });
+}
+
+/**
+ * What a policy or tool returned, awaited only when it is a promise, and boxed: awaiting or
+ * resolving with a value reads its `then`, which a hostile value (a revoked Proxy, a throwing
+ * getter) turns into a throw. Unread, it reaches the JSON copy, which reports it as data.
+ */
+async function unwrap(returned: unknown): Promise<{ value: unknown }> {
+  let thenable = false;
+  try {
+    thenable =
+      returned !== null &&
+      (typeof returned === 'object' || typeof returned === 'function') &&
+      typeof (returned as { then?: unknown }).then === 'function';
+  } catch {
+    thenable = false;
+  }
+  return { value: thenable ? await returned : returned };
 }
 
 /** The tool's own copy of the (frozen) arguments: the very value the approval rule saw. */

@@ -39,6 +39,9 @@ function describe(value: unknown): string {
 
 class NotJson extends Error {}
 
+/** Path segments an error names before it elides the middle of a deep path. */
+const MAX_PATH_SHOWN = 8;
+
 /** A key as a path segment: `.name` when it reads as one, `["odd key"]` otherwise. */
 function segment(key: string | number): string {
   if (typeof key === 'number') return `[${key}]`;
@@ -56,8 +59,12 @@ class Copier {
     this.#name = name;
   }
 
+  /** The path to the value in hand, shortened in the middle when deep: `args.a[0][0]…[0]`. */
   where(): string {
-    return this.#name + this.#path.map(segment).join('');
+    const path = this.#path;
+    if (path.length <= MAX_PATH_SHOWN) return this.#name + path.map(segment).join('');
+    const head = path.slice(0, MAX_PATH_SHOWN - 3).map(segment).join('');
+    return `${this.#name}${head}…${path.slice(-3).map(segment).join('')}`;
   }
 
   #refuse(what: string): never {
