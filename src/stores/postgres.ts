@@ -40,7 +40,7 @@ import { Connections } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { migrate } from './postgres/migrations.js';
 import { type Statements, statements } from './postgres/sql.js';
-import { checkClock, checkListOptions, checkRunId, checkStoreOptions, checkWrite } from './rules.js';
+import { checkClock, checkListOptions, checkRunId, checkStoreOptions, checkWrite, timestampOf } from './rules.js';
 
 export { redactUrl } from './postgres/connection.js';
 export { SCHEMA_VERSION } from './postgres/migrations.js';
@@ -191,7 +191,7 @@ export class PostgresStore implements CheckpointStore {
         write.from,
         write.append,
         write.pending === null ? null : JSON.stringify(write.pending),
-        this.#now ? new Date(this.#now()) : null,
+        this.#now ? timestampOf(this.#now) : null,
       ];
       const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
       if (expectedVersion > 0) values.push(expectedVersion);

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Agent, CheckpointError, type RunWrite } from '../../src/index.js';
+import { Agent, CheckpointError, type RunWrite, StoreUnavailableError } from '../../src/index.js';
 import { runDirName } from '../../src/stores/file/format.js';
 import { type DamagedRun, FileStore } from '../../src/stores/file.js';
 import { sequence } from '../support/helpers.js';
@@ -145,5 +145,18 @@ describe('FileStore: one damaged run', () => {
         `file store: run "bad" is damaged: ${join(store.dir, 'runs', runDirName('bad'), 'head.json')} has no metadata line; list() leaves it out`,
       ],
     ]);
+  });
+});
+
+describe('FileStore on a directory it cannot use', () => {
+  it('a dir that is a file: StoreUnavailableError naming the path, not a raw ENOTDIR', async () => {
+    const file = join(root, `not-a-dir-${++n}`);
+    writeFileSync(file, 'x');
+    const store = new FileStore({ dir: file });
+    const error = await store.save('r', waiting('r'), 0).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(new RegExp(`^FileStore\\.save: ${file}.*: ENOTDIR`));
+    await expect(store.list()).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.load('r')).toBeNull();
   });
 });

@@ -8,6 +8,7 @@ import type { Timeouts } from './connection.js';
 import { connectionIsSpent, pgFault } from './faults.js';
 import type { Sql } from './migrations.js';
 
+/** The pool a store uses, with its timeouts and error listeners; `use` is the one way to run SQL on it. */
 export class Connections {
   readonly #pool: Pool;
   readonly #where: string;
