@@ -1,6 +1,7 @@
 // PostgresStore under network faults: the real server at TOLLGATE_PG_URL behind a TCP proxy
 // (./tcp-proxy.ts) that cuts connections and black-holes them. Each store gets short timeouts,
-// so every wait here is a real socket timeout of at most a second.
+// so every wait here is a real socket timeout of at most a second; the upper bounds checked (3 s)
+// leave room for a loaded machine while still telling a timeout from the 20 s+ hangs they replace.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -97,11 +98,34 @@ describe.skipIf(!target.url)(
       expect((error as Error).message).toMatch(
         /^PostgresStore\.save: lost the connection to postgres:\/\/.*\(Connection terminated unexpectedly\); the write may or may not have been committed: load the run/,
       );
-      expect(ms).toBeLessThan(800);
+      expect(ms).toBeLessThan(3_000);
       proxy.heal();
       const run = await store.load('r');
       expect(run).toMatchObject({ version: 1, entries: ['"a"'] });
       expect(await store.save('r', write(1, ['"b"']), 1)).toBe(2);
+    });
+
+    it('a pool of your own: a cut mid-save is a StoreUnavailableError too, and the query timeout bounds it', async () => {
+      const { proxy } = await faultyStore();
+      const pool = new pg.Pool({ connectionString: proxy.urlFor(url), max: 2 });
+      pool.on('error', () => {}); // idle connections are the pool owner's to listen to
+      cleanups.push(() => pool.end());
+      const schema = freshSchema('own_pool');
+      schemas.push(schema);
+      const store = new PostgresStore(pool, { schema, queryTimeoutMs: 600 });
+      await store.save('r', write(0), 0);
+      proxy.onClientBytes = (chunk) => (isSave(chunk) ? 'forward-then-cut' : 'forward');
+      const cut = await timed(store.save('r', write(0, ['"b"']), 1));
+      expect(cut.error).toBeInstanceOf(StoreUnavailableError);
+      expect((cut.error as Error).message).toMatch(/^PostgresStore\.save: lost the connection to the given pool/);
+      proxy.heal();
+      const version = (await store.load('r'))?.version as number;
+      proxy.onClientBytes = (chunk) => (isSave(chunk) ? 'stall' : 'forward');
+      const stalled = await timed(store.save('r', write(version === 2 ? 1 : 0), version));
+      expect(stalled.error).toBeInstanceOf(StoreUnavailableError);
+      expect((stalled.error as Error).message).toMatch(/did not answer within queryTimeoutMs \(600 ms\)/);
+      expect(stalled.ms).toBeLessThan(3_000);
+      await store.close();
     });
 
     it('a connection cut while the save waits on the server: typed error at once; the statement may still commit — a reload reads the truth', async () => {
@@ -116,11 +140,18 @@ describe.skipIf(!target.url)(
       const { ms, error } = await saving;
       expect(error).toBeInstanceOf(StoreUnavailableError);
       expect((error as Error).message).toMatch(/may or may not have been committed/);
-      expect(ms).toBeLessThan(2_000);
-      // The server still holds the statement; once the lock goes, it commits, client or no client.
+      expect(ms).toBeLessThan(3_000);
+      // The server still holds the statement; once the lock goes, it commits, client or no client
+      // (unless client_connection_check_interval makes it look for the client while it waits).
+      const checks = (await lock.query('SHOW client_connection_check_interval')).rows[0]
+        .client_connection_check_interval;
       await lock.query('ROLLBACK');
-      await untilRow(lock, `SELECT 1 FROM "${schema}".runs WHERE run_id = 'r' AND version = 2`, []);
-      expect(await store.load('r')).toMatchObject({ version: 2, status: 'done', entries: ['"late"'] });
+      await untilRow(lock, 'SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1)', [
+        app,
+      ]);
+      const truth = await store.load('r');
+      if (checks === '0') expect(truth).toMatchObject({ version: 2, status: 'done', entries: ['"late"'] });
+      else expect(truth?.version).toBeOneOf([1, 2]);
     });
 
     it('a process whose connection is cut mid-query lives on: typed error, exit code 0', async () => {
@@ -171,7 +202,7 @@ describe.skipIf(!target.url)(
         /^PostgresStore\.save: postgres:\/\/.* cancelled the statement \(statementTimeoutMs is 300 ms\); nothing was written$/,
       );
       expect(ms).toBeGreaterThanOrEqual(250);
-      expect(ms).toBeLessThan(2_000);
+      expect(ms).toBeLessThan(3_000);
       await lock.query('ROLLBACK');
       expect(await store.load('r')).toMatchObject({ version: 1, entries: ['"a"'] });
       expect(await store.save('r', write(1, ['"b"']), 1)).toBe(2);
@@ -188,7 +219,7 @@ describe.skipIf(!target.url)(
         /^PostgresStore\.save: postgres:\/\/.* did not answer within queryTimeoutMs \(800 ms\); the connection was dropped; the write may or may not have been committed/,
       );
       expect(ms).toBeGreaterThanOrEqual(750);
-      expect(ms).toBeLessThan(2_500);
+      expect(ms).toBeLessThan(3_000);
       proxy.heal();
       expect(await store.load('r')).toMatchObject({ version: 1, entries: ['"a"'] });
       expect(await store.save('r', write(1, ['"b"']), 1)).toBe(2);
@@ -207,7 +238,7 @@ describe.skipIf(!target.url)(
       const { ms, error } = await timed(agent.start('go'));
       expect(error).toBeInstanceOf(StoreUnavailableError);
       expect((error as Error).message).toMatch(/^PostgresStore\.(save|migrate): cannot connect to postgres:\/\//);
-      expect(ms).toBeLessThan(2_000);
+      expect(ms).toBeLessThan(3_000);
       expect(mail.calls).toEqual([]);
     });
 
@@ -245,7 +276,7 @@ describe.skipIf(!target.url)(
       await expect(store.load('r')).rejects.toBeInstanceOf(StoreUnavailableError);
       const started = Date.now();
       await store.close();
-      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(Date.now() - started).toBeLessThan(3_000);
       await expect(store.load('r')).rejects.toThrow(/^PostgresStore\.load: the store is closed$/);
     });
   },

@@ -106,8 +106,8 @@ export function timeoutsOf(
 /**
  * The config of the pool a store makes: its own defaults, then the caller's `PoolConfig`, then
  * the store's explicit options. `statement_timeout` is sent at connect time, so the server
- * cancels a statement that runs too long (waiting on a lock, say) and says so; `keepAlive`
- * lets the OS notice a peer that vanished from an idle connection.
+ * cancels a statement that runs too long (waiting on a lock, say) and says so. (The client's
+ * query timeout is set on each query instead, so that it bounds a pool given to the store too.)
  */
 export function poolConfigOf(
   connection: string | PoolConfig,
@@ -118,7 +118,6 @@ export function poolConfigOf(
   return {
     max: 10,
     statement_timeout: timeouts.statementTimeoutMs,
-    keepAlive: true,
     ...given,
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
     ...(explicit.statementTimeoutMs === undefined ? {} : { statement_timeout: timeouts.statementTimeoutMs }),
