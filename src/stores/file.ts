@@ -35,6 +35,7 @@ import {
   type StoredRun,
 } from '../store.js';
 import {
+  damaged,
   decodeEntries,
   encodeEntries,
   encodeHead,
@@ -124,12 +125,7 @@ export class FileStore implements CheckpointStore {
           return { runId, version, status, head, entries, pending, updatedAt };
         } catch (error) {
           if (code(error) !== 'ENOENT') throw error;
-          if (attempt >= 10)
-            throw new CheckpointError(
-              `file store: run ${JSON.stringify(runId)} is damaged: ${journal} is missing`,
-              undefined,
-              { runId, cause: error },
-            );
+          if (attempt >= 10) throw damaged(runId, journal, 'is missing', error);
         }
       }
     });
