@@ -104,3 +104,22 @@ export class SchemaVersionError extends SystemError {
 
 /** `Agent.load` (or a store operation) named a run the store does not have. */
 export class RunNotFoundError extends UserError {}
+
+/**
+ * A store cannot be used right now: its server is down, unreachable or not answering in time,
+ * the connection broke, the database is locked by another process beyond the wait allowed,
+ * or the disk refuses writes. The message names the store (never a password) and what failed.
+ *
+ * A failed save may or may not have been committed (the statement can reach the server just
+ * before the connection breaks): an `Agent` whose save failed stops for good, and
+ * `Agent.load` reads what the store holds. Retrying later, with a new `Agent.load`, is safe.
+ */
+export class StoreUnavailableError extends SystemError {}
+
+/**
+ * A store's storage is not what Tollgate wrote: a file that is not a database, a database whose
+ * pages are damaged. Nothing was changed; retrying will not help: restore it from a backup or
+ * point the store elsewhere. (One damaged run in a `FileStore` is a `CheckpointError` instead,
+ * for that run only.)
+ */
+export class StoreDamagedError extends SystemError {}

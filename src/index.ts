@@ -14,6 +14,8 @@ export {
   RunStateError,
   SchemaVersionError,
   StaleApprovalError,
+  StoreDamagedError,
+  StoreUnavailableError,
   SystemError,
   TollgateError,
   UserError,
@@ -26,6 +28,14 @@ export {
   type RunWrite,
   type StoredRun,
 } from './store.js';
+export {
+  checkListOptions,
+  checkRunId,
+  checkWrite,
+  compareCodePoints,
+  compareRuns,
+  MAX_TIMER_MS,
+} from './stores/rules.js';
 export type {
   Action,
   AgentOptions,

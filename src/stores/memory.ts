@@ -4,7 +4,6 @@
  */
 import {
   type CheckpointStore,
-  checkLimit,
   checkSave,
   deleteConflict,
   type ListOptions,
@@ -12,21 +11,40 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import {
+  checkClock,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  compareRuns,
+  timestampOf,
+} from './rules.js';
 
+export interface MemoryStoreOptions {
+  /** The clock for `updatedAt`, in ms since the epoch. @default Date.now */
+  now?: () => number;
+}
+
+/** Runs in a `Map`, with the same rules, conflicts and list order as the durable stores. */
 export class MemoryStore implements CheckpointStore {
   readonly #runs = new Map<string, StoredRun>();
   readonly #now: () => number;
 
-  constructor(options: { now?: () => number } = {}) {
-    this.#now = options.now ?? Date.now;
+  /** @throws OptionsError on an unknown option or a `now` that is not a function. */
+  constructor(options?: MemoryStoreOptions) {
+    const o = checkStoreOptions('new MemoryStore', options, ['now']);
+    this.#now = checkClock('new MemoryStore', o.now) ?? Date.now;
   }
 
   async load(runId: string): Promise<StoredRun | null> {
+    checkRunId('load', runId);
     const run = this.#runs.get(runId);
     return run ? structuredClone(run) : null;
   }
 
   async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
+    checkWrite('save', runId, write, expectedVersion);
     const current = this.#runs.get(runId) ?? null;
     const version = current?.version ?? 0;
     checkSave(runId, current && { version, entries: current.entries.length }, write.from, expectedVersion);
@@ -37,23 +55,22 @@ export class MemoryStore implements CheckpointStore {
       head: write.head,
       entries: [...(current?.entries ?? []), ...write.append],
       pending: structuredClone(write.pending),
-      updatedAt: new Date(this.#now()).toISOString(),
+      updatedAt: timestampOf(this.#now),
     });
     return version + 1;
   }
 
-  async list(options: ListOptions = {}): Promise<RunSummary[]> {
-    checkLimit(options.limit);
-    // Code-unit order, like SQLite's BINARY and Postgres's COLLATE "C": no locale involved.
-    const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  async list(options?: ListOptions): Promise<RunSummary[]> {
+    const { status, limit } = checkListOptions(options);
     const runs = [...this.#runs.values()]
-      .filter((r) => options.status === undefined || r.status === options.status)
-      .sort((a, b) => byCodeUnit(a.updatedAt, b.updatedAt) || byCodeUnit(a.runId, b.runId))
-      .slice(0, options.limit ?? Number.POSITIVE_INFINITY);
+      .filter((r) => status === undefined || r.status === status)
+      .sort(compareRuns)
+      .slice(0, limit ?? Number.POSITIVE_INFINITY);
     return runs.map(({ head: _h, entries: _e, ...summary }) => structuredClone(summary));
   }
 
   async delete(runId: string, expectedVersion?: number): Promise<boolean> {
+    checkRunId('delete', runId);
     const current = this.#runs.get(runId);
     if (!current) return false;
     if (expectedVersion !== undefined && current.version !== expectedVersion) {

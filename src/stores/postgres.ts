@@ -8,6 +8,10 @@
  * that matched. A concurrent writer that lost waits on the row lock, re-checks the condition,
  * matches nothing and gets a `ConflictError`: never an overwrite. Cost per save: O(new data).
  *
+ * Every wait is bounded (connect, statement, query timeouts), every pooled connection has an
+ * error listener, and every failure reaches the caller as a typed error naming the server
+ * without its password: a dropped or black-holed connection never kills or hangs the process.
+ *
  * @example
  * import { PostgresStore } from 'tollgate/postgres';
  * const store = new PostgresStore(process.env.DATABASE_URL, { schema: 'tollgate' });
@@ -17,13 +21,13 @@
  * await store.close();
  */
 
-import type { Pool, PoolClient, PoolConfig } from 'pg';
+import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
 import type { PendingCall, Status } from '../../machines/types.js';
-import { OptionsError, SystemError, TollgateError, UserError } from '../errors.js';
+import { CheckpointError, OptionsError, StoreUnavailableError } from '../errors.js';
+import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
-  checkLimit,
   deleteConflict,
   type ListOptions,
   type RunSummary,
@@ -31,10 +35,17 @@ import {
   type StoredRun,
   saveConflict,
 } from '../store.js';
-import { migrate } from './postgres-migrations.js';
-import { type Statements, statements } from './postgres-sql.js';
+import { checkConnectionString, describeTarget, poolConfigOf, timeoutsOf } from './postgres/connection.js';
+import { Connections } from './postgres/connections.js';
+import { sqlStateOf } from './postgres/faults.js';
+import { migrate } from './postgres/migrations.js';
+import { type Statements, statements } from './postgres/sql.js';
+import { checkClock, checkListOptions, checkRunId, checkStoreOptions, checkWrite, timestampOf } from './rules.js';
 
-export { SCHEMA_VERSION } from './postgres-migrations.js';
+export { redactUrl } from './postgres/connection.js';
+export { SCHEMA_VERSION } from './postgres/migrations.js';
+/** Also exported by `tollgate`; kept here for code that imported it from `tollgate/postgres`. */
+export { StoreUnavailableError };
 
 export interface PostgresStoreOptions {
   /**
@@ -44,20 +55,36 @@ export interface PostgresStoreOptions {
    */
   schema?: string;
   /**
-   * Give up connecting after this many milliseconds with a `StoreUnavailableError`: an
-   * unreachable server fails fast instead of hanging every save.
+   * Give up connecting (or waiting for a free pooled connection) after this many milliseconds
+   * with a `StoreUnavailableError`: an unreachable or black-holed server fails fast instead of
+   * hanging every save.
    * @default 5000
    */
   connectTimeoutMs?: number;
+  /**
+   * The server cancels a statement that runs longer than this (Postgres `statement_timeout`,
+   * set when a connection opens): a save stuck behind a lock fails with a
+   * `StoreUnavailableError`, and nothing of it is committed. Applies to the pool the store
+   * creates; set `statement_timeout` in your own pool's config.
+   * @default 10000
+   */
+  statementTimeoutMs?: number;
+  /**
+   * The client gives up on a query whose answer has not come after this long (the server or
+   * the network stopped answering), drops the connection, and throws `StoreUnavailableError`.
+   * Whether a save cut off this way was committed is unknown: load the run to see.
+   * Keep it above `statementTimeoutMs`, so that a slow statement is cancelled by the server first.
+   * @default statementTimeoutMs + 5000
+   */
+  queryTimeoutMs?: number;
   /** Connections in the pool the store creates (ignored for a pool you pass). @default 10 */
   maxConnections?: number;
   /** The clock for `updatedAt`, in ms since the epoch. @default the database's clock */
   now?: () => number;
 }
 
-/** The database cannot be reached (refused, timed out, bad credentials, no such database). */
-export class StoreUnavailableError extends SystemError {}
-
+const OPTIONS = ['schema', 'connectTimeoutMs', 'statementTimeoutMs', 'queryTimeoutMs', 'maxConnections', 'now'];
+const CALL = 'new PostgresStore';
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 interface RunRow {
@@ -71,54 +98,57 @@ interface RunRow {
 /**
  * A `CheckpointStore` on PostgreSQL. Give it a connection string, a `pg` pool config, or a
  * `pg.Pool` you own. The schema is migrated on first use (or call `migrate()`).
- * `close()` ends the pool the store created; a pool you passed stays yours to end.
+ * `close()` ends the pool the store created; a pool you passed stays yours to end (and its
+ * idle connections' errors are yours to listen to: `pool.on('error', …)`).
  */
 export class PostgresStore implements CheckpointStore {
   readonly #sql: Statements;
   readonly #schema: string;
   readonly #pool: Pool;
   readonly #ownsPool: boolean;
-  readonly #connectTimeoutMs: number;
+  readonly #connections: Connections;
   readonly #now: (() => number) | undefined;
-  readonly #where: string;
   #ready: Promise<number> | null = null;
   #closed = false;
 
-  constructor(connection: string | PoolConfig | Pool, options: PostgresStoreOptions = {}) {
-    const schema = options.schema ?? 'tollgate';
+  /** @throws OptionsError for a malformed URL, an unknown option or a bad value; nothing is connected yet. */
+  constructor(connection: string | PoolConfig | Pool, options?: PostgresStoreOptions) {
+    const o = checkStoreOptions(CALL, options, OPTIONS);
+    const schema = o.schema ?? 'tollgate';
     if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
       throw new OptionsError(
-        `PostgresStore: schema must be an identifier (letters, digits, _; at most 63), got ${JSON.stringify(schema)}`,
+        `${CALL}: schema must be an identifier (letters, digits, _; at most 63), got ${showValue(schema)}`,
       );
     }
-    const timeout = options.connectTimeoutMs ?? 5000;
-    if (!Number.isFinite(timeout) || timeout <= 0) {
-      throw new OptionsError(`PostgresStore: connectTimeoutMs must be a positive number, got ${String(timeout)}`);
+    if (o.maxConnections !== undefined && !(Number.isSafeInteger(o.maxConnections) && o.maxConnections >= 1)) {
+      throw new OptionsError(`${CALL}: maxConnections must be a whole number ≥ 1, got ${showValue(o.maxConnections)}`);
     }
+    const timeouts = timeoutsOf(CALL, o);
+    this.#now = checkClock(CALL, o.now);
     this.#schema = schema;
     this.#sql = statements(`"${schema}"`);
-    this.#connectTimeoutMs = timeout;
-    this.#now = options.now;
     if (isPool(connection)) {
       this.#pool = connection;
       this.#ownsPool = false;
-      this.#where = 'the given pool';
-    } else {
-      if (typeof connection !== 'string' && (connection === null || typeof connection !== 'object')) {
-        throw new OptionsError('PostgresStore: give a connection string, a pg PoolConfig or a pg.Pool');
-      }
-      const config: PoolConfig = typeof connection === 'string' ? { connectionString: connection } : { ...connection };
-      this.#pool = new pg.Pool({
-        max: options.maxConnections ?? 10,
-        connectionTimeoutMillis: timeout,
-        ...config,
-      });
-      this.#ownsPool = true;
-      this.#where = describeTarget(config);
-      // An idle connection that the server drops (restart, failover) emits 'error' on the pool;
-      // unheard, it would kill the process. The next query simply opens a new connection.
-      this.#pool.on('error', () => {});
+      this.#connections = new Connections(connection, 'the given pool', timeouts);
+      return;
     }
+    if (typeof connection === 'string') checkConnectionString(CALL, connection);
+    else if (connection === null || typeof connection !== 'object') {
+      throw new OptionsError(
+        `${CALL}: give a connection string, a pg PoolConfig or a pg.Pool, got ${showValue(connection)}`,
+      );
+    } else if (connection.connectionString !== undefined) {
+      checkConnectionString(CALL, connection.connectionString);
+    }
+    const config = poolConfigOf(connection, timeouts, o);
+    this.#pool = new pg.Pool(config);
+    this.#ownsPool = true;
+    this.#connections = new Connections(this.#pool, describeTarget(config), timeouts);
+    // An idle connection that the server drops (restart, failover) emits 'error' on the pool;
+    // unheard, it would kill the process. The next query simply opens a new connection.
+    this.#pool.on('error', () => {});
+    this.#pool.on('connect', (client) => this.#connections.listen(client));
   }
 
   /**
@@ -127,28 +157,23 @@ export class PostgresStore implements CheckpointStore {
    * @returns the schema version.
    */
   migrate(): Promise<number> {
-    if (!this.#ready) {
-      const ready = this.#use((client) => migrate(client, this.#schema));
-      // A failed attempt (server down) is not remembered: the next call tries again.
-      ready.catch(() => {
-        if (this.#ready === ready) this.#ready = null;
-      });
-      this.#ready = ready;
-    }
-    return this.#ready;
+    return this.#migrate('PostgresStore.migrate');
   }
 
   async load(runId: string): Promise<StoredRun | null> {
+    checkRunId('load', runId);
     // One statement: head and entries come from the same snapshot.
     const { rows } = await this.#query<RunRow & { head: string; entry_count: number; entries: string[] }>(
+      'load',
       this.#sql.load,
       [runId],
     );
     const row = rows[0];
     if (!row) return null;
     if (row.entries.length !== row.entry_count) {
-      throw new SystemError(
-        `postgres: run ${JSON.stringify(runId)} should have ${row.entry_count} entries but has ${row.entries.length}`,
+      throw new CheckpointError(
+        `postgres: run ${JSON.stringify(runId)} is damaged: it should have ${row.entry_count} entries but has ${row.entries.length}`,
+        undefined,
         { runId },
       );
     }
@@ -156,8 +181,9 @@ export class PostgresStore implements CheckpointStore {
   }
 
   async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
-    const valid = Number.isSafeInteger(expectedVersion) && Number.isSafeInteger(write.from) && write.from >= 0;
-    if (valid && (expectedVersion > 0 || write.from === 0)) {
+    checkWrite('save', runId, write, expectedVersion);
+    // Creating a run with entries already stored cannot match anything: a conflict.
+    if (expectedVersion > 0 || write.from === 0) {
       const values = [
         runId,
         write.status,
@@ -165,20 +191,20 @@ export class PostgresStore implements CheckpointStore {
         write.from,
         write.append,
         write.pending === null ? null : JSON.stringify(write.pending),
-        this.#now ? new Date(this.#now()) : null,
+        this.#now ? timestampOf(this.#now) : null,
       ];
       const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
       if (expectedVersion > 0) values.push(expectedVersion);
       try {
-        const { rows } = await this.#query<{ version: number }>(sql, values);
+        const { rows } = await this.#query<{ version: number }>('save', sql, values);
         if (rows[0]) return rows[0].version;
       } catch (error) {
         // The entries' primary key: someone appended at these indexes. Cannot happen while the
         // version check holds, but a duplicate is a conflict, never an overwrite.
-        if ((error as { code?: string }).code !== '23505') throw error;
+        if (sqlStateOf((error as Error).cause) !== '23505') throw error;
       }
     }
-    const { rows } = await this.#query<{ version: number; entry_count: number }>(this.#sql.current, [runId]);
+    const { rows } = await this.#query<{ version: number; entry_count: number }>('save', this.#sql.current, [runId]);
     const actual = rows[0];
     throw saveConflict(
       runId,
@@ -188,18 +214,18 @@ export class PostgresStore implements CheckpointStore {
     );
   }
 
-  async list(options: ListOptions = {}): Promise<RunSummary[]> {
-    const { status, limit } = options;
-    checkLimit(limit);
-    const { rows } = await this.#query<RunRow>(this.#sql.list, [status ?? null, limit ?? null]);
+  async list(options?: ListOptions): Promise<RunSummary[]> {
+    const { status, limit } = checkListOptions(options);
+    const { rows } = await this.#query<RunRow>('list', this.#sql.list, [status ?? null, limit ?? null]);
     return rows.map(summaryOf);
   }
 
   async delete(runId: string, expectedVersion?: number): Promise<boolean> {
-    const { rowCount } = await this.#query(this.#sql.delete, [runId, expectedVersion ?? null]);
+    checkRunId('delete', runId);
+    const { rowCount } = await this.#query('delete', this.#sql.delete, [runId, expectedVersion ?? null]);
     if (rowCount) return true;
     if (expectedVersion === undefined) return false;
-    const { rows } = await this.#query<{ version: number }>(this.#sql.current, [runId]);
+    const { rows } = await this.#query<{ version: number }>('delete', this.#sql.current, [runId]);
     const actual = rows[0]?.version;
     if (actual === undefined) return false;
     throw deleteConflict(runId, actual, expectedVersion);
@@ -209,66 +235,28 @@ export class PostgresStore implements CheckpointStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#connections.close();
     await this.#ready?.catch(() => {});
     if (this.#ownsPool) await this.#pool.end();
   }
 
-  async #query<R extends object = Record<string, unknown>>(text: string, values: unknown[]) {
-    await this.migrate();
-    return this.#use((client) => client.query<R>(text, values));
-  }
-
-  /**
-   * Runs `work` on a pooled connection. A connection that failed (no SQLSTATE: reset, ended) is
-   * discarded rather than returned to the pool, and the failure is a `StoreUnavailableError`.
-   */
-  async #use<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#connect();
-    try {
-      const result = await work(client);
-      client.release();
-      return result;
-    } catch (error) {
-      const sqlState = (error as { code?: unknown }).code;
-      const serverSaid = typeof sqlState === 'string' && /^[0-9A-Z]{5}$/.test(sqlState);
-      // The connection is fine after an error the server reported (or one of ours).
-      client.release(serverSaid || error instanceof TollgateError ? undefined : true);
-      if (serverSaid || error instanceof TollgateError) throw error;
-      throw new StoreUnavailableError(`PostgresStore: lost the connection to ${this.#where} (${reasonOf(error)})`, {
-        cause: error,
+  #migrate(call: string): Promise<number> {
+    if (!this.#ready) {
+      const ready = this.#connections.use(call, true, (sql) => migrate(sql, this.#schema));
+      // A failed attempt (server down) is not remembered: the next call tries again.
+      ready.catch(() => {
+        if (this.#ready === ready) this.#ready = null;
       });
+      this.#ready = ready;
     }
+    return this.#ready;
   }
 
-  /** A pooled connection, or a `StoreUnavailableError` within the connect timeout. */
-  async #connect(): Promise<PoolClient> {
-    if (this.#closed) throw new UserError('PostgresStore: the store is closed');
-    let timer: NodeJS.Timeout | undefined;
-    const connecting = this.#pool.connect();
-    // The pool has its own timeout when the store made it; this one also covers a given pool.
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no connection within ${this.#connectTimeoutMs} ms`)),
-        this.#connectTimeoutMs,
-      );
-    });
-    try {
-      return await Promise.race([connecting, timeout]);
-    } catch (error) {
-      connecting.then((late) => late.release()).catch(() => {});
-      throw new StoreUnavailableError(
-        `PostgresStore: cannot connect to ${this.#where} (${reasonOf(error)}); is the server running and the URL right?`,
-        { cause: error },
-      );
-    } finally {
-      clearTimeout(timer);
-    }
+  async #query<R extends object = Record<string, unknown>>(op: string, text: string, values: unknown[]) {
+    const call = `PostgresStore.${op}`;
+    await this.#migrate(call);
+    return this.#connections.use(call, op === 'save' || op === 'delete', (sql) => sql.query<R>(text, values));
   }
-}
-
-function reasonOf(error: unknown): string {
-  const e = error as { code?: unknown; message?: unknown } | null;
-  return String(e?.code ?? e?.message ?? error);
 }
 
 /** Duck-typed, so a pool from another copy of `pg` is still recognised. */
@@ -285,19 +273,4 @@ function summaryOf(row: RunRow): RunSummary {
     pending: row.pending === null ? null : (JSON.parse(row.pending) as PendingCall),
     updatedAt: row.updated_at.toISOString(),
   };
-}
-
-/** Where the pool connects, for error messages: never the password. */
-function describeTarget(config: PoolConfig): string {
-  if (config.connectionString) {
-    try {
-      const url = new URL(config.connectionString);
-      url.password = '';
-      url.search = ''; // `?password=…` and `?sslkey=…` are options too
-      return url.toString();
-    } catch {
-      return 'the configured server';
-    }
-  }
-  return `${config.host ?? 'localhost'}:${config.port ?? 5432}/${config.database ?? ''}`;
 }

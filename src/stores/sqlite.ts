@@ -7,8 +7,9 @@
  *   survives a power cut — the write-ahead record before a side effect must. `NORMAL` is
  *   faster and still survives a process crash, but a power cut may lose the last saves.
  * - `busy_timeout`: a process that finds the database locked by another waits (up to
- *   `busyTimeoutMs`) instead of failing. better-sqlite3 is synchronous, so it waits blocking
- *   its event loop; saves are short, so the wait is too.
+ *   `busyTimeoutMs`) instead of failing, then gets a `StoreUnavailableError`. better-sqlite3 is
+ *   synchronous, so it waits blocking its event loop; saves are short, so the wait is too.
+ * - Every driver error becomes a typed one naming the file (src/stores/sqlite/faults.ts).
  * - A save is one `BEGIN IMMEDIATE` transaction: check the version and entry count, write the
  *   head, insert the new entries. O(new entries + head) per save.
  *
@@ -18,10 +19,10 @@
  * const agent = new Agent({ policy, tools, store });
  */
 import Database from 'better-sqlite3';
-import { OptionsError, SystemError } from '../errors.js';
+import { CheckpointError, OptionsError, UserError } from '../errors.js';
+import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
-  checkLimit,
   checkSave,
   deleteConflict,
   type ListOptions,
@@ -30,18 +31,35 @@ import {
   type StoredRun,
 } from '../store.js';
 import type { PendingCall, Status } from '../types.js';
+import {
+  checkClock,
+  checkDuration,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  timestampOf,
+} from './rules.js';
+import { checkDatabasePath, fault } from './sqlite/faults.js';
 import { migrate } from './sqlite/migrations.js';
 
 export interface SqliteStoreOptions {
-  /** The database file (created if missing), or `':memory:'`. */
+  /** The database file (created if missing, in a folder that must exist), or `':memory:'`. */
   path: string;
   /** `FULL` fsyncs every commit (durable across power loss); `NORMAL` survives process crashes only. @default 'FULL' */
   synchronous?: 'FULL' | 'NORMAL';
-  /** How long to wait for another connection's write lock. @default 10_000 */
+  /**
+   * How long to wait for another connection's write lock before a `StoreUnavailableError`
+   * (0 to 2^31−1 ms). @default 10_000
+   */
   busyTimeoutMs?: number;
-  /** The clock for `updatedAt`. @default Date.now */
+  /** The clock for `updatedAt`, in ms since the epoch. @default Date.now */
   now?: () => number;
 }
+
+const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
+/** Which call is constructing: `SqliteStore.open` names itself in errors, not `new SqliteStore`. */
+let opening: string | null = null;
 
 interface RunRow {
   run_id: string;
@@ -61,37 +79,63 @@ const summary = (row: Omit<RunRow, 'head' | 'entry_count'>): RunSummary => ({
   updatedAt: row.updated_at,
 });
 
+/** A `CheckpointStore` in one SQLite file, shared by the processes of one machine. */
 export class SqliteStore implements CheckpointStore {
+  /** The database file, as given. */
+  readonly path: string;
   readonly #db: Database.Database;
   readonly #now: () => number;
+  readonly #busyTimeoutMs: number;
   readonly #save: (runId: string, write: RunWrite, expectedVersion: number, at: string) => number;
   readonly #delete: (runId: string, expectedVersion: number | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
 
-  /** Opens (and if needed creates and migrates) the database at `path`. */
-  static open(path: string, options: Omit<SqliteStoreOptions, 'path'> = {}): SqliteStore {
-    return new SqliteStore({ ...options, path });
+  /**
+   * Opens (and if needed creates and migrates) the database at `path`.
+   * @throws OptionsError for a bad option, a directory, or a file whose folder does not exist.
+   * @throws StoreDamagedError for a file that is not a SQLite database, or a damaged one.
+   * @throws StoreUnavailableError when the file cannot be opened or is locked past `busyTimeoutMs`.
+   */
+  static open(path: string, options?: Omit<SqliteStoreOptions, 'path'>): SqliteStore {
+    const o = checkStoreOptions('SqliteStore.open', options, OPTIONS);
+    opening = 'SqliteStore.open';
+    try {
+      return new SqliteStore({ ...o, path });
+    } finally {
+      opening = null;
+    }
   }
 
+  /** Like `SqliteStore.open(options.path, options)`. */
   constructor(options: SqliteStoreOptions) {
-    if (typeof options?.path !== 'string' || options.path === '') {
-      throw new OptionsError('SqliteStore: options.path must be a file path or ":memory:"');
+    const call = opening ?? 'new SqliteStore';
+    const o = checkStoreOptions(call, options, ['path', ...OPTIONS]);
+    if (typeof o.path !== 'string' || o.path === '') {
+      throw new OptionsError(`${call}: path must be a file path or ":memory:", got ${showValue(o.path)}`);
     }
-    const synchronous = options.synchronous ?? 'FULL';
+    const synchronous = o.synchronous ?? 'FULL';
     if (synchronous !== 'FULL' && synchronous !== 'NORMAL') {
-      throw new OptionsError(`SqliteStore: synchronous must be 'FULL' or 'NORMAL', got ${String(synchronous)}`);
+      throw new OptionsError(`${call}: synchronous must be "FULL" or "NORMAL", got ${showValue(synchronous)}`);
     }
-    this.#now = options.now ?? Date.now;
-    const db = new Database(options.path);
+    this.path = o.path;
+    this.#busyTimeoutMs = checkDuration(call, 'busyTimeoutMs', o.busyTimeoutMs, 10_000, 0);
+    this.#now = checkClock(call, o.now) ?? Date.now;
+    checkDatabasePath(call, o.path);
+    let db: Database.Database;
+    try {
+      db = new Database(o.path);
+    } catch (error) {
+      throw fault(call, o.path, error);
+    }
     this.#db = db;
     try {
-      db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
+      db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`);
       db.pragma('journal_mode = WAL');
       db.pragma(`synchronous = ${synchronous}`);
       migrate(db);
     } catch (error) {
       db.close();
-      throw error;
+      throw fault(call, o.path, error, this.#busyTimeoutMs);
     }
 
     const head = db.prepare('SELECT version, entry_count FROM runs WHERE run_id = ?');
@@ -140,8 +184,10 @@ export class SqliteStore implements CheckpointStore {
       if (!row) return null;
       const bodies = entries.all(runId) as string[];
       if (bodies.length !== row.entry_count) {
-        throw new SystemError(
-          `sqlite: run ${JSON.stringify(runId)} has ${bodies.length} entries, not ${row.entry_count}`,
+        throw new CheckpointError(
+          `sqlite: run ${JSON.stringify(runId)} in ${this.path} is damaged: it has ${bodies.length} entries, not ${row.entry_count}`,
+          undefined,
+          { runId },
         );
       }
       return { ...summary(row), head: row.head, entries: bodies };
@@ -160,33 +206,44 @@ export class SqliteStore implements CheckpointStore {
   }
 
   async load(runId: string): Promise<StoredRun | null> {
-    return this.#load(runId);
+    checkRunId('load', runId);
+    return this.#guard('load', () => this.#load(runId));
   }
 
   async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
-    return this.#save(runId, write, expectedVersion, new Date(this.#now()).toISOString());
+    checkWrite('save', runId, write, expectedVersion);
+    return this.#guard('save', () => this.#save(runId, write, expectedVersion, timestampOf(this.#now)));
   }
 
-  async list(options: ListOptions = {}): Promise<RunSummary[]> {
-    checkLimit(options.limit);
-    const where = options.status === undefined ? '' : 'WHERE status = @status';
-    const limit = options.limit === undefined || !Number.isFinite(options.limit) ? '' : 'LIMIT @limit';
-    const rows = this.#db
-      .prepare(
-        `SELECT run_id, version, status, pending, updated_at FROM runs ${where} ORDER BY updated_at, run_id ${limit}`,
-      )
-      .all({
-        ...(options.status === undefined ? {} : { status: options.status }),
-        ...(limit ? { limit: options.limit } : {}),
-      });
-    return (rows as RunRow[]).map(summary);
+  async list(options?: ListOptions): Promise<RunSummary[]> {
+    const { status, limit } = checkListOptions(options);
+    const where = status === undefined ? '' : 'WHERE status = @status';
+    // BINARY collation: UTF-8 byte order, i.e. code points (compareCodePoints in rules.ts).
+    const order = `ORDER BY updated_at, run_id ${limit === undefined ? '' : 'LIMIT @limit'}`;
+    return this.#guard('list', () => {
+      const rows = this.#db
+        .prepare(`SELECT run_id, version, status, pending, updated_at FROM runs ${where} ${order}`)
+        .all({ ...(status === undefined ? {} : { status }), ...(limit === undefined ? {} : { limit }) });
+      return (rows as RunRow[]).map(summary);
+    });
   }
 
   async delete(runId: string, expectedVersion?: number): Promise<boolean> {
-    return this.#delete(runId, expectedVersion);
+    checkRunId('delete', runId);
+    return this.#guard('delete', () => this.#delete(runId, expectedVersion));
   }
 
   async close(): Promise<void> {
     if (this.#db.open) this.#db.close();
+  }
+
+  /** Runs one operation: refused once closed; a driver error becomes a typed one naming the file. */
+  #guard<T>(call: string, work: () => T): T {
+    if (!this.#db.open) throw new UserError(`SqliteStore.${call}: the store is closed (${JSON.stringify(this.path)})`);
+    try {
+      return work();
+    } catch (error) {
+      throw fault(`SqliteStore.${call}`, this.path, error, this.#busyTimeoutMs);
+    }
   }
 }

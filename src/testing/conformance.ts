@@ -11,13 +11,17 @@
  * @example
  * import { describe, it } from 'vitest';
  * import { checkpointStoreConformance } from 'tollgate/testing';
- * checkpointStoreConformance('MyStore', { create: async () => new MyStore(), skip: {
- *   crossProcess: 'in memory only', reopen: 'in memory only' } }, { describe, it });
+ * checkpointStoreConformance('MyStore', {
+ *   create: async () => new MyStore(),
+ *   createWithClock: async (now) => new MyStore({ now }),
+ *   skip: { crossProcess: 'in memory only', reopen: 'in memory only' },
+ * }, { describe, it });
  */
 import { agentCases } from './conformance/agent-case.js';
 import { basicCases } from './conformance/basics.js';
 import { listingCases } from './conformance/listing.js';
 import { processCases } from './conformance/processes.js';
+import { ruleCases } from './conformance/rules.js';
 import { scaleCases } from './conformance/scale.js';
 import type { Capability, ConformanceCase, ConformanceContext } from './conformance/types.js';
 
@@ -35,6 +39,7 @@ export { raceSaves, serveWriter, spawnNodeWriter } from './conformance/writer.js
 export const conformanceCases: readonly ConformanceCase[] = [
   ...basicCases,
   ...listingCases,
+  ...ruleCases,
   ...scaleCases,
   ...processCases,
   ...agentCases,
@@ -43,6 +48,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
 const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   crossProcess: (ctx) => typeof ctx.spawnWriter === 'function',
   reopen: (ctx) => typeof ctx.reopen === 'function',
+  clock: (ctx) => typeof ctx.createWithClock === 'function',
 };
 
 /**

@@ -14,7 +14,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SystemError } from '../../src/index.js';
+import { StoreUnavailableError } from '../../src/index.js';
 import { runDirName } from '../../src/stores/file/format.js';
 import { FileStore } from '../../src/stores/file.js';
 import { spawnNodeWriter } from '../../src/testing/index.js';
@@ -87,11 +87,11 @@ describe('FileStore: crashes mid-save', () => {
     expect(readdirSync(dir).filter((f) => f.includes('dead'))).toEqual([]);
   });
 
-  it('a corrupt head is an error, not an empty run', async () => {
+  it('a corrupt head is an error naming the run, not an empty run', async () => {
     const store = fresh();
     await store.save('r', write(), 0);
     writeFileSync(join(runDir(store, 'r'), 'head.json'), 'not json');
-    await expect(store.load('r')).rejects.toBeInstanceOf(SystemError);
+    await expect(store.load('r')).rejects.toMatchObject({ name: 'CheckpointError', runId: 'r' });
   });
 
   it('a closed store refuses work', async () => {
@@ -129,12 +129,12 @@ describe('FileStore: the run lock', () => {
     expect(await store.save('r', write(), 0)).toBe(1);
   });
 
-  it('a live process’s lock is waited for, then a save gives up with SystemError; reads go on', async () => {
+  it('a live process’s lock is waited for, then a save gives up with StoreUnavailableError; reads go on', async () => {
     const store = new FileStore({ dir: join(root, String(++n)), lockTimeoutMs: 50 });
     await store.save('r', write(0, ['"a"']), 0);
     lockAt(store, 'r', { pid: process.ppid, boot: await boot() });
     await expect(store.save('r', write(1), 1)).rejects.toThrow(/locked for over 50 ms/);
-    await expect(store.delete('r')).rejects.toBeInstanceOf(SystemError);
+    await expect(store.delete('r')).rejects.toBeInstanceOf(StoreUnavailableError);
     expect((await store.load('r'))?.entries).toEqual(['"a"']);
   });
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SchemaVersionError, SystemError } from '../../src/index.js';
+import { SchemaVersionError, StoreUnavailableError, SystemError } from '../../src/index.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from '../../src/stores/sqlite/migrations.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 
@@ -62,7 +62,9 @@ describe('SqliteStore: connection settings', () => {
     expect(normal.settings).toMatchObject({ journalMode: 'wal', synchronous: 'NORMAL', busyTimeoutMs: 250 });
     await normal.close();
     expect(() => new SqliteStore({ path, synchronous: 'OFF' as never })).toThrow(/synchronous must be/);
-    expect(() => new SqliteStore({ path: '' })).toThrow(/options.path/);
+    expect(() => new SqliteStore({ path: '' })).toThrow(
+      'new SqliteStore: path must be a file path or ":memory:", got ""',
+    );
   });
 
   it('a save waits for another process’s write transaction instead of failing (busy_timeout)', async () => {
@@ -88,9 +90,15 @@ describe('SqliteStore: connection settings', () => {
     const db = new Database(path);
     db.exec('BEGIN IMMEDIATE');
     expect((await store.load('r'))?.entries).toEqual(['"a"', '"b"']);
-    // And with a short timeout a writer gives up with SQLite's busy error, not a ConflictError.
+    // And with a short timeout a writer gives up with a typed StoreUnavailableError, not a ConflictError.
     const impatient = new SqliteStore({ path, busyTimeoutMs: 20 });
-    await expect(impatient.save('r', write(2), 2)).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+    const busy = await impatient.save('r', write(2), 2).catch((e: unknown) => e);
+    expect(busy).toBeInstanceOf(StoreUnavailableError);
+    expect(busy).toMatchObject({ cause: { code: 'SQLITE_BUSY' } });
+    expect((busy as Error).message).toBe(
+      `SqliteStore.save: ${JSON.stringify(path)} is locked by another connection for over busyTimeoutMs (20 ms); try again later`,
+    );
+    expect((await impatient.load('r'))?.version).toBe(2);
     db.exec('ROLLBACK');
     db.close();
     expect(await impatient.save('r', write(2), 2)).toBe(3);

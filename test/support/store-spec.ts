@@ -12,14 +12,16 @@ export type StoreSpec =
   | { kind: 'sqlite'; path: string }
   | { kind: 'postgres'; url: string; schema: string };
 
-export async function storeFromSpec(spec: StoreSpec): Promise<CheckpointStore> {
+/** Opens the store `spec` describes; `now`, when given, is its clock (in this process only: a function is not JSON). */
+export async function storeFromSpec(spec: StoreSpec, now?: () => number): Promise<CheckpointStore> {
+  const clock = now ? { now } : {};
   switch (spec.kind) {
     case 'file':
-      return new FileStore({ dir: spec.dir });
+      return new FileStore({ dir: spec.dir, ...clock });
     case 'sqlite':
-      return SqliteStore.open(spec.path);
+      return SqliteStore.open(spec.path, clock);
     case 'postgres':
-      return new PostgresStore(spec.url, { schema: spec.schema });
+      return new PostgresStore(spec.url, { schema: spec.schema, ...clock });
     default:
       throw new Error(`storeFromSpec: unknown store kind ${JSON.stringify((spec as { kind?: unknown }).kind)}`);
   }

@@ -27,8 +27,8 @@ const WRITER = join(import.meta.dirname, 'store-writer.ts');
 /** A context for a store kind that can be described as JSON: reopen and cross-process come free. */
 export function specContext(next: () => StoreSpec): ConformanceContext {
   const specs = new WeakMap<CheckpointStore, StoreSpec>();
-  const open = async (spec: StoreSpec) => {
-    const store = await storeFromSpec(spec);
+  const open = async (spec: StoreSpec, now?: () => number) => {
+    const store = await storeFromSpec(spec, now);
     specs.set(store, spec);
     return store;
   };
@@ -39,6 +39,7 @@ export function specContext(next: () => StoreSpec): ConformanceContext {
   };
   return {
     create: () => open(next()),
+    createWithClock: (now) => open(next(), now),
     reopen: (store) => open(specOf(store)),
     spawnWriter: (store, job) => spawnNodeWriter({ script: WRITER, spec: specOf(store), job }),
   };
@@ -70,6 +71,7 @@ export const storesUnderTest: StoreUnderTest[] = [
     name: 'memory',
     context: () => ({
       create: async () => new MemoryStore(),
+      createWithClock: async (now) => new MemoryStore({ now }),
       skip: {
         crossProcess: 'a MemoryStore lives inside one process',
         reopen: 'a MemoryStore keeps nothing once closed',

@@ -13,8 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import { open, rename } from 'node:fs/promises';
-import type { PendingCall, Status } from '../../../machines/types.js';
-import { SystemError } from '../../errors.js';
+import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
+import { CheckpointError } from '../../errors.js';
 
 /** What the head file records besides the head itself. */
 export interface HeadMeta {
@@ -43,25 +43,80 @@ export function runDirName(runId: string): string {
   return `${name.slice(0, MAX_NAME - 66)}~${hash}`;
 }
 
+/** The run id a directory name stands for, or null when it cannot be told (a hashed long id, not a run). */
+export function runIdOfDirName(name: string): string | null {
+  if (!name.startsWith('r-') || name.includes('~')) return null;
+  const bytes: number[] = [];
+  for (let i = 2; i < name.length; i++) {
+    if (name[i] !== '%') bytes.push(name.charCodeAt(i));
+    else {
+      bytes.push(Number.parseInt(name.slice(i + 1, i + 3), 16));
+      i += 2;
+    }
+  }
+  return bytes.some(Number.isNaN) ? null : Buffer.from(bytes).toString('utf8');
+}
+
 export function encodeHead(meta: HeadMeta, head: string): string {
   return `${JSON.stringify(meta)}\n${head}`;
 }
 
-export function decodeHead(text: string, path: string): { meta: HeadMeta; head: string } {
-  const cut = text.indexOf('\n');
-  try {
-    if (cut < 0) throw new Error('no metadata line');
-    return { meta: JSON.parse(text.slice(0, cut)) as HeadMeta, head: text.slice(cut + 1) };
-  } catch (error) {
-    throw new SystemError(`file store: ${path} is corrupt: ${String(error)}`, { cause: error });
+/** A damaged run: a `CheckpointError` that names the run (when known) and the file. */
+export function damaged(runId: string | null, path: string, what: string, cause?: unknown): CheckpointError {
+  const run = runId === null ? 'a run' : `run ${JSON.stringify(runId)}`;
+  return new CheckpointError(`file store: ${run} is damaged: ${path} ${what}`, undefined, {
+    ...(runId === null ? {} : { runId }),
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+const JOURNAL_NAME = /^journal-[0-9a-f-]{36}\.log$/;
+const count = (n: unknown, min: number) => Number.isSafeInteger(n) && (n as number) >= min;
+
+/** What is wrong with a head's metadata, or null. The journal name is checked too: it is a path. */
+function metaProblem(meta: Partial<HeadMeta> | null): string | null {
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return 'metadata is not an object';
+  if (typeof meta.runId !== 'string') return 'runId is not a string';
+  if (!count(meta.version, 1)) return 'version is not a whole number ≥ 1';
+  if (!STATUSES.includes(meta.status as Status)) return `status ${JSON.stringify(meta.status)} is not a status`;
+  if (meta.pending === undefined || typeof meta.pending !== 'object' || Array.isArray(meta.pending)) {
+    return 'pending is not an object or null';
   }
+  const at = meta.updatedAt;
+  if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || new Date(at).toISOString() !== at) {
+    return 'updatedAt is not an ISO-8601 time';
+  }
+  if (!count(meta.entries, 0)) return 'entries is not a whole number ≥ 0';
+  if (typeof meta.journal !== 'string' || !JOURNAL_NAME.test(meta.journal)) return 'journal is not a journal file name';
+  if (!count(meta.journalBytes, 0)) return 'journalBytes is not a whole number ≥ 0';
+  return null;
+}
+
+/**
+ * A head file's metadata and head.
+ * @throws CheckpointError naming the run (`runId`, when the caller knows it) and the file.
+ */
+export function decodeHead(text: string, path: string, runId: string | null): { meta: HeadMeta; head: string } {
+  const cut = text.indexOf('\n');
+  if (cut < 0) throw damaged(runId, path, 'has no metadata line');
+  let meta: HeadMeta;
+  try {
+    meta = JSON.parse(text.slice(0, cut)) as HeadMeta;
+  } catch (error) {
+    throw damaged(runId, path, `has a metadata line that is not JSON (${String(error)})`, error);
+  }
+  const problem = metaProblem(meta);
+  if (problem)
+    throw damaged(runId ?? (typeof meta?.runId === 'string' ? meta.runId : null), path, `has bad metadata: ${problem}`);
+  return { meta, head: text.slice(cut + 1) };
 }
 
 export function encodeEntries(entries: readonly string[]): Buffer {
   return Buffer.from(entries.map((e) => `${Buffer.byteLength(e, 'utf8')}:${e}\n`).join(''), 'utf8');
 }
 
-export function decodeEntries(bytes: Buffer, count: number, path: string): string[] {
+/** The journal's entries. @throws CheckpointError naming the run and the file when they are not what the head says. */
+export function decodeEntries(bytes: Buffer, count: number, path: string, runId: string): string[] {
   const out: string[] = [];
   let at = 0;
   while (at < bytes.length) {
@@ -69,24 +124,24 @@ export function decodeEntries(bytes: Buffer, count: number, path: string): strin
     const length = colon <= at ? Number.NaN : Number(bytes.toString('latin1', at, colon));
     const end = colon + 1 + length;
     if (!Number.isInteger(length) || bytes[end] !== 0x0a) {
-      throw new SystemError(`file store: ${path} is corrupt at byte ${at}`);
+      throw damaged(runId, path, `is corrupt at byte ${at}`);
     }
     out.push(bytes.toString('utf8', colon + 1, end));
     at = end + 1;
   }
-  if (out.length !== count) throw new SystemError(`file store: ${path} holds ${out.length} entries, not ${count}`);
+  if (out.length !== count) throw damaged(runId, path, `holds ${out.length} entries, not ${count}`);
   return out;
 }
 
-/** Reads exactly the first `length` bytes of a file. */
-export async function readPrefix(path: string, length: number): Promise<Buffer> {
+/** Reads exactly the first `length` bytes of a run's journal. @throws CheckpointError if it is shorter. */
+export async function readPrefix(path: string, length: number, runId: string): Promise<Buffer> {
   const file = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(length);
     let read = 0;
     while (read < length) {
       const { bytesRead } = await file.read(buffer, read, length - read, read);
-      if (bytesRead === 0) throw new SystemError(`file store: ${path} is shorter than its head says (${length} bytes)`);
+      if (bytesRead === 0) throw damaged(runId, path, `is shorter than its head says (${length} bytes)`);
       read += bytesRead;
     }
     return buffer;

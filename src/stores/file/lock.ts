@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
-import { SystemError } from '../../errors.js';
+import { StoreUnavailableError } from '../../errors.js';
 
 interface Owner {
   pid: number;
@@ -119,7 +119,7 @@ async function acquire(path: string, token: string, timeoutMs: number): Promise<
       continue;
     }
     if (Date.now() > deadline) {
-      throw new SystemError(`file store: ${path} has been locked for over ${timeoutMs} ms by ${held.raw}`);
+      throw new StoreUnavailableError(`file store: ${path} has been locked for over ${timeoutMs} ms by ${held.raw}`);
     }
     await sleep(wait);
   }

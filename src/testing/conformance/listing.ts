@@ -1,17 +1,27 @@
 /** Listing: all runs, by status (the approval inbox), in update order, with a limit. */
 import assert from 'node:assert/strict';
 import type { RunSummary } from '../../store.js';
+import { compareRuns } from '../../stores/rules.js';
 import { assertIsoTime, entries, nextMillisecond, pendingCall, saveAll, withStore, write } from './fixtures.js';
 import type { ConformanceCase } from './types.js';
 
-/** Oldest update first; runs updated in the same millisecond by run id. */
+/** Oldest update first; runs updated in the same millisecond by run id, in code-point order. */
 function assertOrdered(runs: readonly RunSummary[]): void {
   for (let i = 1; i < runs.length; i++) {
     const [a, b] = [runs[i - 1] as RunSummary, runs[i] as RunSummary];
-    const ordered = a.updatedAt < b.updatedAt || (a.updatedAt === b.updatedAt && a.runId < b.runId);
-    assert.ok(ordered, `list order: ${a.runId}@${a.updatedAt} must come before ${b.runId}@${b.updatedAt}`);
+    assert.ok(
+      compareRuns(a, b) < 0,
+      `list order: ${a.runId}@${a.updatedAt} must come before ${b.runId}@${b.updatedAt}`,
+    );
   }
 }
+
+/**
+ * Run ids whose code-point order (the stores' order: SQLite BINARY, Postgres COLLATE "C") is
+ * neither `localeCompare`'s ('a' before 'B', 'é' before 'z') nor JavaScript `<`'s (which puts
+ * the astral '😀', U+1F600, before 'ｚ', U+FF5A). Listed here in the order `list` must give.
+ */
+const TIE_ORDER = ['B', 'Z', 'a', 'b', 'z', 'é', 'ｚ', '😀'];
 
 export const listingCases: ConformanceCase[] = [
   {
@@ -102,6 +112,39 @@ export const listingCases: ConformanceCase[] = [
         assert.equal(inbox.length, 3);
         assert.deepEqual(await store.list({ status: 'awaiting_approval', limit: 1 }), inbox.slice(0, 1));
       }),
+  },
+  {
+    name: 'list: runs saved in the same millisecond come in code-point order of run id, in every listing',
+    requires: ['clock'],
+    run: async (ctx) => {
+      let now = Date.parse('2026-03-04T05:06:07.008Z');
+      const store = await ctx.createWithClock!(() => now);
+      try {
+        // Saved in an order that is none of the orders being told apart.
+        for (const id of ['ｚ', 'b', '😀', 'Z', 'é', 'a', 'z', 'B']) {
+          const awaiting = TIE_ORDER.indexOf(id) % 2 === 0;
+          await saveAll(store, id, [{ status: awaiting ? 'awaiting_approval' : 'done', pending: null }]);
+        }
+        now += 1;
+        await saveAll(store, '0-later', [{ status: 'awaiting_approval' }]);
+        const all = await store.list();
+        assert.equal(all[0]?.updatedAt, '2026-03-04T05:06:07.008Z', 'updatedAt comes from the injected clock');
+        assert.deepEqual(
+          all.map((r) => r.runId),
+          [...TIE_ORDER, '0-later'],
+        );
+        assert.deepEqual(
+          (await store.list({ status: 'awaiting_approval' })).map((r) => r.runId),
+          [...TIE_ORDER.filter((_, i) => i % 2 === 0), '0-later'],
+        );
+        assert.deepEqual(
+          (await store.list({ limit: 3 })).map((r) => r.runId),
+          TIE_ORDER.slice(0, 3),
+        );
+      } finally {
+        await store.close();
+      }
+    },
   },
   {
     name: 'list rejects a limit that is not a whole number ≥ 0 (OptionsError)',

@@ -5,7 +5,7 @@ import type { CheckpointStore } from '../../store.js';
  * What a store may be unable to do. A context that lacks one says why (`skip`), and every case
  * that needs it is reported as skipped with that reason: a skip is never silent.
  */
-export type Capability = 'crossProcess' | 'reopen';
+export type Capability = 'crossProcess' | 'reopen' | 'clock';
 
 /** One writer process in the cross-process race: make `saves` successful saves on `runId`. */
 export interface WriterJob {
@@ -51,6 +51,11 @@ export interface WriterProcess {
 export interface ConformanceContext {
   /** A new, empty store. Each case makes its own and closes it. */
   create(): Promise<CheckpointStore>;
+  /**
+   * A new, empty store whose `updatedAt` comes from `now` (ms since the epoch), so a case can
+   * save several runs in the same millisecond and check how `list` breaks the tie.
+   */
+  createWithClock?(now: () => number): Promise<CheckpointStore>;
   /** A new store on the same storage as `store`, which the case has closed. */
   reopen?(store: CheckpointStore): Promise<CheckpointStore>;
   /** Starts a writer in another OS process on the same storage as `store`. */

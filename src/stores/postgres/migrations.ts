@@ -4,13 +4,18 @@
  * serialised across processes and machines by an advisory lock, and records each in
  * `tollgate_migrations`. Never edit a released step: add the next one.
  */
-import type { PoolClient } from 'pg';
-import { SchemaVersionError } from '../errors.js';
+import type { QueryResult, QueryResultRow } from 'pg';
+import { SchemaVersionError } from '../../errors.js';
+
+/** A connection as migrations and the store use it: every query bounded by the store's query timeout. */
+export interface Sql {
+  query<R extends QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+}
 
 export interface Migration {
   version: number;
   name: string;
-  up(client: PoolClient, schema: string): Promise<void>;
+  up(client: Sql, schema: string): Promise<void>;
 }
 
 /**
@@ -18,7 +23,7 @@ export interface Migration {
  * `pending` is JSON text, not jsonb: jsonb rejects `\u0000` and lone surrogates, which tool
  * arguments may legitimately hold, and a store must round-trip any run.
  */
-async function createRunsAndEntries(client: PoolClient, s: string): Promise<void> {
+async function createRunsAndEntries(client: Sql, s: string): Promise<void> {
   await client.query(`
     CREATE TABLE ${s}.runs (
       run_id      text PRIMARY KEY,
@@ -38,7 +43,7 @@ async function createRunsAndEntries(client: PoolClient, s: string): Promise<void
 }
 
 /** `list` orders by (updated_at, run_id); the inbox filters by status first. */
-async function indexListing(client: PoolClient, s: string): Promise<void> {
+async function indexListing(client: Sql, s: string): Promise<void> {
   await client.query(`
     CREATE INDEX runs_by_status ON ${s}.runs (status, updated_at, run_id COLLATE "C");
     CREATE INDEX runs_by_update ON ${s}.runs (updated_at, run_id COLLATE "C");`);
@@ -61,7 +66,7 @@ const LOCK_CLASS = 0x70_6c_67; // 'tlg'
  * @returns the schema version.
  * @throws SchemaVersionError when the database holds a newer schema than this code knows.
  */
-export async function migrate(client: PoolClient, schema: string): Promise<number> {
+export async function migrate(client: Sql, schema: string): Promise<number> {
   const s = `"${schema}"`;
   // Fast path, one round trip: every process opening a store pays this, and the locked
   // transaction below costs ~40 ms on a fresh connection (measured on the CI machine).

@@ -1,0 +1,99 @@
+/**
+ * Reading run heads, one at a time (`load`, `save`, `delete`) and all of them (`list`). A head
+ * that cannot be read is that run's problem only: `list` reports it through `onDamaged` and
+ * goes on with the others, so one damaged run never hides the approval inbox.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CheckpointError, StoreUnavailableError, type TollgateError } from '../../errors.js';
+import { damaged, decodeHead, type HeadMeta, runDirName, runIdOfDirName } from './format.js';
+
+export const HEAD = 'head.json';
+
+/** A run `list` could not read: reported, then left out of the listing. */
+export interface DamagedRun {
+  /** The run's id, when the head or the directory name tells it; null for a hashed long id. */
+  runId: string | null;
+  /** The run's directory. */
+  dir: string;
+  /** What is wrong: a `CheckpointError` for a damaged head, a `StoreUnavailableError` for one that cannot be read. */
+  error: TollgateError;
+}
+
+export interface HeadRead {
+  meta: HeadMeta;
+  head: string;
+}
+
+const code = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code;
+
+/** A file-system failure as a typed error that names the path. */
+export function ioFault(call: string, path: string, error: unknown): StoreUnavailableError {
+  const e = error as NodeJS.ErrnoException;
+  return new StoreUnavailableError(
+    `FileStore.${call}: ${path}: ${e?.code ?? ''} ${e?.message ?? String(error)}`.trim(),
+    {
+      cause: error,
+    },
+  );
+}
+
+/**
+ * The head in `dir`, or null if there is none. `runId` is the run the caller asked for (null
+ * while listing: the head says whose it is); `named` the run an error message names.
+ * @throws CheckpointError (naming the run) when the head is damaged or belongs to another run.
+ * @throws StoreUnavailableError when it cannot be read (permissions, I/O).
+ */
+export async function readHead(
+  call: string,
+  dir: string,
+  runId: string | null,
+  named: string | null = runId,
+): Promise<HeadRead | null> {
+  const path = join(dir, HEAD);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return null;
+    throw ioFault(call, path, error);
+  }
+  const found = decodeHead(text, path, named);
+  if (runId !== null && found.meta.runId !== runId) {
+    throw damaged(runId, path, `holds run ${JSON.stringify(found.meta.runId)} instead`);
+  }
+  return found;
+}
+
+/**
+ * Every readable head under `runsDir`, read 64 at a time (thousands of runs must not open
+ * thousands of files at once). Each unreadable one goes to `onDamaged` instead.
+ */
+export async function readAllHeads(runsDir: string, onDamaged: (damage: DamagedRun) => void): Promise<HeadRead[]> {
+  let names: string[];
+  try {
+    names = await readdir(runsDir);
+  } catch (error) {
+    if (code(error) === 'ENOENT') return [];
+    throw ioFault('list', runsDir, error);
+  }
+  const heads: HeadRead[] = [];
+  for (let i = 0; i < names.length; i += 64) {
+    const batch = names.slice(i, i + 64).map(async (name) => {
+      const dir = join(runsDir, name);
+      try {
+        const found = await readHead('list', dir, null, runIdOfDirName(name));
+        // A head copied into another run's directory would be listed twice, or under a name load cannot find.
+        if (found && runDirName(found.meta.runId) !== name) {
+          throw damaged(runIdOfDirName(name), join(dir, HEAD), `holds run ${JSON.stringify(found.meta.runId)} instead`);
+        }
+        if (found) heads.push(found);
+      } catch (error) {
+        if (!(error instanceof CheckpointError || error instanceof StoreUnavailableError)) throw error;
+        onDamaged({ runId: error.runId ?? runIdOfDirName(name), dir, error });
+      }
+    });
+    await Promise.all(batch);
+  }
+  return heads;
+}

@@ -1,0 +1,90 @@
+/**
+ * A `PostgresStore`'s way to its server: connections from a `pg` pool, each wait bounded
+ * (connect, query), each connection heard when it fails, each failure typed.
+ */
+import type { Pool, PoolClient, QueryConfig } from 'pg';
+import { StoreUnavailableError, UserError } from '../../errors.js';
+import type { Timeouts } from './connection.js';
+import { connectionIsSpent, pgFault } from './faults.js';
+import type { Sql } from './migrations.js';
+
+/** The pool a store uses, with its timeouts and error listeners; `use` is the one way to run SQL on it. */
+export class Connections {
+  readonly #pool: Pool;
+  readonly #where: string;
+  readonly #timeouts: Timeouts;
+  /** The connections that have our error listener. */
+  readonly #heard = new WeakSet<PoolClient>();
+  #closed = false;
+
+  /** `where` names the server in messages, without its password. */
+  constructor(pool: Pool, where: string, timeouts: Timeouts) {
+    this.#pool = pool;
+    this.#where = where;
+    this.#timeouts = timeouts;
+  }
+
+  /** From now on every call is refused (`UserError`); work in flight finishes. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /**
+   * Runs `work` on a pooled connection, each query bounded by the query timeout. A connection
+   * that failed (broke, timed out, is being shut down) is discarded rather than pooled again;
+   * every failure becomes a typed error (faults.ts). `writes`: a broken connection leaves the
+   * outcome unknown, and the message says so.
+   */
+  async use<T>(call: string, writes: boolean, work: (sql: Sql) => Promise<T>): Promise<T> {
+    const client = await this.#connect(call);
+    this.listen(client);
+    const query_timeout = this.#timeouts.queryTimeoutMs;
+    const sql: Sql = {
+      query: (text, values) => client.query({ text, values, query_timeout } as QueryConfig),
+    };
+    try {
+      const result = await work(sql);
+      client.release();
+      return result;
+    } catch (error) {
+      client.release(connectionIsSpent(error));
+      throw pgFault(error, { call, where: this.#where, writes, ...this.#timeouts });
+    }
+  }
+
+  /**
+   * A connection dropped mid-query fails the query and also emits 'error' on its client, which
+   * the pool listens to only while the client is idle: unheard, that event kills the process.
+   * The failed query already carries the error to the caller, so the event needs no action.
+   */
+  listen(client: PoolClient): void {
+    if (this.#heard.has(client)) return;
+    this.#heard.add(client);
+    client.on('error', () => {});
+  }
+
+  /** A pooled connection, or a `StoreUnavailableError` within the connect timeout. */
+  async #connect(call: string): Promise<PoolClient> {
+    if (this.#closed) throw new UserError(`${call}: the store is closed`);
+    const ms = this.#timeouts.connectTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const connecting = this.#pool.connect();
+    // A pool the store made has its own connect timeout; this one also covers a pool given to it.
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no connection within connectTimeoutMs (${ms} ms)`)), ms);
+    });
+    try {
+      return await Promise.race([connecting, timeout]);
+    } catch (error) {
+      connecting.then((late) => late.release()).catch(() => {});
+      const e = error as { message?: unknown; code?: unknown } | null;
+      const reason = typeof e?.message === 'string' && e.message !== '' ? e.message : String(e?.code ?? error);
+      throw new StoreUnavailableError(
+        `${call}: cannot connect to ${this.#where} (${reason}); is the server running and the URL right?`,
+        { cause: error },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

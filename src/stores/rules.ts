@@ -1,0 +1,166 @@
+/**
+ * The rules every Tollgate store shares, so that all four behave alike: what a run id and a
+ * write may hold, how store options are checked, and the one order `list` returns runs in.
+ * A custom store can use them too (`tollgate` exports them).
+ */
+import { STATUSES } from '../../machines/types.js';
+import { OptionsError } from '../errors.js';
+import { checkKeys, showValue } from '../option-keys.js';
+import { checkLimit, type ListOptions, type RunSummary, type RunWrite } from '../store.js';
+
+/**
+ * The longest delay a Node timer keeps (2^31−1 ms, about 24.8 days): a larger one fires after
+ * 1 ms, so a timeout of `3e9` would time everything out at once. Every duration option is bounded by it.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+// A UTF-16 code unit that is half of a surrogate pair, alone.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why `text` cannot be kept by a store, or null if it can. Stores keep text as UTF-8 (file
+ * names, SQLite, Postgres): a lone surrogate has no UTF-8 form and would come back as U+FFFD —
+ * two different run ids would become one — and Postgres's `text` cannot hold NUL at all.
+ */
+export function unstorableText(text: string): string | null {
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) return `a NUL character at index ${nul}`;
+  const lone = LONE_SURROGATE.exec(text);
+  if (lone) {
+    const unit = lone[0].charCodeAt(0).toString(16);
+    return `a lone surrogate (\\u${unit}) at index ${lone.index}, which UTF-8 cannot encode`;
+  }
+  return null;
+}
+
+/**
+ * Throws `OptionsError` unless `runId` is a string every store can keep: no NUL, no lone
+ * surrogate. Every store calls it first in `load`, `save` and `delete`, so they all refuse the same ids.
+ */
+export function checkRunId(call: string, runId: unknown): asserts runId is string {
+  if (typeof runId !== 'string') throw new OptionsError(`${call}: run id must be a string, got ${showValue(runId)}`);
+  const why = unstorableText(runId);
+  if (why) throw new OptionsError(`${call}: run id ${showValue(runId)} holds ${why}; no store can keep it`);
+}
+
+/**
+ * Throws `OptionsError` unless `write` is a well-formed `RunWrite` whose texts every store can
+ * keep. Heads and entries are JSON, where NUL and lone surrogates appear only as `\u` escapes:
+ * raw ones mean the caller built the text by hand.
+ */
+export function checkWrite(call: string, runId: unknown, write: RunWrite, expectedVersion: unknown): void {
+  checkRunId(call, runId);
+  const w = write as Partial<RunWrite> | null;
+  const fail = (what: string, value: unknown) => {
+    throw new OptionsError(`${call}: ${what}, got ${showValue(value)} (run ${showValue(runId)})`);
+  };
+  if (w === null || typeof w !== 'object') fail('the write must be an object', w);
+  const { status, head, from, append, pending } = w as Partial<RunWrite>;
+  if (!Number.isSafeInteger(expectedVersion) || (expectedVersion as number) < 0) {
+    fail('expectedVersion must be a whole number ≥ 0', expectedVersion);
+  }
+  if (!STATUSES.includes(status as never)) fail(`write.status must be one of ${STATUSES.join(', ')}`, status);
+  if (typeof head !== 'string') fail('write.head must be a string', head);
+  if (!Number.isSafeInteger(from) || (from as number) < 0) fail('write.from must be a whole number ≥ 0', from);
+  if (!Array.isArray(append)) fail('write.append must be an array of strings', append);
+  if (pending === undefined || typeof pending !== 'object') fail('write.pending must be an object or null', pending);
+  const texts: [string, unknown][] = [
+    ['write.head', head],
+    ...(append as unknown[]).map((e, i) => [`write.append[${i}]`, e] as [string, unknown]),
+  ];
+  for (const [what, text] of texts) {
+    if (typeof text !== 'string') fail(`${what} must be a string`, text);
+    const why = unstorableText(text as string);
+    if (why) fail(`${what} holds ${why} (JSON text escapes it as \\u…); no store can keep it`, text);
+  }
+}
+
+/** Checks `list`'s options alike in every store: known keys, a real status, a whole limit ≥ 0. */
+export function checkListOptions(options: ListOptions | undefined): ListOptions {
+  if (options === undefined) return {};
+  checkKeys('list', options, ['status', 'limit']);
+  if (options.status !== undefined && !STATUSES.includes(options.status)) {
+    throw new OptionsError(`list: status must be one of ${STATUSES.join(', ')}, got ${showValue(options.status)}`);
+  }
+  checkLimit(options.limit);
+  return options;
+}
+
+/**
+ * A store's options object, strict: `undefined` is `{}`, and an unknown key is an `OptionsError`
+ * naming the call and the key meant (`SqliteStore.open: unknown option "synchronus" (did you mean "synchronous"?)`).
+ */
+export function checkStoreOptions<T extends object>(call: string, options: T | undefined, known: readonly string[]): T {
+  if (options === undefined) return {} as T;
+  checkKeys(call, options, known);
+  return options;
+}
+
+/**
+ * A duration option in milliseconds: `fallback` when absent, else a whole number from `min` to
+ * `MAX_TIMER_MS`. @throws OptionsError naming the call, the option and the bad value.
+ */
+export function checkDuration(call: string, name: string, value: unknown, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > MAX_TIMER_MS) {
+    throw new OptionsError(
+      `${call}: ${name} must be a whole number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${showValue(value)}`,
+    );
+  }
+  return value as number;
+}
+
+/** The `now` option: absent, or a function returning ms since the epoch. */
+export function checkClock(call: string, now: unknown): (() => number) | undefined {
+  if (now !== undefined && typeof now !== 'function') {
+    throw new OptionsError(
+      `${call}: now must be a function returning milliseconds since the epoch, got ${showValue(now)}`,
+    );
+  }
+  return now as (() => number) | undefined;
+}
+
+/**
+ * `updatedAt` for a save: the store's clock as an ISO-8601 string.
+ * @throws OptionsError when the injected clock returns something that is not a time.
+ */
+export function timestampOf(now: () => number): string {
+  const ms = now();
+  const date = new Date(typeof ms === 'number' ? ms : Number.NaN);
+  if (Number.isNaN(date.getTime())) {
+    throw new OptionsError(`save: the store's now() returned ${showValue(ms)}, not milliseconds since the epoch`);
+  }
+  return date.toISOString();
+}
+
+/**
+ * Strings in code-point order: the UTF-8 byte order that SQLite's BINARY and Postgres's
+ * `COLLATE "C"` sort by. Not JavaScript's `<` (UTF-16 code units: an emoji would sort before
+ * U+FF5A), not `localeCompare` (a locale's order: 'a' before 'B'). No allocation.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) < codePointRank(y) ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
+/**
+ * Code units rank like the code points they start once surrogates (D800–DFFF, the first half of
+ * an astral character, U+10000 and up) move above E000–FFFF, which they outrank as code points.
+ */
+function codePointRank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
+}
+
+/** `list`'s order in every store: oldest `updatedAt` first, then run id in code-point order. */
+export function compareRuns(
+  a: Pick<RunSummary, 'runId' | 'updatedAt'>,
+  b: Pick<RunSummary, 'runId' | 'updatedAt'>,
+): number {
+  return compareCodePoints(a.updatedAt, b.updatedAt) || compareCodePoints(a.runId, b.runId);
+}
