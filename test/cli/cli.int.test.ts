@@ -7,13 +7,13 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 import { buildOnce } from './build.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'dist', 'src', 'cli', 'bin.js');
-const fixture = (name: string) => join(import.meta.dirname, 'fixtures', name);
+const build = buildOnce();
+const { bin } = build;
+const fixture = (name: string) => build.fixture(name);
 
 interface Result {
   code: number;
@@ -50,8 +50,6 @@ function workspace() {
   };
   return { dir, cli, paid, stored };
 }
-
-beforeAll(() => buildOnce(), 180_000);
 
 describe('tollgate (built) in child processes', () => {
   it('--help works for the program and every command', async () => {
