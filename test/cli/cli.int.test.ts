@@ -2,54 +2,10 @@
  * The real, built `tollgate` command in child processes: output, exit codes and the store's
  * contents. Non-interactive here (no terminal); tmux.int.test.ts drives the prompts.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/stores/sqlite.js';
-import { buildOnce } from './build.js';
-
-const build = buildOnce();
-const { bin } = build;
-const fixture = (name: string) => build.fixture(name);
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function workspace() {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
-  const ledger = join(dir, 'ledger.txt');
-  const env = { ...process.env, NO_COLOR: '1', TOLLGATE_TEST_LEDGER: ledger, TOLLGATE_USER: 'tester' };
-  delete (env as Record<string, string | undefined>).FORCE_COLOR;
-  const cli = async (args: string[], extraEnv: Record<string, string> = {}): Promise<Result> => {
-    try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-        cwd: dir,
-        env: { ...env, ...extraEnv },
-        timeout: 30_000,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const e = error as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-    }
-  };
-  const paid = () => (existsSync(ledger) ? readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean) : []);
-  const stored = async (runId: string) => {
-    const store = SqliteStore.open(join(dir, 'tollgate.db'));
-    try {
-      return await store.load(runId);
-    } finally {
-      await store.close();
-    }
-  };
-  return { dir, cli, paid, stored };
-}
+import { fixture, workspace } from './workspace.js';
 
 describe('tollgate (built) in child processes', () => {
   it('--help works for the program and every command', async () => {
@@ -65,13 +21,15 @@ describe('tollgate (built) in child processes', () => {
   });
 
   it('run pauses for approval, prints the command to decide later and exits 3; approve in another process finishes it', async () => {
-    const { cli, paid, stored } = workspace();
+    const { cli, paid, stored, dir } = workspace();
     const run = await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'inv-7']);
     expect(run.code).toBe(3);
     expect(run.stdout).toContain('call      pay {"amount":250}');
     expect(run.stdout).toContain('approval needed');
     expect(run.stdout).toContain('key       inv-7:2');
-    expect(run.stdout).toMatch(/tollgate approve inv-7 --store tollgate.db --agent \S+pay-agent.mjs/);
+    expect(run.stdout).toContain(
+      `tollgate approve inv-7 --call-id 'inv-7:2#1' --store ${dir}/tollgate.db --agent ${fixture('pay-agent.mjs')} --note`,
+    );
     expect(paid()).toEqual([]);
     expect(await stored('inv-7')).toMatchObject({ status: 'awaiting_approval', pending: { key: 'inv-7:2' } });
 
@@ -160,9 +118,9 @@ describe('tollgate (built) in child processes', () => {
   it('bad input gets one clear line, a non-zero exit, and changes nothing', async () => {
     const { cli, dir, stored } = workspace();
     const cases: [string[], number, RegExp][] = [
-      [['show', 'nope'], 2, /no run "nope" in this store/],
+      [['show', 'nope'], 2, /no run "nope" in store \S+tollgate.db \(no such file\)/],
       [['approve', 'nope', '--agent', fixture('pay-agent.mjs')], 2, /no run "nope"/],
-      [['approve', 'nope'], 2, /no agent module known for run nope/],
+      [['approve', 'nope'], 2, /no run "nope" in store/],
       [['run', fixture('no-agent.mjs'), 'go'], 2, /does not export an agent/],
       [['run', join(dir, 'missing.mjs'), 'go'], 2, /agent module not found/],
       [['runs', '--store', 'postgres://postgres@127.0.0.1:1/test'], 1, /cannot connect/],
@@ -195,7 +153,7 @@ describe('tollgate (built) in child processes', () => {
     expect((await cli(['import', 'm1.json', ...other])).code).toBe(0);
     const twice = await cli(['import', 'm1.json', ...other]);
     expect(twice.code).toBe(2);
-    expect(twice.stderr).toContain('already in the store');
+    expect(twice.stderr).toMatch(/already in store \S+other.db; nothing imported/);
     const approve = await cli(['approve', 'm1', ...other, '--agent', fixture('pay-agent.mjs')]);
     expect(approve.code).toBe(0);
     expect(paid()).toEqual(['m1:2 250']);
