@@ -25,6 +25,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,7 +44,7 @@ const INPUTS = [
 ];
 const PREFIX = 'tollgate-cli-build-';
 const DONE = '.complete';
-/** Builds older than this are removed when a new one is made (other checkouts may use newer ones). */
+/** Builds unused for this long are removed when a new one is made (other checkouts may use theirs). */
 const STALE_MS = 24 * 3600 * 1000;
 
 /** Where a test build is, and its parts. */
@@ -131,6 +132,8 @@ export function buildOnce(): TestBuild {
       rmSync(mine, { recursive: true, force: true });
     }
   }
+  // Marks it used: removeStale measures from the last use, not from the build.
+  utimesSync(dir, new Date(), new Date());
   cached = {
     dir,
     bin: join(dir, 'dist', 'src', 'cli', 'bin.js'),

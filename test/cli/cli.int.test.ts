@@ -12,7 +12,7 @@ describe('tollgate (built) in child processes', () => {
     const { cli } = workspace();
     const top = await cli(['--help']);
     expect(top.code).toBe(0);
-    for (const command of ['run', 'runs', 'show', 'approve', 'deny', 'resume', 'export', 'import', 'machine']) {
+    for (const command of ['run', 'runs', 'show', 'approve', 'deny', 'resume', 'cancel', 'export', 'import', 'machine']) {
       expect(top.stdout).toContain(command);
       const help = await cli([command, '--help']);
       expect(help.code, command).toBe(0);
@@ -66,6 +66,9 @@ describe('tollgate (built) in child processes', () => {
     const noNote = await cli(['deny', 'd1']);
     expect(noNote.code).toBe(2);
     expect(noNote.stderr).toContain("required option '--note <text>'");
+    const blank = await cli(['deny', 'd1', '--note', '  ']);
+    expect(blank.code).toBe(2);
+    expect(blank.stderr).toContain('deny: --note must say why');
     const deny = await cli(['deny', 'd1', '--note', 'not this month', '--json']);
     expect(deny.code).toBe(0);
     expect(JSON.parse(deny.stdout)).toMatchObject({

@@ -94,6 +94,23 @@ describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal
     expect(existsSync(join(dir, 'ledger.txt'))).toBe(false);
   });
 
+  it('an empty deny note is refused and asked again, as `tollgate deny` requires one', async () => {
+    const { dir, env } = base();
+    const s = startSession(`node ${bin} run ${agent} 'pay' --run-id t3`, dir, env);
+    await waitFor(s, 'Run pay?');
+    tmux('send-keys', '-t', s, 'Down');
+    tmux('send-keys', '-t', s, 'Enter');
+    await waitFor(s, 'why deny?');
+    tmux('send-keys', '-t', s, 'Enter');
+    await waitFor(s, 'a denial needs a reason');
+    tmux('send-keys', '-t', s, '-l', 'wrong amount');
+    tmux('send-keys', '-t', s, 'Enter');
+    const end = await waitFor(s, /EXIT=\d+/);
+    expect(end).toContain('denied by human: wrong amount');
+    expect(end).toContain('EXIT=0');
+    expect(existsSync(join(dir, 'ledger.txt'))).toBe(false);
+  });
+
   it('the npm start demo, killed at the prompt and started again, resumes where it was', async () => {
     const { dir, env } = base();
     const demoEnv = { ...env, TOLLGATE_DEMO_DIR: join(dir, '.tollgate'), TOLLGATE_DEMO_THINK_MS: '20' };

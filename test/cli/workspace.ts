@@ -41,7 +41,12 @@ export async function runNode(bin: string, args: string[], cwd: string, env: Nod
 export function workspace() {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
   const ledger = join(dir, 'ledger.txt');
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TOLLGATE_TEST_LEDGER: ledger, TOLLGATE_USER: 'tester' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NO_COLOR: '1',
+    TOLLGATE_TEST_LEDGER: ledger,
+    TOLLGATE_USER: 'tester',
+  };
   delete env.FORCE_COLOR;
   delete env.TOLLGATE_STORE;
   const cli = (args: string[], extraEnv: Record<string, string> = {}, bin = build.bin): Promise<Result> =>

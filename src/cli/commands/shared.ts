@@ -42,9 +42,9 @@ export function runIdValue(value: string): string {
 }
 
 export const storeOption = () =>
-  new Option('--store <path|url>', 'SQLite file or postgres:// URL (env TOLLGATE_STORE)').default(
-    undefined,
-    `./${DEFAULT_STORE}`,
+  new Option(
+    '--store <path|url>',
+    `SQLite file or postgres:// URL (default: $TOLLGATE_STORE, else ./${DEFAULT_STORE})`,
   );
 
 export const jsonOption = () => new Option('--json', 'print JSON for scripts (errors too, on stderr)');
