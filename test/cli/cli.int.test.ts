@@ -12,7 +12,18 @@ describe('tollgate (built) in child processes', () => {
     const { cli } = workspace();
     const top = await cli(['--help']);
     expect(top.code).toBe(0);
-    for (const command of ['run', 'runs', 'show', 'approve', 'deny', 'resume', 'cancel', 'export', 'import', 'machine']) {
+    for (const command of [
+      'run',
+      'runs',
+      'show',
+      'approve',
+      'deny',
+      'resume',
+      'cancel',
+      'export',
+      'import',
+      'machine',
+    ]) {
       expect(top.stdout).toContain(command);
       const help = await cli([command, '--help']);
       expect(help.code, command).toBe(0);
