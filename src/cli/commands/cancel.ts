@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { drive } from '../drive.js';
 import { type Act, approver, type Common, INERT, jsonOption, loadAgent, storeOption, withStore } from './shared.js';
 
+/** `tollgate cancel`. */
 export function cancelCommand(act: Act): Command {
   return new Command('cancel')
     .description('cancel a run: it ends as cancelled and never runs again (exit code 6)')

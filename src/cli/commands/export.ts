@@ -6,6 +6,7 @@ import { EXIT } from '../exit-codes.js';
 import { out } from '../output.js';
 import { type Act, type Common, readRun, storeOption, withStore } from './shared.js';
 
+/** `tollgate export`. */
 export function exportCommand(act: Act): Command {
   return new Command('export')
     .description('write a run as a checkpoint (canonical JSON)')

@@ -10,6 +10,7 @@ import { json } from '../format.js';
 import { out } from '../output.js';
 import { type Act, type Common, INERT, jsonOption, storeOption, withStore } from './shared.js';
 
+/** `tollgate import`. */
 export function importCommand(act: Act): Command {
   return new Command('import')
     .description('add a run from a checkpoint file to the store')

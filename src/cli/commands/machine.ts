@@ -5,6 +5,7 @@ import { EXIT } from '../exit-codes.js';
 import { out } from '../output.js';
 import type { Act } from './shared.js';
 
+/** `tollgate machine`. */
 export function machineCommand(act: Act): Command {
   return new Command('machine')
     .description('print the agent state machine (Mermaid for docs, JSON for tools)')

@@ -27,6 +27,7 @@ interface ResumeFlags extends Common, LimitFlags {
   input?: boolean;
 }
 
+/** `tollgate resume`. */
 export function resumeCommand(act: Act): Command {
   const cmd = new Command('resume')
     .description('continue a run (after a crash, a failure, or with a raised budget)')

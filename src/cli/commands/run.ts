@@ -36,6 +36,7 @@ const taken = (runId: string, opened: OpenedStore) =>
     `run ${JSON.stringify(runId)} already exists in store ${opened.location.display}: pick another --run-id, or continue it with tollgate resume`,
   );
 
+/** `tollgate run`. */
 export function runCommand(act: Act): Command {
   const cmd = new Command('run')
     .description('start a run of an agent module and show it live; ask for approvals at a terminal')

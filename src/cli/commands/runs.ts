@@ -8,6 +8,7 @@ import { storeName } from '../open-store.js';
 import { out } from '../output.js';
 import { type Act, type Common, jsonOption, storeOption, withStore } from './shared.js';
 
+/** `tollgate runs`. */
 export function runsCommand(act: Act): Command {
   return new Command('runs')
     .description('list runs (the approval inbox: --status awaiting_approval)')

@@ -41,12 +41,14 @@ export function runIdValue(value: string): string {
   return value;
 }
 
+/** `--store`: where runs are (store-location.ts). */
 export const storeOption = () =>
   new Option(
     '--store <path|url>',
     `SQLite file or postgres:// URL (default: $TOLLGATE_STORE, else ./${DEFAULT_STORE})`,
   );
 
+/** `--json`: JSON on stdout, and errors as JSON on stderr (main.ts). */
 export const jsonOption = () => new Option('--json', 'print JSON for scripts (errors too, on stderr)');
 
 /** Adds the limit options; `what` says what giving one does on this command. */

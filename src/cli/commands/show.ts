@@ -5,6 +5,7 @@ import { budgetLine, colorsFor, entryLine, json, pendingLines, statusText } from
 import { out } from '../output.js';
 import { type Act, type Common, jsonOption, readRun, storeOption, withStore } from './shared.js';
 
+/** `tollgate show`. */
 export function showCommand(act: Act): Command {
   return new Command('show')
     .description('show a run: its history, pending call and budgets')
