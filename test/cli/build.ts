@@ -9,9 +9,10 @@
  *   <dir>/dist/…         tsc -p tsconfig.build.json --outDir <dir>/dist
  *   <dir>/fixtures/…     test/cli/fixtures, so their `import 'tollgate'` finds this copy
  *
- * Vitest runs test files in parallel workers, each calling `buildOnce()`: the first to finish
- * renames its private build into place (an atomic rename, no lock); a worker that loses the race
- * drops its own and uses the winner's. Unchanged sources reuse the directory across runs.
+ * Vitest runs test files in parallel workers, each calling `buildOnce()`: one takes a lock
+ * directory and compiles, the others wait for its build. Builds are compiled privately and renamed
+ * into place (atomic), so a waiter that gives up on a crashed holder can build its own safely.
+ * Unchanged sources reuse the directory across runs.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -46,6 +47,8 @@ const PREFIX = 'tollgate-cli-build-';
 const DONE = '.complete';
 /** Builds unused for this long are removed when a new one is made (other checkouts may use theirs). */
 const STALE_MS = 24 * 3600 * 1000;
+/** How long a worker waits for another's build before compiling its own (a build takes ~10 s). */
+const BUILD_WAIT_MS = 120_000;
 
 /** Where a test build is, and its parts. */
 export interface TestBuild {
@@ -115,21 +118,35 @@ function compile(dir: string): void {
 
 let cached: TestBuild | null = null;
 
+/** Sleeps without an event loop (buildOnce is synchronous: test files call it at import). */
+const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/** Waits while another worker holds the lock and its build has not landed; gives up after BUILD_WAIT_MS. */
+function awaitOther(done: string, lock: string): void {
+  const end = Date.now() + BUILD_WAIT_MS;
+  while (!existsSync(done) && existsSync(lock) && Date.now() < end) sleep(100);
+}
+
 /** Builds the package for the CLI tests (once per content, shared by every worker); returns where. */
 export function buildOnce(): TestBuild {
   if (cached) return cached;
   const dir = join(tmpdir(), `${PREFIX}${inputsHash()}`);
-  if (!existsSync(join(dir, DONE))) {
-    removeStale();
-    const mine = `${dir}.${process.pid}.${Date.now()}.tmp`;
+  const done = join(dir, DONE);
+  if (!existsSync(done)) {
+    // The lock only saves work (one compile instead of one per worker); correctness comes from
+    // the atomic rename, so a waiter that gives up on a dead holder simply builds its own.
+    const lock = `${dir}.lock`;
+    let locked = false;
     try {
-      compile(mine);
-      // Atomic: either ours lands, or another worker's already did (then the rename fails).
-      if (!existsSync(dir)) renameSync(mine, dir);
-    } catch (error) {
-      if (!existsSync(join(dir, DONE))) throw error;
+      mkdirSync(lock);
+      locked = true;
+    } catch {
+      awaitOther(done, lock);
+    }
+    try {
+      if (!existsSync(done)) build(dir);
     } finally {
-      rmSync(mine, { recursive: true, force: true });
+      if (locked) rmSync(lock, { recursive: true, force: true });
     }
   }
   // Marks it used: removeStale measures from the last use, not from the build.
@@ -140,4 +157,19 @@ export function buildOnce(): TestBuild {
     fixture: (name) => join(dir, 'fixtures', name),
   };
   return cached;
+}
+
+/** Compiles into a private directory, then renames it into place unless another build landed first. */
+function build(dir: string): void {
+  removeStale();
+  const mine = `${dir}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    compile(mine);
+    if (!existsSync(dir)) renameSync(mine, dir);
+  } catch (error) {
+    // A rename onto a directory another worker just renamed into place fails: theirs is as good.
+    if (!existsSync(join(dir, DONE))) throw error;
+  } finally {
+    rmSync(mine, { recursive: true, force: true });
+  }
 }
