@@ -30,6 +30,10 @@ async function typescriptImporter(path: string): Promise<Importer> {
     }
     throw new CliEnvironmentError(`cannot load tsx for ${path}: ${(error as Error).message.split('\n')[0]}`);
   }
+  // tsImport appeared in tsx 4.8 and loads CommonJS since 4.13: an older tsx is told apart.
+  if (typeof api.tsImport !== 'function') {
+    throw new CliEnvironmentError(`agent module ${path} is TypeScript, which needs tsx 4.13 or later: ${TSX_ADVICE}`);
+  }
   return (url) => api.tsImport(url, import.meta.url);
 }
 

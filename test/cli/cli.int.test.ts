@@ -168,6 +168,10 @@ describe('tollgate (built) in child processes', () => {
     const twice = await cli(['import', 'm1.json', ...other]);
     expect(twice.code).toBe(2);
     expect(twice.stderr).toMatch(/already in store \S+other.db; nothing imported/);
+    // An imported run has no module on record: approve says so, and how to give one.
+    const unknown = await cli(['approve', 'm1', ...other]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no agent module known for run m1 of store \S+other.db: pass --agent <module>/);
     const approve = await cli(['approve', 'm1', ...other, '--agent', fixture('pay-agent.mjs')]);
     expect(approve.code).toBe(0);
     expect(paid()).toEqual(['m1:2 250']);
