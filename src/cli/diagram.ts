@@ -33,6 +33,7 @@ function walk(node: AnyStateNode, edges: Edge[], nodes: AnyStateNode[]): void {
   for (const child of Object.values(node.states) as AnyStateNode[]) walk(child, edges, nodes);
 }
 
+/** The machine as states and edges (with `always` transitions, which toJSON omits). */
 export function machineGraph() {
   const edges: Edge[] = [];
   const nodes: AnyStateNode[] = [];
@@ -54,6 +55,7 @@ export function machineGraph() {
   return { id: agentMachine.id, initial: agentMachine.root.initial?.target?.[0]?.id ?? null, states, edges };
 }
 
+/** The machine as a Mermaid `stateDiagram-v2`. */
 export function machineMermaid(): string {
   const g = machineGraph();
   const lines = ['stateDiagram-v2'];

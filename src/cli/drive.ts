@@ -7,8 +7,9 @@ import { input, select } from '@inquirer/prompts';
 import yoctoSpinner from 'yocto-spinner';
 import type { PendingCall, Status } from '../../machines/types.js';
 import type { Agent } from '../agent.js';
-import { EXIT, exitFor } from './exit-codes.js';
+import { exitFor } from './exit-codes.js';
 import { budgetLine, type Colors, colorsFor, entryLine, json, pendingLines, statusText } from './format.js';
+import { out } from './output.js';
 
 export interface DriveOptions {
   /** Print one JSON object at the end instead of live lines. */
@@ -17,26 +18,18 @@ export interface DriveOptions {
   interactive: boolean;
   /** The name recorded as the approver for decisions made at the prompt. */
   by: string;
-  /** How to name this run's store and agent in the command printed for deciding later. */
-  decideLater: string;
-}
-
-const shellQuote = (s: string) => (/^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-
-export function laterCommand(runId: string, store: string, agentPath: string): string {
-  const where = `--store ${shellQuote(store)} --agent ${shellQuote(agentPath)}`;
-  return `tollgate approve ${shellQuote(runId)} ${where} --note '…'\n  tollgate deny ${shellQuote(runId)} ${where} --note '…'`;
+  /** The lines that decide the pending call `callId` later, from another shell (later.ts). */
+  decideLater: (callId: string) => string[];
 }
 
 /** Shows the run's progress until `work` settles; returns a function that stops showing. */
 function show(agent: Agent, c: Colors, live: boolean): () => void {
-  const out = process.stdout;
   const spinner = live && process.stderr.isTTY ? yoctoSpinner({ stream: process.stderr, handleSignals: false }) : null;
   const stop = agent.observe((event) => {
     if (event.type === 'entry') {
       spinner?.stop();
-      out.write(`${entryLine(event.entry, c)}\n`);
-      if (event.entry.role === 'assistant') out.write(`${c.dim(`          ${budgetLine(agent.state)}`)}\n`);
+      out(`${entryLine(event.entry, c)}\n`);
+      if (event.entry.role === 'assistant') out(`${c.dim(`          ${budgetLine(agent.state)}`)}\n`);
     } else if (event.type === 'deciding') {
       spinner?.start(`policy deciding step ${event.step}`);
     } else if (event.type === 'executing') {
@@ -70,18 +63,24 @@ export async function drive(agent: Agent, work: () => Promise<Status>, options: 
   }
   const state = agent.state;
   if (options.json) {
-    process.stdout.write(
-      `${json({ runId: state.runId, status, steps: state.steps, answer: state.answer, pending: state.pending, usage: state.usage, stoppedBy: state.stoppedBy, error: state.error })}\n`,
+    out(
+      `${json({ runId: state.runId, status, steps: state.steps, answer: state.answer, pending: state.pending, usage: state.usage, stoppedBy: state.stoppedBy, error: state.error, cancelReason: state.cancelReason })}\n`,
     );
     return exitFor(status);
   }
-  process.stdout.write(`${c.bold('status')}    ${statusText(status, c)}   ${c.dim(budgetLine(state))}\n`);
+  out(`${c.bold('status')}    ${statusText(status, c)}   ${c.dim(budgetLine(state))}\n`);
   if (status === 'awaiting_approval' && state.pending) {
-    for (const line of pendingLines(state.pending, c)) process.stdout.write(`${line}\n`);
-    process.stdout.write(`decide later with:\n  ${options.decideLater}\n`);
+    for (const line of pendingLines(state.pending, c)) out(`${line}\n`);
+    out(
+      `decide later with:\n${options
+        .decideLater(state.pending.id)
+        .map((line) => `  ${line}\n`)
+        .join('')}`,
+    );
   }
-  if (status === 'budget_exhausted') process.stdout.write(`stopped by the ${state.stoppedBy} budget\n`);
-  if (status === 'failed') process.stdout.write(`${c.red(state.error ?? 'failed')}\n`);
+  if (status === 'budget_exhausted') out(`stopped by the ${state.stoppedBy} budget\n`);
+  if (status === 'failed') out(`${c.red(state.error ?? 'failed')}\n`);
+  if (status === 'cancelled') out(`cancelled${state.cancelReason ? `: ${state.cancelReason}` : ''}\n`);
   return exitFor(status);
 }
 
@@ -89,7 +88,7 @@ export async function drive(agent: Agent, work: () => Promise<Status>, options: 
 async function ask(agent: Agent, c: Colors, by: string) {
   const pending = agent.state.pending;
   if (!pending) return null;
-  for (const line of pendingLines(pending, c)) process.stdout.write(`${line}\n`);
+  for (const line of pendingLines(pending, c)) out(`${line}\n`);
   try {
     return await prompt(pending, by);
   } catch (error) {
@@ -109,8 +108,11 @@ async function prompt(pending: PendingCall, by: string) {
     ],
   });
   if (choice === 'later') return null;
-  const note = await input({ message: choice === 'approve' ? `note (as ${by})` : `why deny? (as ${by})` });
-  return { approved: choice === 'approve', note, callId: pending.id };
+  const approved = choice === 'approve';
+  const note = await input({
+    message: approved ? `note (as ${by})` : `why deny? (as ${by})`,
+    // As `tollgate deny` requires --note: the model is told why, so a denial needs a reason.
+    validate: (text) => approved || text.trim() !== '' || 'a denial needs a reason: the model is told why',
+  });
+  return { approved, note, callId: pending.id };
 }
-
-export { EXIT };

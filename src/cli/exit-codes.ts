@@ -1,10 +1,11 @@
-/** Exit codes of the `tollgate` command, stable for scripts (docs/cli.md). */
+/** Exit codes of the `tollgate` command, stable for scripts (docs/cli.md), and the CLI's own errors. */
 import type { Status } from '../../machines/types.js';
+import { UserError } from '../errors.js';
 
 export const EXIT = {
   /** The run is done (or the command succeeded). */
   ok: 0,
-  /** The runtime or the environment failed: a store that cannot be reached, a bug. */
+  /** The runtime or the environment failed: a store that cannot be reached, a missing driver, a bug. */
   error: 1,
   /** A usage error: bad arguments, unknown run, a module that exports no agent, a corrupt file. */
   usage: 2,
@@ -17,6 +18,17 @@ export const EXIT = {
   /** The run was cancelled. */
   cancelled: 6,
 } as const;
+
+/** Each exit code with what it means, for `--help` (docs/cli.md has the same table). */
+export const EXIT_MEANINGS: readonly (readonly [number, string])[] = [
+  [EXIT.ok, 'done, or the command succeeded'],
+  [EXIT.error, 'the runtime or the environment failed (store unreachable, driver or build missing)'],
+  [EXIT.usage, 'usage error: bad arguments, unknown run, bad module or file, stale decision'],
+  [EXIT.awaitingApproval, 'the run waits for approval'],
+  [EXIT.budgetExhausted, 'a budget stopped the run'],
+  [EXIT.failed, 'the policy failed after its retries'],
+  [EXIT.cancelled, 'the run is cancelled'],
+];
 
 /** The exit code a run's status maps to. */
 export function exitFor(status: Status): number {
@@ -34,7 +46,20 @@ export function exitFor(status: Status): number {
   }
 }
 
-/** An error the CLI reports as one line with a usage exit code. */
+/** The caller's mistake, found by the CLI: reported as one line, exit code 2. */
 export class CliUsageError extends Error {
   override name = 'CliUsageError';
+}
+
+/**
+ * What the machine lacks, not the caller's mistake: a driver or loader that is not installed,
+ * Tollgate's own build missing. Reported as one line, exit code 1.
+ */
+export class CliEnvironmentError extends Error {
+  override name = 'CliEnvironmentError';
+}
+
+/** The exit code for an error that ends a command. */
+export function exitCodeOf(error: unknown): number {
+  return error instanceof UserError || error instanceof CliUsageError ? EXIT.usage : EXIT.error;
 }

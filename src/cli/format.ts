@@ -6,6 +6,7 @@ import pc from 'picocolors';
 import type { HistoryEntry, PendingCall } from '../../machines/types.js';
 import type { RunState } from '../types.js';
 
+/** picocolors' functions, on or off. */
 export type Colors = ReturnType<typeof pc.createColors>;
 
 /** Colours for a stream: on only for a terminal, never with NO_COLOR (FORCE_COLOR forces). */
@@ -20,6 +21,7 @@ function clip(text: string): string {
   return text.length > MAX ? `${text.slice(0, MAX - 1)}…` : text;
 }
 
+/** Compact JSON, one line. */
 export function json(value: unknown): string {
   return JSON.stringify(value);
 }
@@ -62,6 +64,7 @@ export function budgetLine(s: RunState): string {
   return `steps ${s.steps}/${s.limits.maxSteps} · tokens ${tokens}${of(s.limits.maxTokens)} · active ${Math.round(s.activeMs)}${of(s.limits.maxActiveMs)} ms`;
 }
 
+/** A status in its colour: green done, yellow waiting, cyan working, red stopped. */
 export function statusText(status: string, c: Colors): string {
   if (status === 'done') return c.green(status);
   if (status === 'awaiting_approval') return c.yellow(status);

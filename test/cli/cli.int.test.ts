@@ -2,63 +2,28 @@
  * The real, built `tollgate` command in child processes: output, exit codes and the store's
  * contents. Non-interactive here (no terminal); tmux.int.test.ts drives the prompts.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/stores/sqlite.js';
-import { buildOnce } from './build.js';
-
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'dist', 'src', 'cli', 'bin.js');
-const fixture = (name: string) => join(import.meta.dirname, 'fixtures', name);
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function workspace() {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
-  const ledger = join(dir, 'ledger.txt');
-  const env = { ...process.env, NO_COLOR: '1', TOLLGATE_TEST_LEDGER: ledger, TOLLGATE_USER: 'tester' };
-  delete (env as Record<string, string | undefined>).FORCE_COLOR;
-  const cli = async (args: string[], extraEnv: Record<string, string> = {}): Promise<Result> => {
-    try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-        cwd: dir,
-        env: { ...env, ...extraEnv },
-        timeout: 30_000,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const e = error as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-    }
-  };
-  const paid = () => (existsSync(ledger) ? readFileSync(ledger, 'utf8').trim().split('\n').filter(Boolean) : []);
-  const stored = async (runId: string) => {
-    const store = SqliteStore.open(join(dir, 'tollgate.db'));
-    try {
-      return await store.load(runId);
-    } finally {
-      await store.close();
-    }
-  };
-  return { dir, cli, paid, stored };
-}
-
-beforeAll(() => buildOnce(), 180_000);
+import { describe, expect, it } from 'vitest';
+import { fixture, workspace } from './workspace.js';
 
 describe('tollgate (built) in child processes', () => {
   it('--help works for the program and every command', async () => {
     const { cli } = workspace();
     const top = await cli(['--help']);
     expect(top.code).toBe(0);
-    for (const command of ['run', 'runs', 'show', 'approve', 'deny', 'resume', 'export', 'import', 'machine']) {
+    for (const command of [
+      'run',
+      'runs',
+      'show',
+      'approve',
+      'deny',
+      'resume',
+      'cancel',
+      'export',
+      'import',
+      'machine',
+    ]) {
       expect(top.stdout).toContain(command);
       const help = await cli([command, '--help']);
       expect(help.code, command).toBe(0);
@@ -67,13 +32,15 @@ describe('tollgate (built) in child processes', () => {
   });
 
   it('run pauses for approval, prints the command to decide later and exits 3; approve in another process finishes it', async () => {
-    const { cli, paid, stored } = workspace();
+    const { cli, paid, stored, dir } = workspace();
     const run = await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'inv-7']);
     expect(run.code).toBe(3);
     expect(run.stdout).toContain('call      pay {"amount":250}');
     expect(run.stdout).toContain('approval needed');
     expect(run.stdout).toContain('key       inv-7:2');
-    expect(run.stdout).toMatch(/tollgate approve inv-7 --store tollgate.db --agent \S+pay-agent.mjs/);
+    expect(run.stdout).toContain(
+      `tollgate approve inv-7 --call-id 'inv-7:2#1' --store ${dir}/tollgate.db --agent ${fixture('pay-agent.mjs')} --note`,
+    );
     expect(paid()).toEqual([]);
     expect(await stored('inv-7')).toMatchObject({ status: 'awaiting_approval', pending: { key: 'inv-7:2' } });
 
@@ -110,6 +77,9 @@ describe('tollgate (built) in child processes', () => {
     const noNote = await cli(['deny', 'd1']);
     expect(noNote.code).toBe(2);
     expect(noNote.stderr).toContain("required option '--note <text>'");
+    const blank = await cli(['deny', 'd1', '--note', '  ']);
+    expect(blank.code).toBe(2);
+    expect(blank.stderr).toContain('deny: --note must say why');
     const deny = await cli(['deny', 'd1', '--note', 'not this month', '--json']);
     expect(deny.code).toBe(0);
     expect(JSON.parse(deny.stdout)).toMatchObject({
@@ -162,9 +132,9 @@ describe('tollgate (built) in child processes', () => {
   it('bad input gets one clear line, a non-zero exit, and changes nothing', async () => {
     const { cli, dir, stored } = workspace();
     const cases: [string[], number, RegExp][] = [
-      [['show', 'nope'], 2, /no run "nope" in this store/],
+      [['show', 'nope'], 2, /no run "nope" in store \S+tollgate.db \(no such file\)/],
       [['approve', 'nope', '--agent', fixture('pay-agent.mjs')], 2, /no run "nope"/],
-      [['approve', 'nope'], 2, /no agent module known for run nope/],
+      [['approve', 'nope'], 2, /no run "nope" in store/],
       [['run', fixture('no-agent.mjs'), 'go'], 2, /does not export an agent/],
       [['run', join(dir, 'missing.mjs'), 'go'], 2, /agent module not found/],
       [['runs', '--store', 'postgres://postgres@127.0.0.1:1/test'], 1, /cannot connect/],
@@ -197,7 +167,11 @@ describe('tollgate (built) in child processes', () => {
     expect((await cli(['import', 'm1.json', ...other])).code).toBe(0);
     const twice = await cli(['import', 'm1.json', ...other]);
     expect(twice.code).toBe(2);
-    expect(twice.stderr).toContain('already in the store');
+    expect(twice.stderr).toMatch(/already in store \S+other.db; nothing imported/);
+    // An imported run has no module on record: approve says so, and how to give one.
+    const unknown = await cli(['approve', 'm1', ...other]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no agent module known for run m1 of store \S+other.db: pass --agent <module>/);
     const approve = await cli(['approve', 'm1', ...other, '--agent', fixture('pay-agent.mjs')]);
     expect(approve.code).toBe(0);
     expect(paid()).toEqual(['m1:2 250']);

@@ -6,12 +6,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { buildOnce } from './build.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const bin = join(root, 'dist', 'src', 'cli', 'bin.js');
-const demo = join(root, 'dist', 'examples', 'demo.js');
+const build = buildOnce();
+const { bin } = build;
+const demo = join(build.dir, 'dist', 'examples', 'demo.js');
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 const sessions: string[] = [];
 
@@ -55,14 +55,12 @@ afterEach(() => {
   for (const name of sessions.splice(0)) spawnSync('tmux', ['kill-session', '-t', name]);
 });
 
-beforeAll(() => buildOnce(), 180_000);
-
 describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal (tmux)', () => {
   const base = () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-tty-'));
     return { dir, env: { TOLLGATE_TEST_LEDGER: join(dir, 'ledger.txt'), TOLLGATE_USER: 'dana', NO_COLOR: '1' } };
   };
-  const agent = join(import.meta.dirname, 'fixtures', 'pay-agent.mjs');
+  const agent = build.fixture('pay-agent.mjs');
 
   it('shows the pending call, approves with a note at the prompt, and finishes', async () => {
     const { dir, env } = base();
@@ -92,6 +90,23 @@ describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal
     tmux('send-keys', '-t', s, 'Enter');
     const end = await waitFor(s, /EXIT=\d+/);
     expect(end).toContain('denied by human: duplicate invoice');
+    expect(end).toContain('EXIT=0');
+    expect(existsSync(join(dir, 'ledger.txt'))).toBe(false);
+  });
+
+  it('an empty deny note is refused and asked again, as `tollgate deny` requires one', async () => {
+    const { dir, env } = base();
+    const s = startSession(`node ${bin} run ${agent} 'pay' --run-id t3`, dir, env);
+    await waitFor(s, 'Run pay?');
+    tmux('send-keys', '-t', s, 'Down');
+    tmux('send-keys', '-t', s, 'Enter');
+    await waitFor(s, 'why deny?');
+    tmux('send-keys', '-t', s, 'Enter');
+    await waitFor(s, 'a denial needs a reason');
+    tmux('send-keys', '-t', s, '-l', 'wrong amount');
+    tmux('send-keys', '-t', s, 'Enter');
+    const end = await waitFor(s, /EXIT=\d+/);
+    expect(end).toContain('denied by human: wrong amount');
     expect(end).toContain('EXIT=0');
     expect(existsSync(join(dir, 'ledger.txt'))).toBe(false);
   });

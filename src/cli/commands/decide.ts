@@ -1,0 +1,84 @@
+/** `tollgate approve|deny <runId>`: decides a run's pending call and continues the run. */
+import { resolve } from 'node:path';
+import { Command } from 'commander';
+import { loadAgentModule } from '../agent-module.js';
+import { drive } from '../drive.js';
+import { CliUsageError } from '../exit-codes.js';
+import { laterCommands } from '../later.js';
+import { noRun } from '../open-store.js';
+import { AgentRegistry, agentPathFor } from '../registry.js';
+import {
+  type Act,
+  approver,
+  type Common,
+  canAsk,
+  jsonOption,
+  type LimitFlags,
+  limitOptions,
+  limitsOf,
+  loadAgent,
+  storeOption,
+  withStore,
+} from './shared.js';
+
+interface DecideFlags extends Common, LimitFlags {
+  note?: string;
+  as?: string;
+  agent?: string;
+  callId?: string;
+  input?: boolean;
+}
+
+function decideCommand(act: Act, approved: boolean): Command {
+  const name = approved ? 'approve' : 'deny';
+  const cmd = new Command(name)
+    .description(
+      approved
+        ? 'approve the pending call of a run and continue it'
+        : 'deny the pending call of a run; the model is told why, nothing runs',
+    )
+    .argument('<runId>');
+  if (approved) cmd.option('--note <text>', 'why', '');
+  else cmd.requiredOption('--note <text>', 'why (the model sees it)');
+  cmd
+    .option('--as <name>', `who ${approved ? 'approves' : 'denies'} (default: $TOLLGATE_USER or the OS user)`)
+    .option('--call-id <id>', 'the pending call id you reviewed: refuses a stale decision')
+    .option('--agent <module>', 'the agent module (default: the one the run was started with)');
+  limitOptions(cmd, "replaces the run's, saved with the decision")
+    .option('--no-input', 'never prompt for later approvals')
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .addHelpText(
+      'after',
+      approved
+        ? `\nExample:\n  $ tollgate approve ticket-42 --call-id 'ticket-42:2#1' --note "receipt checked" --as carol`
+        : `\nExample:\n  $ tollgate deny ticket-42 --call-id 'ticket-42:2#1' --note "refunds over $100 need a manager"`,
+    )
+    .action(act((runId: string, o: DecideFlags) => decide(runId, approved, o)));
+  return cmd;
+}
+
+/** `tollgate approve`. */
+export const approveCommand = (act: Act) => decideCommand(act, true);
+/** `tollgate deny`. */
+export const denyCommand = (act: Act) => decideCommand(act, false);
+
+async function decide(runId: string, approved: boolean, o: DecideFlags): Promise<number> {
+  const note = o.note ?? '';
+  if (!approved && note.trim() === '') throw new CliUsageError('deny: --note must say why (the model is told)');
+  // Only runs are read: a failing decision must not create a store.
+  return withStore(o, { create: false }, async (opened) => {
+    if (!(await opened.store.load(runId))) throw noRun(opened, runId);
+    const agentPath = resolve(agentPathFor(new AgentRegistry(), opened.location, runId, o.agent));
+    const definition = await loadAgentModule(agentPath);
+    const agent = await loadAgent(opened, runId, definition, limitsOf(o));
+    const by = approver(o.as);
+    const callId = o.callId === undefined ? {} : { callId: o.callId };
+    return drive(agent, () => agent.decide(approved, note, { by, ...callId }), {
+      json: o.json === true,
+      interactive: canAsk(o),
+      by,
+      decideLater: (pendingId) => laterCommands(runId, pendingId, opened.location, agentPath),
+    });
+  });
+}

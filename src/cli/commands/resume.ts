@@ -1,0 +1,74 @@
+/** `tollgate resume <runId>`: continues a run after a crash, a failure, or with new limits. */
+import { resolve } from 'node:path';
+import { Command } from 'commander';
+import { loadAgentModule } from '../agent-module.js';
+import { drive } from '../drive.js';
+import { CliUsageError } from '../exit-codes.js';
+import { laterCommands } from '../later.js';
+import { noRun } from '../open-store.js';
+import { AgentRegistry, agentPathFor } from '../registry.js';
+import {
+  type Act,
+  approver,
+  type Common,
+  canAsk,
+  jsonOption,
+  type LimitFlags,
+  limitOptions,
+  limitsOf,
+  loadAgent,
+  storeOption,
+  withStore,
+} from './shared.js';
+
+interface ResumeFlags extends Common, LimitFlags {
+  agent?: string;
+  as?: string;
+  input?: boolean;
+}
+
+/** `tollgate resume`. */
+export function resumeCommand(act: Act): Command {
+  const cmd = new Command('resume')
+    .description('continue a run (after a crash, a failure, or with a raised budget)')
+    .argument('<runId>')
+    .option('--agent <module>', 'the agent module (default: the one the run was started with)');
+  limitOptions(cmd, "replaces the run's; the run keeps its own when not given")
+    .option('--as <name>', 'approver name for decisions made at the prompt')
+    .option('--no-input', 'never prompt; print the commands to decide later')
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .addHelpText('after', '\nExample:\n  $ tollgate resume ticket-42 --max-steps 12')
+    .action(act(resumeRun));
+  return cmd;
+}
+
+async function resumeRun(runId: string, o: ResumeFlags): Promise<number> {
+  return withStore(o, { create: false }, async (opened) => {
+    if (!(await opened.store.load(runId))) throw noRun(opened, runId);
+    const registry = new AgentRegistry();
+    const agentPath = resolve(agentPathFor(registry, opened.location, runId, o.agent));
+    const definition = await loadAgentModule(agentPath);
+    const limits = limitsOf(o);
+    const agent = await loadAgent(opened, runId, definition, limits);
+    const status = agent.status;
+    // New limits are saved by the work that follows; a run that waits for a human or has ended
+    // does no work here, so they would be silently dropped.
+    if (Object.keys(limits).length > 0 && status === 'awaiting_approval') {
+      throw new CliUsageError(
+        `run ${runId} is awaiting approval: give the new limits to tollgate approve or deny, which save them with the decision`,
+      );
+    }
+    if (Object.keys(limits).length > 0 && (status === 'done' || status === 'cancelled')) {
+      throw new CliUsageError(`run ${runId} is ${status}: its limits cannot change`);
+    }
+    if (o.agent !== undefined) registry.set(opened.location, runId, agentPath);
+    const by = approver(o.as);
+    return drive(agent, () => agent.run(), {
+      json: o.json === true,
+      interactive: canAsk(o),
+      by,
+      decideLater: (callId) => laterCommands(runId, callId, opened.location, agentPath),
+    });
+  });
+}

@@ -1,0 +1,24 @@
+/** The program's `--help` epilogue: examples, where the store is, the exit codes. */
+import { EXIT_MEANINGS } from './exit-codes.js';
+import { DEFAULT_STORE } from './store-location.js';
+
+/** Text shown after the command list of `tollgate --help`. */
+export function programHelp(): string {
+  const codes = EXIT_MEANINGS.map(([code, meaning]) => `  ${code}  ${meaning}`).join('\n');
+  return `
+Examples:
+  $ tollgate run ./agents/support.js "Order A-1001 arrived broken, refund it" --run-id ticket-42
+  $ tollgate runs --status awaiting_approval
+  $ tollgate show ticket-42
+  $ tollgate approve ticket-42 --call-id 'ticket-42:2#1' --note "receipt checked"
+  $ tollgate deny ticket-42 --note "refunds over $100 need a manager"
+  $ tollgate resume ticket-42 --max-steps 12
+  $ tollgate cancel ticket-42 --reason "customer withdrew the request"
+
+Store: --store <path|url>, else $TOLLGATE_STORE, else ./${DEFAULT_STORE} (an SQLite file in the
+current directory). A postgres:// URL uses Postgres; its password is never printed.
+Agent modules: JavaScript, or TypeScript (.ts, .mts, .cts) when tsx is installed.
+
+Exit codes:
+${codes}`;
+}

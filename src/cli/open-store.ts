@@ -1,0 +1,87 @@
+/**
+ * Opens a located store for one command. Only commands that create runs (`run`, `import`) may
+ * create an SQLite file; the others read, and a missing file is simply a store without runs.
+ * The drivers are loaded on demand, so that a missing one is reported as what it is.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { RunNotFoundError } from '../errors.js';
+import type { CheckpointStore, ListOptions, RunSummary, StoredRun } from '../store.js';
+import { CliEnvironmentError, CliUsageError } from './exit-codes.js';
+import { buildMissingMessage, missingOwnFile, missingPackage } from './self.js';
+import type { StoreLocation } from './store-location.js';
+
+/** An opened store and what the command needs to say about it. */
+export interface OpenedStore {
+  store: CheckpointStore;
+  location: StoreLocation;
+  /** False for an SQLite file that does not exist (and was not created). */
+  exists: boolean;
+}
+
+/** The store of a file that does not exist: no runs, and nothing can be written to it. */
+class MissingStore implements CheckpointStore {
+  constructor(readonly path: string) {}
+  async load(): Promise<StoredRun | null> {
+    return null;
+  }
+  async list(_options?: ListOptions): Promise<RunSummary[]> {
+    return [];
+  }
+  async save(): Promise<number> {
+    throw new CliUsageError(`store ${this.path} does not exist`);
+  }
+  async delete(): Promise<boolean> {
+    return false;
+  }
+  async close(): Promise<void> {}
+}
+
+/** Imports a store module of Tollgate's, telling a missing driver from a missing build file. */
+async function importStore<T>(load: () => Promise<T>, driver: string, install: string): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const file = missingOwnFile(error);
+    if (file) throw new CliEnvironmentError(buildMissingMessage(file));
+    if (missingPackage(error) === driver) {
+      throw new CliEnvironmentError(`this store needs ${driver}, which is not installed: ${install}`);
+    }
+    throw new CliEnvironmentError(`cannot load ${driver}: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Opens the store; `create: false` never creates an SQLite file (nor its folder). */
+export async function openStore(location: StoreLocation, options: { create: boolean }): Promise<OpenedStore> {
+  if (location.kind === 'postgres') {
+    const { PostgresStore } = await importStore(() => import('../stores/postgres.js'), 'pg', 'npm install pg@8');
+    const store = new PostgresStore(location.target, { connectTimeoutMs: 3000 });
+    try {
+      await store.migrate();
+    } catch (error) {
+      await store.close().catch(() => {});
+      throw error;
+    }
+    return { store, location, exists: true };
+  }
+  if (!options.create && !existsSync(location.target)) {
+    return { store: new MissingStore(location.target), location, exists: false };
+  }
+  const { SqliteStore } = await importStore(
+    () => import('../stores/sqlite.js'),
+    'better-sqlite3',
+    'npm install better-sqlite3@12',
+  );
+  mkdirSync(dirname(location.target), { recursive: true });
+  return { store: SqliteStore.open(location.target), location, exists: true };
+}
+
+/** "store /abs/tollgate.db", with "(no such file)" when it does not exist. */
+export function storeName(opened: OpenedStore): string {
+  return `store ${opened.location.display}${opened.exists ? '' : ' (no such file)'}`;
+}
+
+/** The error for a run the store does not have, naming the store. */
+export function noRun(opened: OpenedStore, runId: string): RunNotFoundError {
+  return new RunNotFoundError(`no run ${JSON.stringify(runId)} in ${storeName(opened)}`, { runId });
+}

@@ -1,0 +1,142 @@
+/**
+ * The command as a finished tool: --version, help that teaches, cancel, errors a script can parse,
+ * output into a closed pipe, and decide-later commands that work from anywhere.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { build, fixture, runNode, workspace } from './workspace.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** Runs the CLI with its stdout pipe closed by the reader before it writes: every write fails with EPIPE. */
+function withClosedStdout(args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [build.bin, ...args], { cwd, env: { ...process.env, NO_COLOR: '1' } });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
+}
+
+describe('tollgate as a finished command', () => {
+  it('the CLI under test is a copy built outside the working tree: npm test leaves dist/ alone', () => {
+    expect(relative(root, build.dir).startsWith('..')).toBe(true);
+    expect(readFileSync(build.bin, 'utf8')).toContain('main.js');
+  });
+
+  it('--version prints the package version', async () => {
+    const { cli } = workspace();
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    for (const flag of ['--version', '-V']) {
+      const r = await cli([flag]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`${version}\n`);
+    }
+  });
+
+  it('help gives examples, the exit codes and the default store', async () => {
+    const { cli } = workspace();
+    const help = (await cli(['--help'])).stdout;
+    expect(help).toContain('Examples:\n  $ tollgate run ');
+    expect(help).toMatch(/Exit codes:\n\s+0 {2}done[\s\S]*\n\s+6 {2}the run is cancelled/);
+    expect(help).toContain('else ./tollgate.db');
+    expect(help).toContain('cancel');
+    for (const command of ['run', 'approve', 'deny', 'resume', 'cancel']) {
+      expect((await cli([command, '--help'])).stdout, command).toContain('Example');
+    }
+    expect((await cli(['runs', '--help'])).stdout.replace(/\s+/g, ' ')).toContain(
+      '(default: $TOLLGATE_STORE, else ./tollgate.db)',
+    );
+  });
+
+  it('cancel ends a run as cancelled with its reason (exit 6); a second cancel is refused', async () => {
+    const { cli, paid } = workspace();
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', 'x1'])).code).toBe(3);
+    const cancel = await cli(['cancel', 'x1', '--reason', 'customer withdrew']);
+    expect(cancel.code).toBe(6);
+    expect(cancel.stdout).toContain('cancelled: customer withdrew');
+    const show = JSON.parse((await cli(['show', 'x1', '--json'])).stdout);
+    expect(show).toMatchObject({ status: 'cancelled', cancelReason: 'customer withdrew', pending: null });
+    const again = await cli(['cancel', 'x1', '--json']);
+    expect(again.code).toBe(2);
+    expect(JSON.parse(again.stderr)).toMatchObject({
+      error: { name: 'RunStateError', runId: 'x1', status: 'cancelled' },
+    });
+    expect((await cli(['approve', 'x1'])).code).toBe(2);
+    expect(paid()).toEqual([]);
+  });
+
+  it('under --json every error is one JSON object on stderr', async () => {
+    const { cli } = workspace();
+    const cases: [string[], object][] = [
+      [['show', 'nope', '--json'], { name: 'RunNotFoundError', exitCode: 2, runId: 'nope' }],
+      [['bogus', '--json'], { name: 'CommanderError', exitCode: 2, code: 'commander.unknownCommand' }],
+      [['run', '--json'], { name: 'CommanderError', exitCode: 2, code: 'commander.missingArgument' }],
+      [['runs', '--json', '--store', 'postgres://a:pw@127.0.0.1:1/x'], { name: 'StoreUnavailableError', exitCode: 1 }],
+      [['run', fixture('no-agent.mjs'), 'go', '--json'], { name: 'CliUsageError', exitCode: 2 }],
+    ];
+    for (const [args, error] of cases) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe((error as { exitCode: number }).exitCode);
+      expect(r.stdout, args.join(' ')).toBe('');
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      const parsed = JSON.parse(r.stderr);
+      expect(parsed.error, args.join(' ')).toMatchObject({ ...error, message: expect.any(String) });
+      expect(parsed.error.message).not.toMatch(/^error:|:pw@/);
+    }
+  });
+
+  it('--run-id cannot be empty', async () => {
+    const { cli, dir } = workspace();
+    const r = await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', '']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('a run id cannot be empty');
+    expect((await cli(['runs'])).stdout).toBe(`no runs in store ${dir}/tollgate.db (no such file)\n`);
+  });
+
+  it('output into a closed pipe (show | head) ends quietly with the exit code of the work', async () => {
+    const { cli, dir } = workspace();
+    expect((await cli(['run', fixture('loop-agent.mjs'), 'think', '--run-id', 'p1', '--max-steps', '40'])).code).toBe(
+      4,
+    );
+    const show = await withClosedStdout(['show', 'p1'], dir);
+    expect(show.stderr).toBe('');
+    expect(show.code).toBe(0);
+    // A run goes on when its reader has gone: it still ends on its budget, and is stored.
+    const run = await withClosedStdout(
+      ['run', fixture('loop-agent.mjs'), 'think', '--run-id', 'p2', '--max-steps', '3'],
+      dir,
+    );
+    expect(run).toEqual({ code: 4, stderr: '' });
+    expect(JSON.parse((await cli(['show', 'p2', '--json'])).stdout)).toMatchObject({
+      status: 'budget_exhausted',
+      steps: 3,
+    });
+  });
+
+  it('the printed decide-later commands use absolute paths and the call id, and work from another directory', async () => {
+    const { cli, dir, paid, env } = workspace();
+    mkdirSync(join(dir, 'agents'));
+    const module = relative(dir, fixture('pay-agent.mjs'));
+    const run = await cli(['run', module, 'pay', '--run-id', 'a1', '--store', 'data/runs.db']);
+    expect(run.code).toBe(3);
+    const lines = run.stdout.split('\n').filter((l) => /^\s+tollgate (approve|deny) /.test(l));
+    expect(lines).toEqual([
+      `  tollgate approve a1 --call-id 'a1:2#1' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
+      `  tollgate deny a1 --call-id 'a1:2#1' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
+    ]);
+    const args = (lines[0] as string)
+      .trim()
+      .split(' ')
+      .slice(1, -2)
+      .map((a) => a.replace(/^'(.*)'$/, '$1'));
+    const approve = await runNode(build.bin, [...args, '--note', 'ok'], join(dir, 'agents'), env);
+    expect(approve.code).toBe(0);
+    expect(paid()).toEqual(['a1:2 250']);
+  });
+});
