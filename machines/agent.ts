@@ -73,10 +73,17 @@ export const appendInPlace: Append = (history, ...entries) => {
   return log;
 };
 
-/** `String(value)`, or a stand-in when turning it into a string throws (a hostile `toString`). */
+/** The longest error text a run keeps: enough for a model to act on, and bounded. */
+export const MAX_ERROR_LENGTH = 8_000;
+
+/**
+ * A thrown value's message as text. Primitives as `String` gives them; an object is named, not
+ * stringified: its own `toString` may throw, or never end (`String(new Array(2 ** 32 - 1))`).
+ */
 function text(value: unknown): string {
   try {
-    return String(value);
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return String(value);
+    return Array.isArray(value) ? '<an array>' : typeof value === 'function' ? '<a function>' : '<an object>';
   } catch {
     return '<unreadable>';
   }
@@ -101,6 +108,9 @@ export function describeError(error: unknown): string {
     }
   } catch {
     described = 'Error: <unreadable thrown value>';
+  }
+  if (described.length > MAX_ERROR_LENGTH) {
+    described = `${described.slice(0, MAX_ERROR_LENGTH)}… (${described.length - MAX_ERROR_LENGTH} more characters)`;
   }
   return wellFormed(described);
 }

@@ -116,7 +116,7 @@ describe('policy retries', () => {
       },
     });
     expect(await agent.start('go')).toBe('failed');
-    expect(agent.state).toMatchObject({ error: 'Error: [object Object]', activeMs: 30 });
+    expect(agent.state).toMatchObject({ error: 'Error: <an object>', activeMs: 30 });
   });
 
   it('a thrown null is recorded as an Error, with its time', async () => {

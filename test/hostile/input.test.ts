@@ -227,7 +227,7 @@ describe('a policy that throws a hostile object', () => {
           throw new Error('no');
         },
       }),
-      'Error: <unreadable>',
+      'Error: <an object>',
     ],
     [
       'a throwing message getter',
@@ -290,6 +290,35 @@ describe('a policy that throws a hostile object', () => {
       expect(agent.state.history[2]).toEqual({ role: 'tool', tool: 't', error: recorded });
     });
   }
+
+  it('a thrown array of 2^32−1 holes is named, not stringified (that would never end)', async () => {
+    const agent = new Agent({
+      policyRetries: 0,
+      policy: () => {
+        throw new Array(2 ** 32 - 1);
+      },
+      tools: [],
+    });
+    expect(await agent.start('go')).toBe('failed');
+    expect(agent.state.error).toBe('Error: <an array>');
+  });
+
+  it('an error message longer than 8,000 characters is kept shortened', async () => {
+    const agent = new Agent({
+      policy: sequence({ tool: 't' }, { final: 1 }),
+      tools: [
+        {
+          name: 't',
+          fn: () => {
+            throw new Error('x'.repeat(50_000));
+          },
+        },
+      ],
+    });
+    await agent.start('go');
+    const { error } = agent.state.history[2] as { error: string };
+    expect(error).toBe(`Error: ${'x'.repeat(7_993)}… (42007 more characters)`);
+  });
 
   it('a revoked Proxy returned as the action is a malformed-action observation', async () => {
     const agent = new Agent({ policy: sequence(revoked(), { final: 1 }), tools: [] });
