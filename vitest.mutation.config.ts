@@ -20,7 +20,7 @@ export default defineConfig({
       'test/model/paths.int.test.ts',
       'test/model/commands.test.ts',
     ],
-    exclude: ['test/crash.test.ts', 'test/docs.test.ts', 'node_modules/**'],
+    exclude: ['test/crash.test.ts', 'test/docs.test.ts', 'test/docs.int.test.ts', 'node_modules/**'],
     env: { TOLLGATE_MUTATION: '1' },
     reporters: ['default'],
   },

@@ -1,5 +1,5 @@
 /**
- * `npm start`: the refund-email scenario end to end. The agent searches, asks to email ops
+ * `npm run example`: the refund-email scenario end to end. The agent searches, asks to email ops
  * (a side effect, so it pauses for a human), is checkpointed to a file, resumed from that file
  * as a new process would, approved, and finishes. No API key: the policy is scripted.
  */

@@ -1,0 +1,222 @@
+/**
+ * The package as npm packs it and a user installs it: what the tarball holds, and that it works
+ * in the project setups the README promises — ESM, CommonJS through `require(esm)`, and
+ * TypeScript with `module: NodeNext` in both.
+ */
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exec, installedProject, type Packed, packedTarball, tsc } from '../support/package-tarball.js';
+
+const manifest = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
+  main: string;
+  types: string;
+  exports: Record<string, unknown>;
+  bin: Record<string, string>;
+};
+
+/** Every file path an exports map names, whatever its conditions. */
+function targets(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (value && typeof value === 'object') return Object.values(value).flatMap(targets);
+  return [];
+}
+const normal = (path: string) => path.replace(/^\.\//, '');
+
+/** The entry points that need no optional peer (better-sqlite3, pg) to load. */
+const driverless = Object.keys(manifest.exports)
+  .filter((key) => key !== './package.json' && !/sqlite|postgres/.test(key))
+  .map((key) => key.replace(/^\./, 'tollgate'));
+const entryPoints = Object.keys(manifest.exports)
+  .filter((key) => key !== './package.json')
+  .map((key) => key.replace(/^\./, 'tollgate'));
+
+let packed: Packed;
+const projects: string[] = [];
+
+beforeAll(async () => {
+  packed = await packedTarball();
+}, 600_000);
+
+afterAll(() => {
+  for (const dir of projects) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('npm pack', () => {
+  const paths = () => new Set(packed.files.map((f) => f.path));
+
+  it('packs without a warning', () => {
+    expect(packed.warnings).toEqual([]);
+  });
+
+  it('ships every exports target, the bin, main and types', () => {
+    const wanted = [...targets(manifest.exports), ...Object.values(manifest.bin), manifest.main, manifest.types];
+    expect(wanted.map(normal).filter((path) => !paths().has(path))).toEqual([]);
+  });
+
+  it('ships the license, the README and the TypeScript sources the maps point at', () => {
+    for (const path of ['LICENSE', 'README.md', 'package.json', 'src/index.ts', 'machines/agent.ts']) {
+      expect(paths()).toContain(path);
+    }
+  });
+
+  it('ships no tests, fixtures, examples, benchmarks or docs', () => {
+    const unwanted = [...paths()].filter(
+      (path) =>
+        /(^|\/)(test|tests|__tests__|fixtures|examples|bench|docs|coverage|reports)\//.test(path) ||
+        /\.(test|spec)\.[cm]?[jt]s$|\.tsbuildinfo$/.test(path),
+    );
+    expect(unwanted).toEqual([]);
+  });
+});
+
+describe('installed in an ESM project', () => {
+  let project = '';
+  let pkg = '';
+
+  beforeAll(async () => {
+    // No better-sqlite3 nor pg: `tollgate` and the stores without a driver must load without them.
+    project = await installedProject(packed, { type: 'module', link: ['@types/node', '@types/pg'] });
+    projects.push(project);
+    pkg = join(project, 'node_modules', 'tollgate');
+  }, 300_000);
+
+  it('has source maps whose sources are all in the package', () => {
+    const files = readdirSync(pkg, { recursive: true, encoding: 'utf8' });
+    const problems: string[] = [];
+    for (const file of files.filter((f) => /\.(js|d\.ts)$/.test(f))) {
+      const url = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(pkg, file), 'utf8'))?.[1];
+      if (!url) problems.push(`${file}: no sourceMappingURL`);
+      else if (!files.includes(join(dirname(file), url))) problems.push(`${file}: ${url} is not in the package`);
+    }
+    const maps = files.filter((f) => f.endsWith('.map'));
+    expect(maps.length).toBeGreaterThan(0);
+    for (const map of maps) {
+      const { sourceRoot = '', sources } = JSON.parse(readFileSync(join(pkg, map), 'utf8')) as {
+        sourceRoot?: string;
+        sources: string[];
+      };
+      for (const source of sources) {
+        const path = relative(pkg, resolve(pkg, dirname(map), sourceRoot, source));
+        if (path.startsWith('..') || !files.includes(path))
+          problems.push(`${map}: source ${source} is not in the package`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('points stack traces at the TypeScript sources (node --enable-source-maps)', async () => {
+    const script = `import { Agent } from 'tollgate'; try { new Agent({}); } catch (e) { console.log(e.stack); }`;
+    const { stdout } = await exec(
+      process.execPath,
+      ['--enable-source-maps', '--input-type=module', '-e', script],
+      project,
+    );
+    expect(stdout).toMatch(/OptionsError/);
+    expect(stdout).toMatch(/node_modules\/tollgate\/src\/\S+\.ts:\d+/);
+  });
+
+  it('imports every entry point that needs no database driver', async () => {
+    const script = `
+      for (const name of ${JSON.stringify(driverless)}) {
+        const exports = Object.keys(await import(name));
+        if (exports.length === 0) throw new Error(name + ' exports nothing');
+      }
+      const { Agent } = await import('tollgate');
+      const agent = new Agent({ tools: [], policy: () => ({ final: 'ok' }) });
+      console.log(await agent.start('go'));`;
+    const { stdout } = await exec(process.execPath, ['--input-type=module', '-e', script], project);
+    expect(stdout.trim()).toBe('done');
+  });
+
+  it('installs the tollgate command', async () => {
+    const { stdout } = await exec(join(project, 'node_modules', '.bin', 'tollgate'), ['--help'], project);
+    expect(stdout).toMatch(/tollgate/);
+  });
+
+  it("type-checks every entry point's declarations, strictly and without skipLibCheck", async () => {
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          exactOptionalPropertyTypes: true,
+          skipLibCheck: false,
+          types: ['node'],
+          noEmit: true,
+        },
+        files: ['entry-points.ts'],
+      }),
+    );
+    writeFileSync(
+      join(project, 'entry-points.ts'),
+      entryPoints.map((name, i) => `import type * as entry${i} from '${name}';\nexport type { entry${i} };\n`).join(''),
+    );
+    // Other libraries' declarations are theirs to fix (xstate's fail exactOptionalPropertyTypes):
+    // only diagnostics in Tollgate's files, or in the importing file, count.
+    const ours = (await tsc(project))
+      .split(/\n(?! )/)
+      .filter((diagnostic) => diagnostic.trim() !== '' && !/^node_modules\/(?!tollgate\/)/.test(diagnostic));
+    expect(ours).toEqual([]);
+  }, 120_000);
+});
+
+describe('installed in a CommonJS project (npm init -y)', () => {
+  let project = '';
+
+  beforeAll(async () => {
+    project = await installedProject(packed, { type: 'commonjs', link: ['@types/node'] });
+    projects.push(project);
+  }, 300_000);
+
+  it('require() gives the very module that import gives (no second copy)', async () => {
+    const script = `
+      const tollgate = require('tollgate');
+      for (const name of ${JSON.stringify(driverless)}) require(name);
+      const agent = new tollgate.Agent({ tools: [], policy: () => ({ final: 'ok' }) });
+      agent.start('go').then(async (status) => {
+        const esm = await import('tollgate');
+        console.log(status, esm.Agent === tollgate.Agent);
+      });`;
+    const { stdout, stderr } = await exec(process.execPath, ['-e', script], project);
+    expect(stdout.trim()).toBe('done true');
+    expect(stderr).toBe('');
+  });
+
+  it('compiles with TypeScript (module NodeNext, no "type": "module") and runs', async () => {
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: true,
+          types: ['node'],
+          outDir: 'out',
+        },
+        files: ['index.ts'],
+      }),
+    );
+    writeFileSync(
+      join(project, 'index.ts'),
+      [
+        "import { Agent, type Policy } from 'tollgate';",
+        "import { ManualClock } from 'tollgate/testing';",
+        "const policy: Policy = () => ({ final: 'ok' });",
+        'const agent = new Agent({ policy, tools: [], clock: new ManualClock(0) });',
+        'agent.start("go").then((status) => console.log(status));',
+        '',
+      ].join('\n'),
+    );
+    expect(await tsc(project)).toBe('');
+    expect(readFileSync(join(project, 'out', 'index.js'), 'utf8')).toMatch(/require\("tollgate"\)/);
+    const { stdout } = await exec(process.execPath, [join(project, 'out', 'index.js')], project);
+    expect(stdout.trim()).toBe('done');
+  }, 120_000);
+});
