@@ -96,9 +96,11 @@ export function policyActor(hostOf: HostOf) {
     await host.durable();
     if (signal.aborted) throw signal.reason;
     const started = host.clock.now();
-    const remaining = host.remaining();
     const spent = () => Math.max(0, host.clock.now() - started);
+    // Read live: a budget extended while the call runs moves its deadline.
+    const activeLeftNow = () => activeLeft(host.remaining(), spent());
     for (let attempt = 0; ; attempt++) {
+      const remaining = host.remaining();
       const left = activeLeft(remaining, spent());
       // The back-off ran into the end of the active-time budget: no further try.
       if (left !== null && left <= 0) {
@@ -113,21 +115,25 @@ export function policyActor(hostOf: HostOf) {
       let raw: unknown;
       try {
         // The active-time budget bounds the call in flight too: its rest is this call's deadline.
-        const deadline = earliest(host.policyTimeoutMs, left);
+        const attemptStarted = spent();
+        const attemptLeft = () => {
+          const limit = host.policyTimeoutMs === null ? null : host.policyTimeoutMs - (spent() - attemptStarted);
+          return earliest(limit, activeLeftNow());
+        };
         ({ value: raw } = await withDeadline(
           (callSignal) => unwrap(host.policy(host.history().slice(), { ...ctx, signal: callSignal })),
-          deadline,
+          attemptLeft,
           signal,
           host.clock,
           () =>
             new TimeoutError(
-              deadline === host.policyTimeoutMs
-                ? `policy timed out after ${deadline} ms`
+              (activeLeftNow() ?? 1) > 0
+                ? `policy timed out after ${host.policyTimeoutMs} ms`
                 : 'policy stopped: the active-time budget (maxActiveMs) ran out',
             ),
         ));
       } catch (error) {
-        const timeLeft = activeLeft(remaining, spent());
+        const timeLeft = activeLeftNow();
         if (signal.aborted || attempt >= host.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
           throw withElapsed(error, spent());
         }
@@ -176,20 +182,24 @@ export function toolActor(hostOf: HostOf) {
     if (left !== null && left <= 0) {
       return done({ error: `not run: the active-time budget (maxActiveMs) was spent before ${call.tool} started` });
     }
-    const deadline = earliest(tool.timeoutMs, left);
+    const spent = () => Math.max(0, host.clock.now() - started);
+    // The tool's own timeout, and the active time left (read live: a budget extended meanwhile
+    // moves the deadline), whichever ends first.
+    const timeoutLeft = () => (tool.timeoutMs === undefined ? null : tool.timeoutMs - spent());
+    const activeLeftNow = () => activeLeft(host.remaining(), spent());
     const ctx = { runId: host.runId, step: call.step, key: call.key, approvedCallId: call.approval?.callId ?? null };
     try {
       const result = await withDeadline(
         // The tool gets its own copy, made by the same JSON copy the arguments were checked with.
         (toolSignal) => unwrap(tool.fn(copyArgs(call.args), call.key, { ...ctx, signal: toolSignal })),
-        deadline,
+        () => earliest(timeoutLeft(), activeLeftNow()),
         signal,
         host.clock,
         () =>
           new TimeoutError(
-            deadline === tool.timeoutMs
-              ? `tool ${tool.name} timed out after ${deadline} ms`
-              : `tool ${tool.name} stopped after ${deadline} ms: the active-time budget (maxActiveMs) ran out`,
+            (timeoutLeft() ?? 1) <= 0
+              ? `tool ${tool.name} timed out after ${tool.timeoutMs} ms`
+              : `tool ${tool.name} stopped after ${spent()} ms: the active-time budget (maxActiveMs) ran out`,
           ),
       );
       return done({ result: result.value });

@@ -24,30 +24,37 @@ export function earliest(...bounds: (number | null | undefined)[]): number | nul
 }
 
 /**
- * Runs `work` with a signal that aborts when `parent` aborts or `ms` pass on `clock`, whichever
- * is first; on the deadline the returned promise rejects with `timeout()`'s error even if
- * `work` ignores its signal. Without a deadline, `work` gets `parent` itself: no timers or
- * controllers on the hot path.
+ * Runs `work` with a signal that aborts when `parent` aborts or its deadline passes on `clock`,
+ * whichever is first; on the deadline the returned promise rejects with `timeout()`'s error even
+ * if `work` ignores its signal. `left()` says how long the call may still take (null: no limit);
+ * it is asked again when the timer fires, so a limit raised while the call runs (a budget
+ * extended) moves the deadline instead of cutting the call short. Without a deadline, `work`
+ * gets `parent` itself: no timers or controllers on the hot path.
  */
 export async function withDeadline<T>(
   work: (signal: AbortSignal) => Promise<T> | T,
-  ms: number | null,
+  left: () => number | null,
   parent: AbortSignal,
   clock: Clock,
   timeout: () => Error,
 ): Promise<T> {
-  if (ms === null) return await work(parent);
+  const first = left();
+  if (first === null) return await work(parent);
   const controller = new AbortController();
   const forward = () => controller.abort(parent.reason);
   if (parent.aborted) forward();
   else parent.addEventListener('abort', forward, { once: true });
   const timer = new AbortController();
-  try {
-    const fired = clock.sleep(Math.max(0, Math.min(ms, MAX_TIMER_MS)), timer.signal).then(() => {
+  const arm = (ms: number): Promise<never> =>
+    clock.sleep(Math.max(0, Math.min(ms, MAX_TIMER_MS)), timer.signal).then(() => {
+      const more = left();
+      if (more !== null && more > 0) return arm(more);
       const error = timeout();
       controller.abort(error);
       throw error;
     });
+  try {
+    const fired = arm(first);
     const running = Promise.resolve().then(() => work(controller.signal));
     return await Promise.race([running, fired]);
   } finally {

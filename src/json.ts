@@ -63,7 +63,10 @@ class Copier {
   where(): string {
     const path = this.#path;
     if (path.length <= MAX_PATH_SHOWN) return this.#name + path.map(segment).join('');
-    const head = path.slice(0, MAX_PATH_SHOWN - 3).map(segment).join('');
+    const head = path
+      .slice(0, MAX_PATH_SHOWN - 3)
+      .map(segment)
+      .join('');
     return `${this.#name}${head}…${path.slice(-3).map(segment).join('')}`;
   }
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { Agent, type PolicyContext } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
-import { recorder, sequence, until } from './support/helpers.js';
+import { gate, recorder, sequence, until } from './support/helpers.js';
 
 const never = () => new Promise<never>(() => {});
 
@@ -77,6 +77,31 @@ describe('maxActiveMs bounds the call in flight', () => {
     clock.advance(1_500);
     expect(await again).toBe('budget_exhausted');
     expect(agent.state.activeMs).toBe(2_000);
+  });
+
+  it('a budget raised while the call runs moves its deadline instead of cutting it', async () => {
+    const clock = new ManualClock(0);
+    let signal: AbortSignal | undefined;
+    const answer = gate<{ final: string }>();
+    const agent = new Agent({
+      clock,
+      tools: [],
+      maxActiveMs: 500,
+      policy: (_h, ctx) => {
+        signal = ctx.signal;
+        return answer.promise;
+      },
+    });
+    const done = agent.start('go');
+    await until(() => signal !== undefined);
+    clock.advance(300);
+    agent.extendBudget({ maxActiveMs: 1_000 });
+    clock.advance(300); // past the old deadline, before the new one
+    await new Promise((r) => setImmediate(r));
+    expect(signal?.aborted).toBe(false);
+    answer.resolve({ final: 'in time' });
+    expect(await done).toBe('done');
+    expect(agent.state.activeMs).toBe(600);
   });
 
   it('a retry back-off that reaches the end of the budget stops there', async () => {

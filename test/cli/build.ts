@@ -105,6 +105,8 @@ function compile(dir: string): void {
       join(dir, 'dist'),
       '--declaration',
       'false',
+      '--declarationMap',
+      'false',
       '--sourceMap',
       'false',
     ],

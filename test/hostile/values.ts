@@ -96,6 +96,7 @@ const exotic: fc.Arbitrary<Make> = fc.constantFrom<Make>(
     rejected.catch(() => {});
     return rejected;
   },
+  // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise is the point
   () => ({ then: (resolve: (v: unknown) => void) => resolve({ final: 'from a thenable' }) }),
 );
 
