@@ -2,9 +2,11 @@
  * The real, built `tollgate` command in child processes: output, exit codes and the store's
  * contents. Non-interactive here (no terminal); tmux.int.test.ts drives the prompts.
  */
+
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { callIdOf } from '../../machines/agent.js';
 import { fixture, workspace } from './workspace.js';
 
 describe('tollgate (built) in child processes', () => {
@@ -39,7 +41,7 @@ describe('tollgate (built) in child processes', () => {
     expect(run.stdout).toContain('approval needed');
     expect(run.stdout).toContain('key       inv-7:2');
     expect(run.stdout).toContain(
-      `tollgate approve inv-7 --call-id 'inv-7:2#1' --store ${dir}/tollgate.db --agent ${fixture('pay-agent.mjs')} --note`,
+      `tollgate approve inv-7 --call-id '${callIdOf('inv-7:2', 1, 'pay', { amount: 250 })}' --store ${dir}/tollgate.db --agent ${fixture('pay-agent.mjs')} --note`,
     );
     expect(paid()).toEqual([]);
     expect(await stored('inv-7')).toMatchObject({ status: 'awaiting_approval', pending: { key: 'inv-7:2' } });
@@ -56,7 +58,8 @@ describe('tollgate (built) in child processes', () => {
     expect(stale.stderr).toContain('is not the pending call');
     expect(paid()).toEqual([]);
 
-    const approve = await cli(['approve', 'inv-7', '--note', 'budgeted', '--as', 'carol', '--call-id', 'inv-7:2#1']);
+    const callId = callIdOf('inv-7:2', 1, 'pay', { amount: 250 });
+    const approve = await cli(['approve', 'inv-7', '--note', 'budgeted', '--as', 'carol', '--call-id', callId]);
     expect(approve.code).toBe(0);
     expect(approve.stdout).toContain('(approved by carol)');
     expect(approve.stdout).toContain('answer    paid');
@@ -97,7 +100,7 @@ describe('tollgate (built) in child processes', () => {
     expect(show.code).toBe(0);
     expect(show.stdout).toContain('steps 2/6');
     expect(show.stdout).toContain('goal      pay');
-    expect(show.stdout).toContain('call id   s1:2#1');
+    expect(show.stdout).toContain(`call id   ${callIdOf('s1:2', 1, 'pay', { amount: 250 })}`);
     const json = JSON.parse((await cli(['show', 's1', '--json'])).stdout);
     expect(json).toMatchObject({ runId: 's1', status: 'awaiting_approval', steps: 2, version: expect.any(Number) });
   });

@@ -2,10 +2,12 @@
  * The command as a finished tool: --version, help that teaches, cancel, errors a script can parse,
  * output into a closed pipe, and decide-later commands that work from anywhere.
  */
+
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { callIdOf } from '../../machines/agent.js';
 import { build, fixture, runNode, workspace } from './workspace.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -127,8 +129,8 @@ describe('tollgate as a finished command', () => {
     expect(run.code).toBe(3);
     const lines = run.stdout.split('\n').filter((l) => /^\s+tollgate (approve|deny) /.test(l));
     expect(lines).toEqual([
-      `  tollgate approve a1 --call-id 'a1:2#1' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
-      `  tollgate deny a1 --call-id 'a1:2#1' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
+      `  tollgate approve a1 --call-id '${callIdOf('a1:2', 1, 'pay', { amount: 250 })}' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
+      `  tollgate deny a1 --call-id '${callIdOf('a1:2', 1, 'pay', { amount: 250 })}' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
     ]);
     const args = (lines[0] as string)
       .trim()

@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildOnce } from './build.js';
 
 const build = buildOnce();
@@ -15,9 +15,24 @@ const demo = join(build.dir, 'dist', 'examples', 'demo.js');
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 const sessions: string[] = [];
 
+/**
+ * A tmux server of this file's own (its own socket), kept alive by a session that outlives the
+ * tests: a server exits with its last session, and a new session asked for while it is exiting
+ * fails with "server exited unexpectedly".
+ */
+const SOCKET = `tollgate-test-${process.pid}`;
+
 function tmux(...args: string[]): string {
-  return execFileSync('tmux', args, { encoding: 'utf8' });
+  return execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' });
 }
+
+beforeAll(() => {
+  if (hasTmux) tmux('new-session', '-d', '-s', 'keepalive', 'sleep 3600');
+});
+
+afterAll(() => {
+  spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+});
 
 function startSession(command: string, cwd: string, env: Record<string, string>): string {
   const name = `tollgate-test-${process.pid}-${sessions.length}`;
@@ -52,7 +67,7 @@ async function waitFor(name: string, text: string | RegExp, timeoutMs = 30_000):
 }
 
 afterEach(() => {
-  for (const name of sessions.splice(0)) spawnSync('tmux', ['kill-session', '-t', name]);
+  for (const name of sessions.splice(0)) spawnSync('tmux', ['-L', SOCKET, 'kill-session', '-t', name]);
 });
 
 describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal (tmux)', () => {
@@ -117,7 +132,7 @@ describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal
     const first = startSession(`node ${demo}`, dir, demoEnv);
     await waitFor(first, 'Run refund?');
     // Kill the whole terminal session: the process dies at the prompt.
-    spawnSync('tmux', ['kill-session', '-t', first]);
+    spawnSync('tmux', ['-L', SOCKET, 'kill-session', '-t', first]);
     const second = startSession(`node ${demo}`, dir, demoEnv);
     const resumed = await waitFor(second, 'Run refund?');
     expect(resumed).toContain('resuming unfinished demo-1');
