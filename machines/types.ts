@@ -25,35 +25,105 @@ export interface ApprovalRecord {
   at: string;
   /** The pending call id that was decided. */
   callId: string;
+  /** The arguments the approver edited the call to: it ran with these, not the model's. */
+  args?: JsonObject;
+  /** A standing approval: every later call of this tool in this run runs without asking. */
+  always?: boolean;
+  /**
+   * This call ran under a standing approval given earlier: the id of the call that granted it
+   * (`by`, `note` and `at` are that grant's).
+   */
+  standing?: string;
+}
+
+/** One call of a step with several calls, as its assistant entry lists it. */
+export interface AssistantCall {
+  /** Pairs the call with its tool entry: the model's own tool-call id, or the call's key. */
+  id: string;
+  tool: string;
+  args: JsonObject;
 }
 
 /**
- * One history entry. The five shapes are fixed by the public contract; extra fields
- * (`approval`, `outcome`) may appear on tool observations.
+ * One history entry. A step with one call records the seed's two entries (an assistant entry
+ * with `tool` and `args`, then a tool entry); a step with several records one assistant entry
+ * holding `calls`, then one tool entry per call, in call order, each with the call's `id`.
+ * Extra fields: `id` (the model's tool-call id) and `text` (what the model said beside its
+ * calls) on assistant entries, `id`, `approval` and `outcome` on tool entries.
  */
 export type HistoryEntry =
   | { role: 'user'; content: string }
-  | { role: 'assistant'; tool: string; args: JsonObject }
+  | { role: 'assistant'; tool: string; args: JsonObject; id?: string; text?: string }
+  | { role: 'assistant'; calls: AssistantCall[]; text?: string }
   | { role: 'assistant'; final: Json }
-  | { role: 'tool'; tool: string; result: Json; approval?: ApprovalRecord }
-  | { role: 'tool'; tool: string; error: string; approval?: ApprovalRecord; outcome?: 'unknown' };
+  | { role: 'tool'; tool: string; result: Json; id?: string; approval?: ApprovalRecord }
+  | { role: 'tool'; tool: string; error: string; id?: string; approval?: ApprovalRecord; outcome?: 'unknown' };
 
-/** A tool call the machine knows about: the unit of approval and of idempotency. */
-export interface ToolCall {
-  /** Unique id of this approval request (changes when the same key is asked again). */
+/** Where a call of the current step stands. */
+export type CallState =
+  /** Needs no approval (or has one): runs when its turn comes, in call order. */
+  | 'queued'
+  /** Waits for a human's decision. */
+  | 'pending'
+  /** The tool is running: the write-ahead record says so. */
+  | 'running'
+  /** Has its outcome: `entry` is the tool entry the history will get. */
+  | 'done';
+
+/** What a finished call adds to the history (without its `role`, `tool` and `id`). */
+export type CallOutcome =
+  | { result: Json; approval?: ApprovalRecord }
+  | { error: string; approval?: ApprovalRecord; outcome?: 'unknown' };
+
+/**
+ * One tool call of the current step: the unit of approval, idempotency and the crash rules.
+ * The step's calls live in `context.calls` until every one has an outcome; then their tool
+ * entries are appended to the history in call order and the list is emptied.
+ */
+export interface StepCall {
+  /** This approval request: `${key}#${attempt}@${digest of tool and args}` (see `callIdOf`). */
   id: string;
-  /** Idempotency key `${runId}:${step}`. */
+  /** Idempotency key: `${runId}:${step}` for a step's only call, `${runId}:${step}.${index}` for several. */
   key: string;
   /** The policy call (1-based) that produced this call. */
   step: number;
+  /** 1-based position in its step. */
+  index: number;
+  /** Pairs the call with its result in the history: the model's tool-call id, or the key. */
+  toolCallId: string;
+  /** Whether the model gave `toolCallId` (a one-call step then records it as the entries' `id`). */
+  modelId: boolean;
+  tool: string;
+  /** The model's arguments (an approval may edit what runs: `approval.args`). */
+  args: JsonObject;
+  /** How many times a human has been asked about this key (1 on first request). */
+  attempt: number;
+  state: CallState;
+  /** ISO-8601 time the approval was requested (while pending). */
+  requestedAt: string | null;
+  /** ISO-8601 time after which deciding runs nothing; null without a TTL (or not pending). */
+  expiresAt: string | null;
+  /** `'unknown'`: in flight at a crash and not idempotent; it may or may not have taken effect. */
+  outcome: 'unknown' | null;
+  /** The decision that lets it run (or denied it); null for a call that needs none. */
+  approval: ApprovalRecord | null;
+  /** The tool entry's body, once done. */
+  done: CallOutcome | null;
+}
+
+/** A call waiting for a human's decision, as `state.pendingCalls` and the stores show it. */
+export interface PendingCall {
+  /** Unique id of this approval request (changes when the same key is asked again). */
+  id: string;
+  /** Idempotency key. */
+  key: string;
+  step: number;
+  /** 1-based position in its step. */
+  index: number;
   tool: string;
   args: JsonObject;
   /** How many times a human has been asked about this key (1 on first request). */
   attempt: number;
-}
-
-/** A call waiting for a human's decision: `state.pending`. */
-export interface PendingCall extends ToolCall {
   /** ISO-8601 time the approval was requested. */
   requestedAt: string;
   /** ISO-8601 time after which deciding executes nothing; null without `approvalTtlMs`. */
@@ -63,11 +133,6 @@ export interface PendingCall extends ToolCall {
    * it may or may not have taken effect, and approving runs it again.
    */
   outcome?: 'unknown';
-}
-
-/** A call being executed; `approval` is set when a human approved it (write-ahead record). */
-export interface InflightCall extends ToolCall {
-  approval: ApprovalRecord | null;
 }
 
 /** Budget limits. `null` means unlimited. */
@@ -91,8 +156,10 @@ export interface AgentContext {
   activeMs: number;
   limits: Limits;
   approvalTtlMs: number | null;
-  pending: PendingCall | null;
-  inflight: InflightCall | null;
+  /** The calls of the step in progress, in call order; empty between steps. */
+  calls: StepCall[];
+  /** Standing approvals given in this run, by tool name. */
+  standing: Record<string, ApprovalRecord>;
   /** The final answer, once `done`. */
   answer: Json | null;
   /** The budget that stopped the run, while `budget_exhausted`. */
@@ -117,6 +184,24 @@ interface DecisionCost {
   at: string;
 }
 
+/** What the runtime says of one call the policy asked for, before the machine takes it. */
+export type Verdict =
+  /** Runs without asking (a pure tool, or a rule that said no approval is needed). */
+  | { kind: 'run' }
+  /** A human must approve it first (unless a standing approval covers its tool). */
+  | { kind: 'ask' }
+  /** Decided without running: an unknown tool, invalid arguments, a rule's automatic denial. */
+  | { kind: 'refuse'; error: string };
+
+/** A call the policy asked for, checked and copied by the runtime. */
+export interface ClassifiedCall {
+  tool: string;
+  args: JsonObject;
+  /** The model's own id for the call, when it gave one. */
+  toolCallId: string | null;
+  verdict: Verdict;
+}
+
 /**
  * The policy actor's output: the policy's action, already validated and classified by the
  * runtime, so that the machine stays pure (it never sees a tool object).
@@ -124,8 +209,7 @@ interface DecisionCost {
 export type Decision = DecisionCost &
   (
     | { type: 'final'; final: Json }
-    | { type: 'call'; tool: string; args: JsonObject; needsApproval: boolean }
-    | { type: 'unknown_tool'; tool: string; args: JsonObject }
+    | { type: 'calls'; calls: ClassifiedCall[]; text: string | null }
     | { type: 'malformed'; tool: string; error: string }
   );
 
@@ -136,11 +220,23 @@ export type ToolOutcome =
   /** Resumed with a non-idempotent side effect in flight: nothing was called. */
   | { type: 'outcome_unknown'; at: string };
 
+/** One decision about one pending call. */
+export interface CallDecision {
+  /** The pending call's id (`PendingCall.id`): a decision about another request is refused. */
+  callId: string;
+  approve: boolean;
+  note: string;
+  /** Approved with these arguments instead of the model's. */
+  args?: JsonObject;
+  /** Approve every later call of this tool in this run too. */
+  always?: boolean;
+}
+
 /** Events a user (through the Agent facade) sends. */
 export type AgentEvent =
   | { type: 'START'; goal: string }
-  | { type: 'APPROVE'; callId: string; by: string; note: string; at: string }
-  | { type: 'DENY'; callId: string; by: string; note: string; at: string }
+  /** Decides some of the pending calls, atomically; the others stay pending. */
+  | { type: 'DECIDE'; decisions: CallDecision[]; by: string; at: string }
   | { type: 'EXPIRE'; at: string }
   | { type: 'CANCEL'; reason: string }
   | { type: 'EXTEND_BUDGET'; limits: Partial<Limits> }

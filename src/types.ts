@@ -1,5 +1,8 @@
 /** The public types of the Agent API. */
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type {
+  ApprovalRecord,
+  AssistantCall,
   BudgetKind,
   HistoryEntry,
   Json,
@@ -14,16 +17,36 @@ import type { CheckpointStore } from './store.js';
 
 /** What a tool's `fn` receives beside its arguments. */
 export interface ToolContext {
-  /** Aborted when the call times out (`timeoutMs`) or the run is cancelled. */
+  /** Aborted when the call times out (`timeoutMs`, the active-time budget) or the run is cancelled. */
   signal: AbortSignal;
   runId: string;
   /** The policy call that produced this tool call. */
   step: number;
-  /** The idempotency key, `${runId}:${step}` (also `fn`'s second argument). */
+  /** The idempotency key: `${runId}:${step}`, or `${runId}:${step}.${i}` in a step of several calls. */
   key: string;
   /** The pending-call id the human approved, or null for a call that needed no approval. */
   approvedCallId: string | null;
 }
+
+/** What an approval rule is told beside the arguments. */
+export interface ApprovalContext {
+  runId: string;
+  /** The step the call belongs to. */
+  step: number;
+  tool: string;
+  /** The run's history so far (frozen entries), the call's own assistant entry not yet in it. */
+  history: readonly HistoryEntry[];
+}
+
+/**
+ * Whether a call needs a human: `true`, `false`, or `{ deny: reason }` (an automatic denial:
+ * nobody is asked, nothing runs, the model sees `denied by rule: <reason>`). A rule that throws
+ * means `true`: the gate fails closed.
+ */
+export type ApprovalRule<Args = any> = (
+  args: Args,
+  ctx: ApprovalContext,
+) => boolean | { deny: string } | Promise<boolean | { deny: string }>;
 
 /**
  * A tool the policy may call.
@@ -31,21 +54,37 @@ export interface ToolContext {
  * @example
  * const sendEmail: Tool = {
  *   name: 'send_email',
+ *   description: 'Send an email to one address',
+ *   input: z.object({ to: z.email(), body: z.string() }), // any Standard Schema v1 value
  *   sideEffect: true,   // needs a human's approval (needsApproval defaults to sideEffect)
  *   idempotent: true,   // honours `key`: safe to call again after a crash
- *   fn: async ({ to }, key) => mailer.send({ to, idempotencyKey: key }),
+ *   fn: async ({ to, body }, key) => mailer.send({ to, body, idempotencyKey: key }),
  * };
  */
 export interface Tool<Args = any> {
   name: string;
+  /** What the tool does, for the model (tool declarations). */
+  description?: string;
+  /**
+   * The arguments' schema: any Standard Schema v1 value (zod 4, valibot, arktype). Arguments are
+   * validated before approval is asked and before the call runs; invalid ones are an error
+   * observation (`invalid arguments: <issues>`) and nothing runs. The tool, and the approval
+   * rule, get the schema's output. @default none: any JSON object
+   */
+  input?: StandardSchemaV1<unknown, Args>;
   /** Returns a JSON value (anything else becomes an error observation). */
   fn(args: Args, key: string, ctx: ToolContext): unknown;
   /** The tool changes the world. @default false */
   sideEffect?: boolean;
   /** A human must approve each call first. @default sideEffect */
-  needsApproval?: boolean | ((args: Args) => boolean | Promise<boolean>);
+  needsApproval?: boolean | ApprovalRule<Args>;
   /** The tool deduplicates by `key`: after a crash mid-call it is simply called again. @default false */
   idempotent?: boolean;
+  /**
+   * An approver may replace the arguments when approving. The assistant entry keeps the model's
+   * arguments; the tool entry's `approval.args` says what ran. @default true
+   */
+  allowEdit?: boolean;
   /**
    * Abort the call's signal and record a timeout error after this many ms (at most 2^31−1). With
    * `maxActiveMs`, the active time left is a deadline too, whichever comes first. @default none
@@ -56,8 +95,23 @@ export interface Tool<Args = any> {
 /** Token usage a policy may report with its action. */
 export type { Usage };
 
-/** What a policy returns: call a tool, or answer. */
-export type Action = { tool: string; args?: Record<string, unknown>; usage?: Usage } | { final: Json; usage?: Usage };
+/** One tool call a policy asks for. */
+export interface CallRequest {
+  tool: string;
+  args?: Record<string, unknown>;
+  /** The model's own id for the call (a tool-call id), kept in the history to pair the result. */
+  id?: string;
+}
+
+/**
+ * What a policy returns: call a tool (`{ tool, args? }`), call several in one step
+ * (`{ calls, text? }`: `text` is what the model said beside them), or answer (`{ final }`).
+ * One policy call is one step, whatever it returns.
+ */
+export type Action =
+  | (CallRequest & { text?: string; usage?: Usage })
+  | { calls: CallRequest[]; text?: string; usage?: Usage }
+  | { final: Json; usage?: Usage };
 
 /** What a policy receives beside the history. */
 export interface PolicyContext {
@@ -124,19 +178,40 @@ export interface ResumeOptions extends RuntimeOptions {
   maxActiveMs?: number | null;
 }
 
-/** Options of `decide`. */
+/** Options of `decide(approved, note, options)`. */
 export interface DecideOptions {
-  /** The pending call's id the human saw; a different id throws `StaleApprovalError`. */
-  callId?: string;
+  /** The pending call's id the human saw; a different id throws `StaleApprovalError`. Needed when several calls are pending. */
+  callId?: string | undefined;
   /** Who decided. @default 'human' */
-  by?: string;
+  by?: string | undefined;
+}
+
+/** A decision about one pending call, in `decide({ [callId]: decision })`. */
+export type CallDecisionInput =
+  | {
+      approve: true;
+      note?: string;
+      /** Run with these arguments instead of the model's (the tool must allow edits). */
+      args?: Record<string, unknown>;
+      /** Approve every later call of this tool in this run too (a standing approval). */
+      always?: boolean;
+    }
+  | { approve: false; note?: string };
+
+/** Decisions about pending calls, by call id: `decide(decisions, { by })` applies them at once. */
+export type Decisions = Record<string, CallDecisionInput>;
+
+/** Options of `decide(decisions, options)`. */
+export interface DecideManyOptions {
+  /** Who decided. @default 'human' */
+  by?: string | undefined;
 }
 
 /** What `agent.observe` reports as a run progresses. */
 export type RunEvent =
   | { type: 'entry'; index: number; entry: HistoryEntry }
   | { type: 'deciding'; step: number }
-  | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number } }
+  | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number; index: number } }
   | { type: 'status'; status: Status };
 
 /** `agent.state`: the whole run, plain JSON (a copy). */
@@ -148,7 +223,12 @@ export interface RunState {
   usage: Usage;
   activeMs: number;
   limits: Limits;
+  /** The oldest undecided call (the first in call order), or null. */
   pending: PendingCall | null;
+  /** Every undecided call of the step, in call order. */
+  pendingCalls: PendingCall[];
+  /** Standing approvals given in this run, by tool name. */
+  standing: Record<string, ApprovalRecord>;
   answer: Json | null;
   /** The budget that stopped the run, while `budget_exhausted`. */
   stoppedBy: BudgetKind | null;
@@ -156,7 +236,17 @@ export interface RunState {
   error: string | null;
   cancelReason: string | null;
   /** The call being executed, while `running` a tool. */
-  inflight: { key: string; tool: string; step: number } | null;
+  inflight: { key: string; tool: string; step: number; index: number } | null;
 }
 
-export type { BudgetKind, HistoryEntry, Json, JsonObject, Limits, PendingCall, Status };
+export type {
+  ApprovalRecord,
+  AssistantCall,
+  BudgetKind,
+  HistoryEntry,
+  Json,
+  JsonObject,
+  Limits,
+  PendingCall,
+  Status,
+};
