@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { hasLoneSurrogate } from '../machines/strings.js';
 import type { Limits } from '../machines/types.js';
 import { type Clock, systemClock } from './clock.js';
-import { MAX_TIMER_MS } from './deadline.js';
+import { MAX_TIMER_MS } from './runtime/deadline.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
