@@ -239,14 +239,4 @@ export interface RunState {
   inflight: { key: string; tool: string; step: number } | null;
 }
 
-export type {
-  ApprovalRecord,
-  AssistantCall,
-  BudgetKind,
-  HistoryEntry,
-  Json,
-  JsonObject,
-  Limits,
-  PendingCall,
-  Status,
-};
+export type { ApprovalRecord, AssistantCall, BudgetKind, HistoryEntry, Json, JsonObject, Limits, PendingCall, Status };

@@ -101,7 +101,9 @@ function parse(blob: unknown): unknown {
   if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
   const depth = nestingDepth(blob);
   if (depth > MAX_CHECKPOINT_DEPTH) {
-    fail(`nests ${depth} levels deep; a run's values nest at most ${MAX_JSON_DEPTH} (the checkpoint ${MAX_CHECKPOINT_DEPTH})`);
+    fail(
+      `nests ${depth} levels deep; a run's values nest at most ${MAX_JSON_DEPTH} (the checkpoint ${MAX_CHECKPOINT_DEPTH})`,
+    );
   }
   try {
     return JSON.parse(blob);

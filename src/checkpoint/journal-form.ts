@@ -5,8 +5,8 @@
  */
 import canonicalize from 'canonicalize';
 import type { HistoryEntry } from '../../machines/types.js';
-import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import { fail } from './decode.js';
+import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import { expectedChildren } from './rules.js';
 import type { PersistedRun } from './schema.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';

@@ -60,8 +60,11 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
   const calls = run.context.calls;
   const executing = typeof run.value === 'object' && run.value.running === 'executing';
   const count = (state: StepCall['state']) => calls.filter((c) => c.state === state).length;
-  if ((calls.length > 0) !== (executing || status === 'awaiting_approval')) {
-    return ['snapshot.context.calls', `calls must be set exactly while executing or awaiting approval (state ${status})`];
+  if (calls.length > 0 !== (executing || status === 'awaiting_approval')) {
+    return [
+      'snapshot.context.calls',
+      `calls must be set exactly while executing or awaiting approval (state ${status})`,
+    ];
   }
   if (executing && count('running') !== 1) return ['snapshot.context.calls', 'exactly one call runs while executing'];
   if (status === 'awaiting_approval' && (count('pending') === 0 || count('running') + count('queued') > 0)) {

@@ -105,14 +105,18 @@ export async function checkDecisions(map: unknown, where: Where): Promise<CallDe
     checkKeys(`decide: call ${JSON.stringify(id)}`, d, DECISION_KEYS);
     const { approve, note = '', args, always } = d as Record<string, unknown>;
     if (typeof approve !== 'boolean') {
-      throw new OptionsError(`decide: call ${JSON.stringify(id)}: approve must be true or false, got ${showValue(approve)}`);
+      throw new OptionsError(
+        `decide: call ${JSON.stringify(id)}: approve must be true or false, got ${showValue(approve)}`,
+      );
     }
     checkText(`decide: call ${JSON.stringify(id)}`, 'note', note);
     if (!approve && (args !== undefined || always !== undefined)) {
       throw new OptionsError(`decide: call ${JSON.stringify(id)}: args and always go with an approval only`);
     }
     if (always !== undefined && typeof always !== 'boolean') {
-      throw new OptionsError(`decide: call ${JSON.stringify(id)}: always must be true or false, got ${showValue(always)}`);
+      throw new OptionsError(
+        `decide: call ${JSON.stringify(id)}: always must be true or false, got ${showValue(always)}`,
+      );
     }
     if (isExpiredAt(call, where.at)) {
       throw new ApprovalExpiredError(

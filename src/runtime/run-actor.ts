@@ -198,7 +198,12 @@ export class RunActor {
     if (s.status === 'error' || s.status === 'stopped') return null;
     const value = s.value as PersistedRun['value'];
     const run = { status: s.status, value, historyValue: {} as Record<string, never>, context: s.context };
-    return { run, status: statusOfValue(value), pendingCalls: pendingCalls(s.context.calls), history: s.context.history };
+    return {
+      run,
+      status: statusOfValue(value),
+      pendingCalls: pendingCalls(s.context.calls),
+      history: s.context.history,
+    };
   }
 
   /** Stops the run in this process for good: after a failed save nothing may run here. */

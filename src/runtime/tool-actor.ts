@@ -49,7 +49,7 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   if (!valid.ok) return done({ error: valid.error });
   // Defence in depth for invariant 1: a call that needs approval runs only with one.
   if (call.approval === null) {
-    const ctx = { runId: run.runId, step: call.step, tool: call.tool, history: run.history() };
+    const ctx = { runId: run.runId, step: call.step, tool: call.tool, history: run.history().slice() };
     if ((await approvalRule(tool, valid.value, ctx)).kind !== 'run') {
       return done({ error: `refused: ${call.tool} needs approval and this call has none` });
     }

@@ -1,8 +1,8 @@
 /** `tollgate import <file>`: adds a run from a checkpoint file to the store. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { Agent } from '../../agent.js';
 import { pendingCalls } from '../../../machines/calls.js';
+import { Agent } from '../../agent.js';
 import { decodeCheckpoint } from '../../checkpoint/index.js';
 import { ConflictError } from '../../errors.js';
 import { entryOf, headOf } from '../../store.js';
