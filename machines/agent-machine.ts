@@ -124,8 +124,7 @@ export const agentMachine = setup({
     // Decisions are matched to the exact pending calls by id, never by position: a decision
     // about another request (superseded, or already decided) changes nothing.
     decisionsMatch: ({ context, event }) => event.type === 'DECIDE' && decisionsMatch(context.calls, event.decisions),
-    someExpired: ({ context, event }) =>
-      event.type === 'EXPIRE' && context.calls.some((c) => isExpiredAt(c, event.at)),
+    someExpired: ({ context, event }) => event.type === 'EXPIRE' && context.calls.some((c) => isExpiredAt(c, event.at)),
     outcomeUnknown: ({ event }) => event.type === 'xstate.done.actor.tool' && event.output.type === 'outcome_unknown',
   },
   actions: {
@@ -200,7 +199,10 @@ export const agentMachine = setup({
     applyDecisions: assign(({ context, event }) => {
       assertEvent(event, 'DECIDE');
       const { calls, granted } = decide(context.calls, event.decisions, event.by, event.at);
-      return { calls, standing: Object.keys(granted).length > 0 ? { ...context.standing, ...granted } : context.standing };
+      return {
+        calls,
+        standing: Object.keys(granted).length > 0 ? { ...context.standing, ...granted } : context.standing,
+      };
     }),
     expireCalls: assign(({ context, event }) => {
       assertEvent(event, 'EXPIRE');
@@ -245,8 +247,7 @@ export const agentMachine = setup({
       initial: 'checking',
       states: {
         checking: {
-          description:
-            'Before every policy call: a step the budget does not allow is never taken (invariant 3).',
+          description: 'Before every policy call: a step the budget does not allow is never taken (invariant 3).',
           always: [
             { guard: 'stepsExhausted', target: '#agent.budget_exhausted', actions: 'markStepsExhausted' },
             { guard: 'tokensExhausted', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },

@@ -42,7 +42,13 @@ export function assistantEntry(calls: readonly StepCall[], text: string | null):
   const said = text === null ? {} : { text };
   const only = calls.length === 1 ? calls[0] : undefined;
   if (only) {
-    return { role: 'assistant', tool: only.tool, args: only.args, ...(only.modelId ? { id: only.toolCallId } : {}), ...said };
+    return {
+      role: 'assistant',
+      tool: only.tool,
+      args: only.args,
+      ...(only.modelId ? { id: only.toolCallId } : {}),
+      ...said,
+    };
   }
   return { role: 'assistant', calls: calls.map((c) => ({ id: c.toolCallId, tool: c.tool, args: c.args })), ...said };
 }
