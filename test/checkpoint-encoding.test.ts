@@ -7,15 +7,17 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deepFreeze } from '../machines/index.js';
 import {
+  CHECKPOINT_FORMAT,
+  CHECKPOINT_VERSION,
   canonicalEntry,
   decodeCheckpoint,
   encodeCheckpoint,
   entrySchema,
-  joinCheckpoint,
+  headOf,
+  joinRun,
   plainEntry,
-} from '../src/checkpoint.js';
+} from '../src/checkpoint/index.js';
 import { Agent, CheckpointError } from '../src/index.js';
-import { headOf } from '../src/store.js';
 import { sequence } from './support/helpers.js';
 
 // Strings that could confuse a splice: the marker's neighbourhood, JSON syntax, NUL, the key.
@@ -23,6 +25,7 @@ const tricky = fc.oneof(
   fc.string(),
   fc.constantFrom('"history":[]', 'history', '\u0000', '\u0000tollgate-history-', '],"steps":9,"x":[', '\\u0000'),
 );
+const key = fc.oneof(tricky, fc.constant('history'));
 const json = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
@@ -31,41 +34,136 @@ const json = fc.letrec((tie) => ({
     fc.boolean(),
     fc.constant(null),
     fc.array(tie('value'), { maxLength: 3 }),
-    fc.dictionary(fc.oneof(tricky, fc.constant('history')), tie('value'), { maxKeys: 3 }),
+    fc.dictionary(key, tie('value'), { maxKeys: 3 }),
   ),
 })).value;
-const args = fc.dictionary(fc.oneof(tricky, fc.constant('history')), json, { maxKeys: 3 });
+const args = fc.dictionary(key, json, { maxKeys: 3 });
+const iso = fc
+  .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true })
+  .map((d) => d.toISOString());
 
-const entryArb = fc.oneof(
-  fc.record({ role: fc.constant('user'), content: tricky }),
-  fc.record({ role: fc.constant('assistant'), tool: tricky, args }),
-  fc.record({ role: fc.constant('assistant'), final: json }),
-  fc.record({ role: fc.constant('tool'), tool: tricky, result: json }),
-  fc.record({ role: fc.constant('tool'), tool: tricky, error: tricky }),
+/** An approval record as a run writes it: plain, edited, standing (always), under a standing grant. */
+const approvalArb = fc.record(
+  {
+    approved: fc.boolean(),
+    by: tricky,
+    note: tricky,
+    at: iso,
+    callId: tricky,
+    args,
+    always: fc.constant(true as const),
+    standing: tricky,
+  },
+  { requiredKeys: ['approved', 'by', 'note', 'at', 'callId'] },
 );
 
+/** Entries without approvals or several calls: what the quick check takes. */
+const plainEntryArb = fc.oneof(
+  fc.record({ role: fc.constant('user'), content: tricky }),
+  fc.record(
+    { role: fc.constant('assistant'), tool: tricky, args, id: tricky, text: tricky },
+    { requiredKeys: ['role', 'tool', 'args'] },
+  ),
+  fc.record({ role: fc.constant('assistant'), final: json }),
+  fc.record(
+    { role: fc.constant('tool'), tool: tricky, result: json, id: tricky },
+    { requiredKeys: ['role', 'tool', 'result'] },
+  ),
+  fc.record(
+    { role: fc.constant('tool'), tool: tricky, error: tricky, id: tricky, outcome: fc.constant('unknown' as const) },
+    { requiredKeys: ['role', 'tool', 'error'] },
+  ),
+);
+
+/** Every entry shape a version-2 run writes. */
+const entryArb = fc.oneof(
+  plainEntryArb,
+  fc.record(
+    {
+      role: fc.constant('assistant'),
+      calls: fc.array(fc.record({ id: tricky, tool: tricky, args }), { minLength: 2, maxLength: 3 }),
+      text: tricky,
+    },
+    { requiredKeys: ['role', 'calls'] },
+  ),
+  fc.record(
+    { role: fc.constant('tool'), tool: tricky, result: json, id: tricky, approval: approvalArb },
+    { requiredKeys: ['role', 'tool', 'result', 'approval'] },
+  ),
+  fc.record(
+    {
+      role: fc.constant('tool'),
+      tool: tricky,
+      error: tricky,
+      id: tricky,
+      approval: approvalArb,
+      outcome: fc.constant('unknown' as const),
+    },
+    { requiredKeys: ['role', 'tool', 'error', 'approval'] },
+  ),
+);
+
+/**
+ * A step call with user data in it: its context key `calls` sorts before `history`, and
+ * `standing` after it, so user data lands on both sides of the spliced history.
+ */
+const callArb = fc.record({
+  id: tricky,
+  key: tricky,
+  step: fc.nat(),
+  index: fc.nat(),
+  toolCallId: tricky,
+  modelId: fc.boolean(),
+  tool: tricky,
+  args,
+  attempt: fc.nat(),
+  state: fc.constantFrom('queued', 'pending', 'running', 'done'),
+  requestedAt: fc.option(iso),
+  expiresAt: fc.option(iso),
+  outcome: fc.constantFrom(null, 'unknown'),
+  approval: fc.option(approvalArb),
+  done: fc.option(fc.oneof(fc.record({ result: json }), fc.record({ error: tricky }))),
+});
+const standingArb = fc.dictionary(key, approvalArb, { maxKeys: 2 });
+
 /** A run that has `history`, with user data before and after the history key. */
-async function runWith(history: object[], answer: unknown) {
+async function runWith(history: object[], answer: unknown, calls: object[] = [], standing: object = {}) {
   const agent = new Agent({ runId: 'enc', policy: sequence({ final: 'x' }), tools: [] });
   await agent.start('go');
   const run = JSON.parse(agent.checkpoint()).snapshot;
   run.context.history = history;
   run.context.answer = answer;
+  run.context.calls = calls;
+  run.context.standing = standing;
   return run;
 }
+
+const whole = (run: unknown) => canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot: run });
 
 describe('encodeCheckpoint', () => {
   it('splices cached entries into exactly what canonicalising the whole run gives', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(entryArb, { maxLength: 6 }), json, fc.boolean(), async (entries, answer, freeze) => {
-        const history = structuredClone(entries).map((e) => (freeze ? deepFreeze(e) : e));
-        const run = await runWith(history, answer);
-        const whole = canonicalize({ format: 'tollgate.checkpoint', version: 1, snapshot: run });
-        expect(encodeCheckpoint(run)).toBe(whole);
-        expect(encodeCheckpoint(run)).toBe(whole); // and again, from the cache
-      }),
+      fc.asyncProperty(
+        fc.array(entryArb, { maxLength: 6 }),
+        json,
+        fc.array(callArb, { maxLength: 3 }),
+        standingArb,
+        fc.boolean(),
+        async (entries, answer, calls, standing, freeze) => {
+          const history = structuredClone(entries).map((e) => (freeze ? deepFreeze(e) : e));
+          const run = await runWith(history, answer, calls, standing);
+          expect(encodeCheckpoint(run)).toBe(whole(run));
+          expect(encodeCheckpoint(run)).toBe(whole(run)); // and again, from the cache
+        },
+      ),
       { numRuns: 200 },
     );
+  });
+
+  it('writes version 2', async () => {
+    const run = await runWith([{ role: 'user', content: 'go' }], 'x');
+    expect(JSON.parse(encodeCheckpoint(run)).version).toBe(2);
+    expect(JSON.parse(headOf(run)).version).toBe(2);
   });
 
   it('caches only frozen entries: a mutable entry is encoded as it is now', () => {
@@ -76,18 +174,24 @@ describe('encodeCheckpoint', () => {
   });
 });
 
-describe('joinCheckpoint', () => {
+describe('joinRun', () => {
   it('joins a head and entries into the canonical checkpoint', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(entryArb, { minLength: 1, maxLength: 6 }), json, async (entries, answer) => {
-        const run = await runWith(entries, answer);
-        const head = headOf(run);
-        const joined = joinCheckpoint(
-          head,
-          entries.map((e) => canonicalize(e) as string),
-        );
-        expect(joined).toBe(encodeCheckpoint(run));
-      }),
+      fc.asyncProperty(
+        fc.array(entryArb, { minLength: 1, maxLength: 6 }),
+        json,
+        fc.array(callArb, { maxLength: 3 }),
+        standingArb,
+        async (entries, answer, calls, standing) => {
+          const run = await runWith(entries, answer, calls, standing);
+          const head = headOf(run);
+          const joined = joinRun(
+            head,
+            entries.map((e) => canonicalize(e) as string),
+          );
+          expect(joined).toBe(encodeCheckpoint(run));
+        },
+      ),
       { numRuns: 100 },
     );
   });
@@ -98,7 +202,7 @@ describe('joinCheckpoint', () => {
     for (const bad of ['{"content":"go","role":"user"}],"steps":99,"x":[{}', '[1]', 'null', '{', '']) {
       const error = (() => {
         try {
-          joinCheckpoint(head, [bad]);
+          joinRun(head, [bad]);
         } catch (e) {
           return e;
         }
@@ -106,27 +210,40 @@ describe('joinCheckpoint', () => {
       expect(error, bad).toBeInstanceOf(CheckpointError);
       expect((error as CheckpointError).path).toBe('snapshot.context.history.0');
     }
-    expect(() => joinCheckpoint('{"snapshot":', [])).toThrow(CheckpointError);
-    expect(() => joinCheckpoint('{"snapshot":{}}', [])).toThrow(/not a checkpoint/);
+    expect(() => joinRun('{"snapshot":', [])).toThrow(CheckpointError);
+    expect(() => joinRun('{"snapshot":{}}', [])).toThrow(/not a checkpoint/);
   });
 });
 
 describe('the quick check of history entries', () => {
   // Near-entries: the right and wrong roles, fields of the right and wrong types, extras.
   const field = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }), args);
+  const approval = { approved: true, by: 'a', note: '', at: '2026-01-01T00:00:00.000Z', callId: 'r:1#1' };
+  const nearCall = fc.record({ id: field, tool: field, args: field, extra: field }, { requiredKeys: [] });
   const nearEntry = fc.record(
     {
       role: fc.constantFrom('user', 'assistant', 'tool', 'system', 1),
       content: field,
       tool: field,
       args: field,
+      id: field,
+      text: field,
+      calls: fc.oneof(field, fc.array(nearCall, { maxLength: 3 })),
       final: field,
       result: field,
       error: field,
       outcome: fc.constantFrom('unknown', 'known', 1),
       approval: fc.oneof(
         field,
-        fc.constant({ approved: true, by: 'a', note: '', at: '2026-01-01T00:00:00.000Z', callId: 'r:1#1' }),
+        fc.constant(approval),
+        fc.constant({ ...approval, args: { to: 'z' } }),
+        fc.constant({ ...approval, args: [1] }),
+        fc.constant({ ...approval, always: true }),
+        fc.constant({ ...approval, always: false }),
+        fc.constant({ ...approval, standing: 'r:1#1' }),
+        fc.constant({ ...approval, standing: 1 }),
+        fc.constant({ ...approval, at: 'noon' }),
+        approvalArb,
       ),
       extra: field,
     },
@@ -143,8 +260,30 @@ describe('the quick check of history entries', () => {
     );
   });
 
-  it('accepts the entries a run writes (the fast path is the common path)', () => {
-    fc.assert(fc.property(entryArb, (e) => plainEntry(JSON.parse(JSON.stringify(e)))));
+  it('accepts the plain entries a run writes (the fast path is the common path)', () => {
+    fc.assert(fc.property(plainEntryArb, (e) => plainEntry(JSON.parse(JSON.stringify(e)))));
+  });
+
+  it('leaves approvals and several calls to the schema, which accepts every entry a run writes', () => {
+    fc.assert(
+      fc.property(entryArb, (e) => {
+        const value = JSON.parse(JSON.stringify(e));
+        if ('approval' in value || 'calls' in value) expect(plainEntry(value)).toBe(false);
+        expect(plainEntry(value) || entrySchema.safeParse(value).success).toBe(true);
+      }),
+    );
+  });
+
+  it('a decoded run holds exactly the entries it was given', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(entryArb, { minLength: 1, maxLength: 6 }), async (entries) => {
+        const run = await runWith(entries, 'x');
+        const blob = encodeCheckpoint(run);
+        expect(decodeCheckpoint(blob).context.history).toEqual(JSON.parse(blob).snapshot.context.history);
+        expect(encodeCheckpoint(decodeCheckpoint(blob))).toBe(blob);
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('leaves the rest to the schema, which words the error', async () => {
@@ -155,7 +294,7 @@ describe('the quick check of history entries', () => {
       ],
       'x',
     );
-    const blob = canonicalize({ format: 'tollgate.checkpoint', version: 1, snapshot: run }) as string;
+    const blob = whole(run) as string;
     expect(() => decodeCheckpoint(blob)).toThrow(CheckpointError);
     try {
       decodeCheckpoint(blob);
