@@ -211,9 +211,10 @@ describe('history entries and snapshot shapes the quick checks must leave to the
       { role: 'tool', tool: 'send', id: 'a', result: 1, approval: { ...approval, standing: 'r:1#1' } },
       { role: 'tool', tool: 'look', id: 'b', error: 'invalid arguments: x' },
     ];
-    const blob = edit(await awaitingBlob(), (c) => c.snapshot.context.history.push(...entries));
+    // Before the last entry: the awaiting step's own assistant entry stays the last.
+    const blob = edit(await awaitingBlob(), (c) => c.snapshot.context.history.splice(-1, 0, ...entries));
     const agent = accepted(blob);
-    expect(agent.state.history.slice(4)).toEqual(entries);
+    expect(agent.state.history.slice(3, 3 + entries.length)).toEqual(entries);
     expect(agent.checkpoint()).toBe(Agent.resume(agent.checkpoint(), { policy: sequence(), tools: [] }).checkpoint());
   });
 

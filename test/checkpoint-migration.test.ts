@@ -431,6 +431,9 @@ describe('a version-1 run goes on', () => {
     const c = JSON.parse(read('running-executing-approved'));
     change(c.snapshot.context.inflight);
     c.snapshot.children.tool.snapshot.input = c.snapshot.context.inflight;
+    // The step's assistant entry (the last) records the call as changed.
+    const { tool, args } = c.snapshot.context.inflight;
+    c.snapshot.context.history[c.snapshot.context.history.length - 1] = { role: 'assistant', tool, args };
     return JSON.stringify(c);
   };
 
@@ -541,7 +544,7 @@ describe('version-1 blobs that version 1 itself refused are refused still', () =
         c.snapshot.context.calls = [];
         c.snapshot.context.standing = {};
       },
-      'snapshot.context',
+      'snapshot.context.calls',
     ],
     [
       'a standing approval, which version 1 never had',
@@ -558,7 +561,7 @@ describe('version-1 blobs that version 1 itself refused are refused still', () =
           },
         };
       },
-      'snapshot.context',
+      'snapshot.context.standing',
     ],
     [
       'no pending and no inflight keys',
@@ -601,7 +604,7 @@ describe('version-1 blobs that version 1 itself refused are refused still', () =
       'a tool actor given other arguments than the call in flight',
       'running-executing-approved',
       (c) => (c.snapshot.children.tool.snapshot.input.args = { cents: 1 }),
-      'snapshot.children',
+      'snapshot.children.tool',
     ],
   ];
   for (const [name, fixture, change, path] of cases) {

@@ -6,6 +6,7 @@
  */
 import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
+import { callIdOf } from '../machines/index.js';
 import { Agent, CheckpointError } from '../src/index.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 
@@ -276,6 +277,25 @@ const rules: [string, Base, (c: any) => void, string, string][] = [
     (c) => c.snapshot.context.calls.shift(),
     'snapshot.context.calls.0',
     'call r:2.2 is not call 1 of step 2 of run r (key r:2.1)',
+  ],
+  [
+    // The keys of the calls left are consistent; only the step's assistant entry says one is gone.
+    'the last call dropped',
+    'awaiting',
+    (c) => c.snapshot.context.calls.pop(),
+    'snapshot.context.calls',
+    "the calls are not the ones the step's assistant entry (the last entry) records",
+  ],
+  [
+    'a call changed under its assistant entry, with a matching id',
+    'awaiting',
+    (c) => {
+      const call = c.snapshot.context.calls[2];
+      call.args = { to: 'attacker' };
+      call.id = callIdOf(call.key, call.attempt, call.tool, call.args);
+    },
+    'snapshot.context.calls',
+    "the calls are not the ones the step's assistant entry (the last entry) records",
   ],
   // The id names the call: its key, attempt, tool and arguments.
   [

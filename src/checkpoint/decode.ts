@@ -140,15 +140,17 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
   // run must keep exactly the arguments it recorded (a strict schema passed: nothing extra is in it).
   const run = shallow as PersistedRun;
   if (shallow !== given) run.context.history = history as HistoryEntry[];
-  const problem = consistencyProblem(run);
-  if (problem) fail(`${problem[0]}: ${problem[1]}`, problem[0]);
+  // Before the rules, which canonicalise calls (their ids) and children: a lone surrogate parses,
+  // but can never be written back, and must be refused as what it is.
   if (typeof blob === 'string' && SURROGATE.test(blob)) {
     try {
-      encodeCheckpoint(run); // e.g. a lone surrogate: parses, but can never be written back
+      encodeCheckpoint(run);
     } catch (error) {
       fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
     }
   }
+  const problem = consistencyProblem(run);
+  if (problem) fail(`${problem[0]}: ${problem[1]}`, problem[0]);
   // History entries are frozen while a run is live (machines/history.ts); restore that.
   deepFreeze(run.context.history);
   return run;

@@ -48,5 +48,10 @@ export function joinRun(head: string, entries: readonly string[]): string {
     }
     if (!isObject(value)) fail(`stored entry ${i} is not a JSON object`, `snapshot.context.history.${i}`);
   }
-  return spliceHistory(parsed as { snapshot: { context: object } }, entries);
+  try {
+    return spliceHistory(parsed as { snapshot: { context: object } }, entries);
+  } catch (error) {
+    // The head parses but cannot be written canonically (a lone surrogate): refused as such.
+    return fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+  }
 }

@@ -5,6 +5,7 @@
  */
 import canonicalize from 'canonicalize';
 import { callIdOf, keyOf } from '../../machines/calls.js';
+import { assistantEntry } from '../../machines/history.js';
 import type { Status, StepCall } from '../../machines/types.js';
 import type { PersistedRun } from './schema.js';
 
@@ -77,6 +78,15 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
     const problem = callProblem(call, i, run);
     if (problem) return problem;
   }
+  // The step's record so far is its assistant entry, the history's last: the calls are its calls.
+  if (calls.length > 0) {
+    const last = run.context.history.at(-1);
+    const expected = assistantEntry(calls, null);
+    const { text: _t, ...recorded } = (last ?? {}) as Record<string, unknown>;
+    if (canonicalize(recorded) !== canonicalize(expected)) {
+      return ['snapshot.context.calls', "the calls are not the ones the step's assistant entry (the last entry) records"];
+    }
+  }
   return null;
 }
 
@@ -87,14 +97,14 @@ export function consistencyProblem(run: PersistedRun): Problem | null {
   if ((run.status === 'done') !== (status === 'done' || status === 'cancelled')) {
     return ['snapshot.status', `status ${run.status} does not fit state ${status}`];
   }
+  // Only a run that never started has no history (one cancelled before starting included).
+  if (status !== 'idle' && status !== 'cancelled' && c.history.length === 0) {
+    return ['snapshot.context.history', `a ${status} run must have a history`];
+  }
   const calls = callsProblem(run, status);
   if (calls) return calls;
   if ((c.stoppedBy !== null) !== (status === 'budget_exhausted')) {
     return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
-  }
-  // Only a run that never started has no history (one cancelled before starting included).
-  if (status !== 'idle' && status !== 'cancelled' && c.history.length === 0) {
-    return ['snapshot.context.history', `a ${status} run must have a history`];
   }
   for (const [tool, grant] of Object.entries(c.standing)) {
     if (!grant.approved || grant.always !== true) {
