@@ -22,7 +22,7 @@ const write = (from: number, append: string[] = [], status: RunWrite['status'] =
   head: '{"head":true}',
   from,
   append,
-  pending: null,
+  pendingCalls: [],
 });
 
 /** A store in a fresh schema, reached through a fresh proxy, with short timeouts. */
@@ -162,7 +162,7 @@ describe.skipIf(!target.url)(
       const proxy = await TcpProxy.start({ host: ${JSON.stringify(server.hostname)}, port: ${Number(server.port || 5432)} });
       const schema = ${JSON.stringify(freshSchema('child'))};
       const store = new PostgresStore(proxy.urlFor(${JSON.stringify(url)}), { schema, queryTimeoutMs: 2000 });
-      const w = { status: 'running', head: '{}', from: 0, append: [], pending: null };
+      const w = { status: 'running', head: '{}', from: 0, append: [], pendingCalls: [] };
       await store.save('r', w, 0);
       proxy.onClientBytes = (chunk) => (chunk.includes('UPDATE "') ? 'forward-then-cut' : 'forward');
       const error = await store.save('r', w, 1).catch((e) => e);
