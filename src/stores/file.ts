@@ -234,12 +234,14 @@ export class FileStore implements CheckpointStore {
         const found = await current();
         if (!found) return false;
         if (found !== 'damaged') {
-          const kept = fenceRecord('delete', runId, found.meta.lease ?? null, lease, nowOf(this.#now, 'delete'));
+          const record = found.meta.lease ?? null;
+          // The lease rule only: a delete does not extend the lease.
+          fenceRecord('delete', runId, record, lease, nowOf(this.#now, 'delete'));
           if (expectedVersion !== undefined && found.meta.version !== expectedVersion) {
             throw deleteConflict(runId, found.meta.version, expectedVersion);
           }
           // The token outlives the run: out of the head before the head goes.
-          if (kept) await writeLeaseFile(dir, this.#runs, runId, kept);
+          if (record) await writeLeaseFile(dir, this.#runs, runId, record);
         }
         await rm(join(dir, HEAD)); // the commit: without a head there is no run
         await syncDir(dir);

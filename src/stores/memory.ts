@@ -102,11 +102,11 @@ export class MemoryStore implements CheckpointStore {
     if (lease !== undefined) checkLease('delete', lease, runId);
     const current = this.#runs.get(runId);
     if (!current) return false;
-    const fenced = fenceRecord('delete', runId, this.#leases.get(runId) ?? null, lease, nowOf(this.#now, 'delete'));
+    // The lease rule only: a delete does not extend the lease, and the record stays.
+    fenceRecord('delete', runId, this.#leases.get(runId) ?? null, lease, nowOf(this.#now, 'delete'));
     if (expectedVersion !== undefined && current.version !== expectedVersion) {
       throw deleteConflict(runId, current.version, expectedVersion);
     }
-    if (fenced) this.#leases.set(runId, fenced);
     return this.#runs.delete(runId);
   }
 

@@ -189,14 +189,13 @@ export class SqliteStore implements CheckpointStore {
     const remove = db.transaction((runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => {
       const current = head.get(runId) as { version: number } | undefined;
       if (!current) return false;
-      const before = readLease(runId);
-      const fenced = fenceRecord('delete', runId, before, lease, nowOf(this.#now, 'delete'));
+      // The lease rule only: a delete does not extend the lease, and its row stays.
+      fenceRecord('delete', runId, readLease(runId), lease, nowOf(this.#now, 'delete'));
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
         throw deleteConflict(runId, current.version, expectedVersion);
       }
       dropEntries.run(runId);
       dropRun.run(runId);
-      if (fenced && fenced !== before) writeLease(runId, fenced);
       return true;
     });
     this.#delete = (...args) => remove.immediate(...args);

@@ -165,15 +165,17 @@ export const leaseCases: ConformanceCase[] = [
     requires: ['clock'],
     run: (ctx) =>
       withClock(ctx, async (store, clock) => {
+        const t = clock.now;
         const a = await store.claim('r', { owner: 'worker-a', leaseMs: 1_000 });
         assert.equal(await store.save('r', write({ append: entries(1) }), 0, a), 1);
-        assert.equal(await store.delete('r', 1, a), true);
+        clock.now += 500;
+        assert.equal(await store.delete('r', 1, a), true); // checks the lease, does not extend it
         assert.equal(await store.load('r'), null);
         assert.deepEqual(await store.list(), []);
         assert.equal(await store.delete('r', undefined, a), false); // nothing left to delete
         // Still held by a until it releases or lapses; then the id starts again at version 0, not token 1.
-        await assert.rejects(store.claim('r', { owner: 'worker-b', leaseMs: 1_000 }), busy('r', 'worker-a'));
-        clock.now += 1_000;
+        await assert.rejects(store.claim('r', { owner: 'worker-b', leaseMs: 1_000 }), busy('r', 'worker-a', t + 1_000));
+        clock.now += 500;
         const b = await store.claim('r', { owner: 'worker-b', leaseMs: 1_000 });
         assert.equal(b.token, 2);
         assert.equal(await store.save('r', write(), 0, b), 1);
@@ -221,5 +223,30 @@ export const leaseCases: ConformanceCase[] = [
         for (const s of settled) if (s.status === 'rejected') busy('r', winner)(s.reason);
         assert.equal(await store.save('r', write(), 0, won[0]), 1);
       }),
+  },
+  {
+    name: 'leases are kept like runs: a reopened store still knows the holder, and its tokens go on from where they were',
+    requires: ['reopen'],
+    run: async (ctx) => {
+      const store = await ctx.create();
+      const a = await store.claim('saved', { owner: 'worker-a', leaseMs: 600_000 });
+      await store.save('saved', write(), 0, a);
+      const b = await store.claim('unsaved', { owner: 'worker-b', leaseMs: 600_000 });
+      await store.close();
+      const again = await ctx.reopen!(store);
+      try {
+        await assert.rejects(again.claim('saved', { owner: 'worker-c', leaseMs: 1_000 }), busy('saved', 'worker-a'));
+        await assert.rejects(
+          again.claim('unsaved', { owner: 'worker-c', leaseMs: 1_000 }),
+          busy('unsaved', 'worker-b'),
+        );
+        assert.equal(await again.save('saved', write(), 1, a), 2);
+        assert.equal(await again.release(b), true);
+        assert.equal((await again.claim('unsaved', { owner: 'worker-c', leaseMs: 1_000 })).token, 2);
+        assert.equal((await again.claim('saved', { owner: 'worker-a', leaseMs: 1_000 })).token, 2);
+      } finally {
+        await again.close();
+      }
+    },
   },
 ];
