@@ -69,12 +69,11 @@ export class Agent {
     this.runId = parsed.runId ?? randomUUID();
     const input = { runId: this.runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs };
     const store = (options as AgentOptions).store;
-    this.#run = new RunActor(
-      parsed.runtime,
-      this.runId,
-      { input },
-      store ? { store, version: 0, stored: 0, head: null } : null,
-    );
+    // The run is claimed before its first save (start): a constructor cannot wait for a store.
+    const place = store
+      ? { store, version: 0, stored: 0, head: null, lease: parsed.runtime.lease, claimed: null }
+      : null;
+    this.#run = new RunActor(parsed.runtime, this.runId, { input }, place);
   }
 
   /**
@@ -94,25 +93,57 @@ export class Agent {
    */
   static async load(store: CheckpointStore, runId: string, options: ResumeOptions): Promise<Agent> {
     checkText('Agent.load', 'runId', runId);
-    parseResumeOptions(options, 'Agent.load');
-    const record = await store.load(runId);
-    if (!record) throw new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
-    const place = { store, version: record.version, stored: record.entries.length, head: record.head };
+    const parsed = parseResumeOptions(options, 'Agent.load');
+    const terms = parsed.runtime.lease;
+    // Claimed before it is read: a run another live process works on is refused (RunBusyError),
+    // never loaded and worked twice; what is read under the lease is the latest.
+    const lease = await store.claim(runId, {
+      owner: terms.owner,
+      leaseMs: terms.leaseMs,
+      ...(terms.waitMs > 0 ? { wait: terms.waitMs } : {}),
+    });
+    let agent: Agent;
     try {
-      return Agent.#restore(joinRun(record.head, record.entries), options, place, 'Agent.load');
+      const record = await store.load(runId);
+      if (!record) throw new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
+      const place = {
+        store,
+        version: record.version,
+        stored: record.entries.length,
+        head: record.head,
+        lease: terms,
+        claimed: lease,
+      };
+      agent = Agent.#restore(() => joinRun(record.head, record.entries), parsed, place, 'Agent.load', runId);
     } catch (error) {
-      if (!(error instanceof CheckpointError)) throw error;
+      await store.release(lease).catch(() => false);
+      throw error;
+    }
+    // A run at rest is given up at once (claimed again before its next save); a run found
+    // `running` (its owner died mid-call) stays claimed for the caller to `run()`.
+    if (agent.status !== 'running') await agent.#run.releaseLease();
+    return agent;
+  }
+
+  static #restore(
+    blob: string | (() => string),
+    options: ResumeOptions | ReturnType<typeof parseResumeOptions>,
+    place: StoredPlace | null,
+    call: string,
+    runId?: string,
+  ): Agent {
+    const parsed = 'runtime' in options && 'limits' in options ? options : parseResumeOptions(options, call);
+    let decoded: PersistedRun;
+    try {
+      decoded = decodeCheckpoint(typeof blob === 'function' ? blob() : blob);
+    } catch (error) {
+      if (!(error instanceof CheckpointError) || runId === undefined) throw error;
       // A damaged stored run: say which one, so the inbox can point at it.
       throw new CheckpointError(`Agent.load: run ${JSON.stringify(runId)}: ${error.message}`, error.path, {
         runId,
         cause: error,
       });
     }
-  }
-
-  static #restore(blob: string, options: ResumeOptions, place: StoredPlace | null, call: string): Agent {
-    const parsed = parseResumeOptions(options, call);
-    const decoded = decodeCheckpoint(blob);
     const run = Object.keys(parsed.limits).length > 0 ? withLimits(decoded, parsed.limits) : decoded;
     return new Agent({ [RESTORED]: true, runtime: parsed.runtime, run, place });
   }

@@ -145,3 +145,50 @@ export class EditRejectedError extends UserError {
     this.callId = callId;
   }
 }
+
+/**
+ * A run is held by another owner's live lease: a `claim` found it taken (and, with `wait`, it
+ * stayed taken that long), or a `save`/`delete` without a lease came while someone holds it.
+ * Nothing was changed. Not the caller's mistake nor a fault: another worker is on the run. Try
+ * again after `until`, or claim with `{ wait }`.
+ */
+export class RunBusyError extends TollgateError {
+  /** The owner id of the live lease. */
+  readonly holder: string;
+  /** ISO-8601 time the holder's lease ends unless it is renewed (the store's clock). */
+  readonly until: string;
+
+  constructor(message: string, holder: string, until: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.holder = holder;
+    this.until = until;
+  }
+}
+
+/**
+ * A lease is no longer the run's current one: the run was claimed again after it lapsed (or
+ * by the same owner anew), or the lease was released. A save, delete or renew with it was
+ * refused, and nothing was changed. The owner has lost the run: it must stop working on it
+ * (call no policy or tool), and may claim it again to carry on from what the store holds.
+ */
+export class LeaseLostError extends TollgateError {
+  /** The fencing token of the lease that was refused. */
+  readonly token: number;
+  /** The run's current token (it only grows), or null when the run has no lease record at all. */
+  readonly currentToken: number | null;
+  /** Who holds the run now (a live lease or not), or null when nobody does (released). */
+  readonly holder: string | null;
+
+  constructor(
+    message: string,
+    token: number,
+    currentToken: number | null,
+    holder: string | null,
+    details: ErrorDetails = {},
+  ) {
+    super(message, details);
+    this.token = token;
+    this.currentToken = currentToken;
+    this.holder = holder;
+  }
+}

@@ -10,8 +10,10 @@ export {
   CheckpointError,
   ConflictError,
   EditRejectedError,
+  LeaseLostError,
   NoPendingApprovalError,
   OptionsError,
+  RunBusyError,
   RunNotFoundError,
   RunStateError,
   SchemaVersionError,
@@ -24,19 +26,41 @@ export {
 } from './errors.js';
 export {
   type CheckpointStore,
+  type ClaimOptions,
   checkLimit,
+  type Lease,
   type ListOptions,
   type RunSummary,
   type RunWrite,
   type StoredRun,
 } from './store.js';
 export {
+  busyError,
+  checkClaim,
+  checkLease,
+  checkRenew,
+  claimRecord,
+  claimWithin,
+  fenceRecord,
+  isCurrent,
+  isLive,
+  type LeaseRecord,
+  leaseLost,
+  leaseOf,
+  releaseRecord,
+  renewRecord,
+} from './stores/leases.js';
+export {
   checkListOptions,
   checkRunId,
   checkWrite,
   compareCodePoints,
   compareRuns,
+  earliestExpiry,
   MAX_TIMER_MS,
+  matchesExpired,
+  pendingCallsOf,
+  pendingFields,
 } from './stores/rules.js';
 export type {
   Action,

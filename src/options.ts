@@ -13,6 +13,7 @@ import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
 import { MAX_TIMER_MS } from './runtime/deadline.js';
+import { DEFAULT_LEASE_MS, type LeaseTerms, ownerId } from './runtime/lease.js';
 import type { AgentOptions, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
 /** The longest approval TTL: 10 years, so every expiry time is a representable date. */
@@ -98,6 +99,13 @@ const runtimeShape = {
     z.number(e).min(0, e).max(MAX_TIMER_MS, e),
   ).optional(),
   policyTimeoutMs: timerMs(', or null for none').nullable().optional(),
+  leaseMs: timerMs().optional(),
+  leaseWaitMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
+    z.number(e).min(0, e).max(MAX_TIMER_MS, e),
+  ).optional(),
+  owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
+    z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
+  ).optional(),
 };
 const limitShape = { maxSteps: count.optional(), maxTokens: tokens, maxActiveMs: activeMs };
 const storeShape = z.custom<object>(
@@ -131,6 +139,8 @@ export interface Runtime {
   policyRetries: number;
   retryDelayMs: number;
   policyTimeoutMs: number | null;
+  /** How the run holds its lease on a store. */
+  lease: LeaseTerms;
 }
 
 /** The value at `path` in `value`, read without throwing. */
@@ -178,6 +188,11 @@ function runtimeOf(call: string, options: RuntimeOptions): Runtime {
     policyRetries: options.policyRetries ?? 2,
     retryDelayMs: options.retryDelayMs ?? 250,
     policyTimeoutMs: options.policyTimeoutMs ?? null,
+    lease: {
+      owner: options.owner ?? ownerId(),
+      leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+      waitMs: options.leaseWaitMs ?? 0,
+    },
   };
 }
 

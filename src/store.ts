@@ -2,7 +2,7 @@
  * The `CheckpointStore` contract, and the journal form runs are stored in.
  *
  * A run is stored as a small *head* (the checkpoint with an empty history: status, counters,
- * pending call, call in flight) plus its history as an append-only list of *entries*. Each
+ * pending calls, calls in flight) plus its history as an append-only list of *entries*. Each
  * save replaces the head and appends only the new entries, so a step costs O(new data), not
  * O(history), and a 10,000-step run writes O(N) bytes in all. Loading joins head and entries
  * and validates the result like any checkpoint.
@@ -20,7 +20,12 @@ export interface StoredRun {
   head: string;
   /** The history entries, each canonical JSON, in order. */
   entries: string[];
-  /** The call awaiting approval, for the inbox. */
+  /** Every call awaiting a decision, in call order; `[]` when none. The approval inbox shows them. */
+  pendingCalls: PendingCall[];
+  /**
+   * `pendingCalls[0] ?? null`: the oldest undecided call. Derived, never stored on its own; kept
+   * for code written when a run had at most one pending call.
+   */
   pending: PendingCall | null;
   /** ISO-8601 time of the last save (the store's clock). */
   updatedAt: string;
@@ -33,7 +38,12 @@ export interface RunWrite {
   /** The number of entries already stored: the first appended entry's index. */
   from: number;
   append: string[];
-  pending: PendingCall | null;
+  /**
+   * Every undecided call after this save, in call order (`[]` when none); it replaces the
+   * stored list. A store keeps each call as opaque JSON and reads one field: `expiresAt` (null,
+   * or an ISO-8601 time), for `list({ expired })`.
+   */
+  pendingCalls: PendingCall[];
 }
 
 /** A run as `list` returns it: everything but its head and history. */
@@ -42,29 +52,114 @@ export type RunSummary = Omit<StoredRun, 'head' | 'entries'>;
 export interface ListOptions {
   /** Only runs in this status; `'awaiting_approval'` is the approval inbox. */
   status?: Status;
+  /**
+   * `true`: only runs with at least one pending call whose `expiresAt` is at or before the
+   * store's now (a decision would execute nothing: the approval expired). `false`: only runs
+   * with no such call — including runs with no pending call, and calls without an expiry
+   * (`expiresAt: null`), which never expire. @default both
+   */
+  expired?: boolean;
   /** At most this many, oldest update first. @default all */
   limit?: number;
 }
 
 /**
+ * The right to work on one run, from `claim`: at most one owner holds a live lease on a run.
+ * Hand it to every `save` and `delete` of the run (they are refused once it is lost), `renew` it
+ * before `expiresAt`, and `release` it when the run settles.
+ */
+export interface Lease {
+  runId: string;
+  /** Who holds it: the `owner` given to `claim`. */
+  owner: string;
+  /**
+   * The fencing token: every claim of the run makes a larger one (also after a lapse, a release
+   * or a delete of the run). A write with a token that is no longer the run's current one is
+   * refused with `LeaseLostError`, in the same statement that checks the version.
+   */
+  token: number;
+  /**
+   * ISO-8601 time the lease ends unless renewed, on the store's clock (Postgres: the database's).
+   * Schedule renewals by duration (`leaseMs`), not by comparing this to a local clock.
+   */
+  expiresAt: string;
+  /** The lease's length in ms: a save with the lease extends it to the store's now + `leaseMs`. */
+  leaseMs: number;
+}
+
+export interface ClaimOptions {
+  /** Who claims: a non-empty id, unique per holder (a worker's id plus a random part). At most 256 characters. */
+  owner: string;
+  /** How long the lease lasts unless renewed: 1 to 2^31−1 ms. */
+  leaseMs: number;
+  /**
+   * While another owner holds a live lease, keep trying this long (polling with backoff) before
+   * throwing `RunBusyError`: 0 to 2^31−1 ms. The wait ends once this much time has passed on the
+   * process's clock or on the store's, whichever comes first. @default 0 (fail at once)
+   */
+  wait?: number;
+}
+
+/**
  * Durable storage for runs, with optimistic concurrency: every write names the version it
- * expects, and a stale writer gets a `ConflictError`, never a silent overwrite.
- * `tollgate/testing` exports `checkpointStoreConformance` to check an implementation.
+ * expects, and a stale writer gets a `ConflictError`, never a silent overwrite. And leases: at
+ * most one live owner per run, whose fencing token every write carries, so an owner that lost
+ * the run can never write to it again. `tollgate/testing` exports `checkpointStoreConformance`
+ * to check an implementation.
+ *
+ * @example
+ * const lease = await store.claim('run-1', { owner: 'worker-7:3f2a', leaseMs: 30_000 });
+ * const version = await store.save('run-1', write, 0, lease); // refused once the lease is lost
+ * await store.release(lease);
  */
 export interface CheckpointStore {
-  /** The run, or null if the store does not have it. */
+  /** The run, or null if the store does not have it (a run claimed but never saved has none). */
   load(runId: string): Promise<StoredRun | null>;
   /**
    * Writes a run if its current version is `expectedVersion` (0: the run must not exist yet),
-   * atomically: the head is replaced and entries `from…` appended, or nothing changes.
+   * atomically: the head and pending calls are replaced and entries `from…` appended, or
+   * nothing changes. The lease is checked first, in the same atomic step as the version:
+   * - with `lease`: only if `lease.token` is the run's current token and the lease was not
+   *   released (a lease whose time lapsed but that nobody claimed since still writes); the
+   *   save then extends the lease to the store's now + `lease.leaseMs` (never shortens it);
+   * - without: only while no owner holds a live lease on the run.
    * @returns the new version, `expectedVersion + 1`.
+   * @throws LeaseLostError if `lease` is not the run's current lease.
+   * @throws RunBusyError if no lease is given while another owner holds a live one.
    * @throws ConflictError if the stored version (or entry count) is not the expected one.
    */
-  save(runId: string, write: RunWrite, expectedVersion: number): Promise<number>;
-  /** Runs, optionally by status. */
+  save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number>;
+  /** Runs, optionally by status and expiry, oldest update first. */
   list(options?: ListOptions): Promise<RunSummary[]>;
-  /** Deletes a run (at `expectedVersion`, when given). @returns whether a run was deleted. */
-  delete(runId: string, expectedVersion?: number): Promise<boolean>;
+  /**
+   * Deletes a run (at `expectedVersion`, when given), under the same lease rule as `save`.
+   * The run's lease record stays (its token keeps growing if the id is used again).
+   * @returns whether a run was deleted: false when there is none (whatever the lease).
+   * @throws LeaseLostError, RunBusyError, ConflictError as `save` does.
+   */
+  delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean>;
+  /**
+   * Takes the run for `owner` for `leaseMs`: possible when no live lease is held by another
+   * owner (never claimed, released, or lapsed: its `expiresAt` at or before the store's now). A
+   * run need not exist yet: claim before the first save. Every claim makes a new, larger token,
+   * also an owner's claim of its own live lease (which fences its earlier `Lease` objects).
+   * @throws RunBusyError (`holder`, `until`) while another owner's lease is live, after
+   *   waiting up to `wait` ms for it to end.
+   */
+  claim(runId: string, options: ClaimOptions): Promise<Lease>;
+  /**
+   * Extends a lease to the store's now + `leaseMs` (default: `lease.leaseMs`), keeping its
+   * token. Works as long as the token is current, even after the time lapsed if nobody claimed.
+   * @returns the renewed lease.
+   * @throws LeaseLostError if the run was claimed since, or the lease released.
+   */
+  renew(lease: Lease, leaseMs?: number): Promise<Lease>;
+  /**
+   * Frees the run now: anyone may claim it at once. The token stays (the next claim makes a
+   * larger one), and the released lease can no longer write or renew.
+   * @returns true if it was released; false (and nothing changes) if it was already lost.
+   */
+  release(lease: Lease): Promise<boolean>;
   /** Releases connections and handles. */
   close(): Promise<void>;
 }

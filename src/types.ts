@@ -153,6 +153,16 @@ export interface RuntimeOptions {
    * @default null (no per-call limit)
    */
   policyTimeoutMs?: number | null;
+  /**
+   * With a store: how long this agent's lease on the run lasts unless renewed (it is renewed every
+   * third of it while the run works, and released when the run settles). Another process can take
+   * the run over once a dead owner's lease lapses. At most 2^31−1 ms. @default 30_000
+   */
+  leaseMs?: number;
+  /** With a store: wait this long for another owner's lease to end before `RunBusyError`. @default 0 */
+  leaseWaitMs?: number;
+  /** With a store: this agent's owner id on its leases, unique per holder. @default host:pid:random */
+  owner?: string;
 }
 
 /** Options of `new Agent`. */

@@ -106,8 +106,8 @@ describe('every version-2 fixture', () => {
         const entries = run.context.history.map(entryOf);
         expect(joinRun(head, entries)).toBe(blob);
         const store = new MemoryStore();
-        const pending = Agent.resume(blob, world().options).state.pending;
-        await store.save('fx-2', { status: 'idle', head, from: 0, append: entries, pending }, 0);
+        const { pendingCalls } = Agent.resume(blob, world().options).state;
+        await store.save('fx-2', { status: 'idle', head, from: 0, append: entries, pendingCalls }, 0);
         const agent = await Agent.load(store, 'fx-2', world().options);
         expect(agent.checkpoint()).toBe(blob);
         expect(agent.state).toEqual(Agent.resume(blob, world().options).state);

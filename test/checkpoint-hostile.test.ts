@@ -142,7 +142,7 @@ describe('lone surrogates', () => {
     const store = new MemoryStore();
     await store.save(
       'fx-2',
-      { status: 'awaiting_approval', head: JSON.stringify(c), from: 0, append: entries, pending: null },
+      { status: 'awaiting_approval', head: JSON.stringify(c), from: 0, append: entries, pendingCalls: [] },
       0,
     );
     const error = await Agent.load(store, 'fx-2', { policy: sequence(), tools: [] }).catch((e: unknown) => e);

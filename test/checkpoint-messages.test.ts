@@ -235,7 +235,7 @@ describe('a stored run that cannot be joined', () => {
   async function loadWith(head: string, append: string[]) {
     const { MemoryStore } = await import('../src/stores/memory.js');
     const store = new MemoryStore();
-    await store.save('r', { status: 'done', head, from: 0, append, pending: null }, 0);
+    await store.save('r', { status: 'done', head, from: 0, append, pendingCalls: [] }, 0);
     try {
       await Agent.load(store, 'r', { policy: sequence(), tools: [] });
     } catch (error) {

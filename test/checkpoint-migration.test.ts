@@ -158,7 +158,7 @@ async function storeOf(blob: string): Promise<MemoryStore> {
       head: canonicalize(c) as string,
       from: 0,
       append: history.map((e: HistoryEntry) => entryOf(e)),
-      pending,
+      pendingCalls: pending ? [pending] : [],
     },
     0,
   );

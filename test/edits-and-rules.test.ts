@@ -165,7 +165,7 @@ describe('standing approvals', () => {
     expect(agent.state.standing).toEqual({
       mail: { approved: true, by: 'ann', note: 'mail is fine', at: expect.any(String), callId: grant, always: true },
     });
-    const second = agent.state.history[4] as { approval: Record<string, unknown> };
+    const second = agent.state.history[4] as unknown as { approval: Record<string, unknown> };
     expect(second.approval).toEqual({
       approved: true,
       by: 'ann',

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Agent, CheckpointError, ConflictError, RunNotFoundError, type Tool } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { scriptedPolicy } from '../src/testing/index.js';
-import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
+import { gate, idLike, mortal, recorder, sequence, until } from './support/helpers.js';
 
 const mailPolicy = () => scriptedPolicy([{ tool: 'look' }, { tool: 'mail', args: { to: 'ops' } }, { final: 'sent' }]);
 
@@ -25,9 +25,9 @@ describe('an agent with a store', () => {
     const store = new MemoryStore();
     const writes: { append: number; head: number }[] = [];
     const save = store.save.bind(store);
-    store.save = (id, w, v) => {
+    store.save = (id, w, v, lease) => {
       writes.push({ append: w.append.length, head: w.head.length });
-      return save(id, w, v);
+      return save(id, w, v, lease);
     };
     const big = 'x'.repeat(10_000);
     const agent = new Agent({
@@ -129,7 +129,7 @@ describe('an agent with a store', () => {
         head: '{"format":"x"}',
         from: record?.entries.length ?? 0,
         append: [],
-        pending: null,
+        pendingCalls: [],
       },
       record?.version ?? 0,
     );
@@ -148,18 +148,25 @@ describe('an agent with a store', () => {
         return held.promise;
       },
     };
+    const dying = mortal(store);
     const agent = new Agent({
       runId: 'r',
-      store,
+      store: dying.store,
+      leaseMs: 100,
       policy: sequence({ tool: 'pay' }, { final: 'ok' }),
       tools: [hanging],
     });
     await agent.start('go');
     void agent.decide(true);
     await until(() => calls === 1);
-    // The process "dies" here: the store has the write-ahead record.
+    // The process "dies" here: the store has the write-ahead record; its lease lapses.
+    dying.die();
     const pay = recorder('pay', { sideEffect: true });
-    const resumed = await Agent.load(store, 'r', { policy: sequence({ final: 'ok' }), tools: [pay.tool] });
+    const resumed = await Agent.load(store, 'r', {
+      policy: sequence({ final: 'ok' }),
+      tools: [pay.tool],
+      leaseWaitMs: 5_000,
+    });
     expect(await resumed.run()).toBe('awaiting_approval');
     expect(resumed.state.pending).toMatchObject({ outcome: 'unknown', id: idLike('r:1#2') });
     expect(pay.calls).toEqual([]);

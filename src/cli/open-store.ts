@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { RunNotFoundError } from '../errors.js';
-import type { CheckpointStore, ListOptions, RunSummary, StoredRun } from '../store.js';
+import type { CheckpointStore, Lease, ListOptions, RunSummary, StoredRun } from '../store.js';
 import { CliEnvironmentError, CliUsageError } from './exit-codes.js';
 import { buildMissingMessage, missingOwnFile, missingPackage } from './self.js';
 import type { StoreLocation } from './store-location.js';
@@ -32,6 +32,17 @@ class MissingStore implements CheckpointStore {
     throw new CliUsageError(`store ${this.path} does not exist`);
   }
   async delete(): Promise<boolean> {
+    return false;
+  }
+  // A store with no runs: a claim holds nothing (no save can follow), so reading goes on to
+  // `load`, which says there is no such run.
+  async claim(runId: string, options: { owner: string; leaseMs: number }): Promise<Lease> {
+    return { runId, owner: options.owner, token: 0, expiresAt: new Date(0).toISOString(), leaseMs: options.leaseMs };
+  }
+  async renew(): Promise<Lease> {
+    throw new CliUsageError(`store ${this.path} does not exist`);
+  }
+  async release(): Promise<boolean> {
     return false;
   }
   async close(): Promise<void> {}

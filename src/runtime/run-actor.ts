@@ -9,9 +9,10 @@ import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machine
 import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
 import type { Runtime } from '../options.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore, Lease } from '../store.js';
 import type { RunEvent, RunState } from '../types.js';
 import { type RuntimeMachine, runtimeMachine } from './host.js';
+import type { LeaseTerms } from './lease.js';
 import { remainingOf } from './limits.js';
 import { Observers } from './observe.js';
 import { registerPorts } from './ports.js';
@@ -20,12 +21,15 @@ import { Saver } from './saver.js';
 
 type Snapshot = ReturnType<Actor<RuntimeMachine>['getSnapshot']>;
 
-/** Where a stored run lives: its store, the version read, and what is stored already. */
+/** Where a stored run lives: its store, the version read, what is stored already, and its lease. */
 export interface StoredPlace {
   store: CheckpointStore;
   version: number;
   stored: number;
   head: string | null;
+  lease: LeaseTerms;
+  /** The lease `Agent.load` claimed before it read the run; null: claimed before the first save. */
+  claimed: Lease | null;
 }
 
 /** How a run actor begins: fresh from an input, or from a (validated) persisted run. */
@@ -132,9 +136,15 @@ export class RunActor {
     this.#actor.send(event);
   }
 
-  /** Saves what changed (without waiting for the run to settle). */
-  save(): Promise<void> {
-    return this.#saver?.flush() ?? Promise.resolve();
+  /** Gives the run's lease up, saving nothing (a run loaded at rest, not yet worked). */
+  async releaseLease(): Promise<void> {
+    await this.#saver?.releaseOnly();
+  }
+
+  /** Saves what changed (without waiting for the run to settle); a run at rest gives its lease up. */
+  async save(): Promise<void> {
+    await this.#saver?.flush();
+    if (this.status !== 'running') await this.#saver?.release();
   }
 
   /** Sends `event` and resolves with the status the run settles in, once that is saved. */
@@ -171,6 +181,8 @@ export class RunActor {
     }
     await this.#saver?.flush();
     this.throwIfFaulted();
+    // At rest (awaiting a human, a budget, done…): the lease goes, so any worker may take it up.
+    await this.#saver?.release();
     return this.status;
   }
 

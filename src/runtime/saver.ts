@@ -8,7 +8,8 @@
  */
 import type { HistoryEntry, PendingCall, Status } from '../../machines/types.js';
 import { entryOf, headOf, type PersistedRun } from '../checkpoint/index.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore, Lease } from '../store.js';
+import { LeaseHolder, type LeaseTerms } from './lease.js';
 
 /** The part of a machine snapshot the journal reads. */
 export interface RunView {
@@ -28,6 +29,7 @@ export class Saver {
   #chain: Promise<void> = Promise.resolve();
   readonly #read: () => RunView | null;
   readonly #onFailure: (error: unknown) => void;
+  readonly #lease: LeaseHolder;
 
   constructor(options: {
     store: CheckpointStore;
@@ -35,6 +37,9 @@ export class Saver {
     version: number;
     stored: number;
     head: string | null;
+    lease: LeaseTerms;
+    /** A lease already claimed (by `Agent.load`, before it read the run). */
+    claimed: Lease | null;
     read: () => RunView | null;
     onFailure: (error: unknown) => void;
   }) {
@@ -45,6 +50,24 @@ export class Saver {
     this.#lastHead = options.head;
     this.#read = options.read;
     this.#onFailure = options.onFailure;
+    this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
+    if (options.claimed) this.#lease.adopt(options.claimed);
+  }
+
+  /** The run's lease, while this process holds one. */
+  get lease(): Lease | null {
+    return this.#lease.lease;
+  }
+
+  /** Gives the run up without saving (nothing changed since it was read). */
+  releaseOnly(): Promise<void> {
+    return this.#lease.release();
+  }
+
+  /** Saves what is left, then gives the run up: it settled, and another process may take it. */
+  async release(): Promise<void> {
+    await this.flush().catch(() => {});
+    await this.#lease.release();
   }
 
   /** The version of the last save (0 before the first). */
@@ -67,13 +90,19 @@ export class Saver {
     if (head === this.#lastHead && view.history.length === this.#stored) return;
     const append = view.history.slice(this.#stored).map(entryOf);
     try {
+      // Fenced: the save is refused in the same statement if this lease is no longer the run's.
+      const lease = await this.#lease.current();
       this.#version = await this.store.save(
         this.runId,
-        { status: view.status, head, from: this.#stored, append, pending: view.pendingCalls[0] ?? null },
+        { status: view.status, head, from: this.#stored, append, pendingCalls: view.pendingCalls },
         this.#version,
+        lease,
       );
     } catch (error) {
       this.#onFailure(error);
+      // This process may not work the run any more: give the lease up (best effort), so another
+      // worker can take it at once and read what the store holds, instead of after a lapse.
+      void this.#lease.release();
       throw error;
     }
     this.#stored += append.length;

@@ -8,6 +8,10 @@
  * is the commit: a crash before it leaves the old head, which ignores the torn journal tail.
  * A save costs O(new entries + head), whatever the history's length.
  *
+ * Leases: the run's lock file serialises claims, renewals, releases and saves; the lease record
+ * (token, owner, expiry) lives in the head's metadata, or in `lease.json` while the run has no
+ * head (file/lease.ts). A save checks and extends it under the same lock as the version.
+ *
  * Reads take no lock: a head is replaced atomically, and the bytes it points to are never
  * rewritten while it is current. Runs are listed by reading every head: fine for thousands of
  * runs, not for millions (use SQLite or Postgres). A damaged run (its head or journal is not
@@ -27,8 +31,10 @@ import { CheckpointError, OptionsError, TollgateError, UserError } from '../erro
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
+  type ClaimOptions,
   checkSave,
   deleteConflict,
+  type Lease,
   type ListOptions,
   type RunSummary,
   type RunWrite,
@@ -46,8 +52,21 @@ import {
   syncDir,
   writeAt,
 } from './file/format.js';
-import { type DamagedRun, HEAD, type HeadRead, ioFault, readAllHeads, readHead } from './file/heads.js';
+import { type DamagedRun, HEAD, type HeadRead, ioFault, readAllHeads, readHead, warnOnce } from './file/heads.js';
+import { currentLease, dropLeaseFile, LEASE, writeLeaseFile } from './file/lease.js';
 import { withLock } from './file/lock.js';
+import {
+  checkClaim,
+  checkLease,
+  checkRenew,
+  claimRecord,
+  claimWithin,
+  fenceRecord,
+  type LeaseRecord,
+  leaseOf,
+  releaseRecord,
+  renewRecord,
+} from './leases.js';
 import {
   checkClock,
   checkDuration,
@@ -56,7 +75,10 @@ import {
   checkStoreOptions,
   checkWrite,
   compareRuns,
-  timestampOf,
+  earliestExpiry,
+  matchesExpired,
+  nowOf,
+  pendingFields,
 } from './rules.js';
 
 export type { DamagedRun } from './file/heads.js';
@@ -66,7 +88,7 @@ export interface FileStoreOptions {
   dir: string;
   /** How long a save or delete waits for another process's lock on the same run (0: not at all). @default 10_000 */
   lockTimeoutMs?: number;
-  /** The clock for `updatedAt`, in ms since the epoch. @default Date.now */
+  /** The clock for `updatedAt`, leases and expiry, in ms since the epoch. @default Date.now */
   now?: () => number;
   /**
    * Told about each run `list` leaves out because it cannot be read (a damaged or unreadable
@@ -121,8 +143,8 @@ export class FileStore implements CheckpointStore {
         try {
           const bytes = meta.journalBytes === 0 ? Buffer.alloc(0) : await readPrefix(journal, meta.journalBytes, runId);
           const entries = decodeEntries(bytes, meta.entries, journal, runId);
-          const { version, status, pending, updatedAt } = meta;
-          return { runId, version, status, head, entries, pending, updatedAt };
+          const { version, status, pendingCalls, updatedAt } = meta;
+          return { runId, version, status, head, entries, ...pendingFields(pendingCalls), updatedAt };
         } catch (error) {
           if (code(error) !== 'ENOENT') throw error;
           if (attempt >= 10) throw damaged(runId, journal, 'is missing', error);
@@ -131,39 +153,46 @@ export class FileStore implements CheckpointStore {
     });
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
-    checkWrite('save', runId, write, expectedVersion);
+  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
+    const w = checkWrite('save', runId, write, expectedVersion);
+    if (lease !== undefined) checkLease('save', lease, runId);
     return this.#guard('save', () => {
       const dir = join(this.#runs, runDirName(runId));
       return withLock(join(dir, LOCK), this.#lockTimeoutMs, async () => {
-        const current = (await readHead('save', dir, runId))?.meta ?? null;
+        const found = await readHead('save', dir, runId);
+        const current = found?.meta ?? null;
+        const now = nowOf(this.#now, 'save');
+        const fenced = fenceRecord('save', runId, await currentLease('save', dir, runId, found), lease, now);
         const version = current?.version ?? 0;
         const stored = current?.entries ?? 0;
-        checkSave(runId, current, write.from, expectedVersion);
+        checkSave(runId, current, w.from, expectedVersion);
         // A new run: whatever a crashed create or delete left in its directory is not part of it.
         if (!current) await this.#clearLeftovers(dir);
         const journal = current?.journal ?? `journal-${randomUUID()}.log`;
         let journalBytes = current?.journalBytes ?? 0;
-        if (write.append.length > 0) {
-          const bytes = encodeEntries(write.append);
+        if (w.append.length > 0) {
+          const bytes = encodeEntries(w.append);
           await writeAt(join(dir, journal), journalBytes, bytes);
           journalBytes += bytes.length;
         }
         const meta: HeadMeta = {
           runId,
           version: version + 1,
-          status: write.status,
-          pending: write.pending,
-          updatedAt: timestampOf(this.#now),
-          entries: stored + write.append.length,
+          status: w.status,
+          pendingCalls: w.pendingCalls,
+          updatedAt: new Date(now).toISOString(),
+          entries: stored + w.append.length,
           journal,
           journalBytes,
+          ...(fenced ? { lease: fenced } : {}),
         };
-        await replaceFile(join(dir, HEAD), dir, encodeHead(meta, write.head), randomUUID());
+        await replaceFile(join(dir, HEAD), dir, encodeHead(meta, w.head), randomUUID());
         if (!current) {
           // The run's directory entry itself (and, for the first run, that of runs/).
           await syncDir(this.#runs);
           await syncDir(this.dir);
+          // The head holds the lease record now.
+          if (fenced) await dropLeaseFile(dir);
         }
         return version + 1;
       });
@@ -171,22 +200,28 @@ export class FileStore implements CheckpointStore {
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, limit } = checkListOptions(options);
+    const { status, expired, limit } = checkListOptions(options);
+    const now = expired === undefined ? 0 : nowOf(this.#now, 'list');
     return this.#guard('list', async () => {
       const heads = await readAllHeads(this.#runs, this.#onDamaged);
       const runs: RunSummary[] = [];
       for (const { meta } of heads) {
         if (status !== undefined && meta.status !== status) continue;
-        const { runId, version, status: s, pending, updatedAt } = meta;
-        runs.push({ runId, version, status: s, pending, updatedAt });
+        if (!matchesExpired(expired, earliestExpiry(meta.pendingCalls), now)) continue;
+        const { runId, version, status: s, pendingCalls, updatedAt } = meta;
+        runs.push({ runId, version, status: s, ...pendingFields(pendingCalls), updatedAt });
       }
       return runs.sort(compareRuns).slice(0, limit ?? Number.POSITIVE_INFINITY);
     });
   }
 
-  /** Deletes a run. A damaged run can be deleted too, without an expected version (it has no readable one). */
-  async delete(runId: string, expectedVersion?: number): Promise<boolean> {
+  /**
+   * Deletes a run. A damaged run can be deleted too, without an expected version (it has no
+   * readable one) and without a lease check (its lease cannot be read, and is forgotten).
+   */
+  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     checkRunId('delete', runId);
+    if (lease !== undefined) checkLease('delete', lease, runId);
     return this.#guard('delete', async () => {
       const dir = join(this.#runs, runDirName(runId));
       const current = (): Promise<HeadRead | 'damaged' | null> =>
@@ -198,8 +233,15 @@ export class FileStore implements CheckpointStore {
       const deleted = await withLock(join(dir, LOCK), this.#lockTimeoutMs, async () => {
         const found = await current();
         if (!found) return false;
-        if (found !== 'damaged' && expectedVersion !== undefined && found.meta.version !== expectedVersion) {
-          throw deleteConflict(runId, found.meta.version, expectedVersion);
+        if (found !== 'damaged') {
+          const record = found.meta.lease ?? null;
+          // The lease rule only: a delete does not extend the lease.
+          fenceRecord('delete', runId, record, lease, nowOf(this.#now, 'delete'));
+          if (expectedVersion !== undefined && found.meta.version !== expectedVersion) {
+            throw deleteConflict(runId, found.meta.version, expectedVersion);
+          }
+          // The token outlives the run: out of the head before the head goes.
+          if (record) await writeLeaseFile(dir, this.#runs, runId, record);
         }
         await rm(join(dir, HEAD)); // the commit: without a head there is no run
         await syncDir(dir);
@@ -214,8 +256,56 @@ export class FileStore implements CheckpointStore {
     });
   }
 
+  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
+    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    return claimWithin(wait, this.#now, async () => {
+      const claimed = await this.#changeLease('claim', runId, (current) =>
+        claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim')),
+      );
+      return leaseOf(runId, claimed as LeaseRecord, leaseMs);
+    });
+  }
+
+  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
+    const ms = checkRenew(lease, leaseMs);
+    const renewed = await this.#changeLease('renew', lease.runId, (current) =>
+      renewRecord(current, lease, ms, nowOf(this.#now, 'renew')),
+    );
+    return leaseOf(lease.runId, renewed as LeaseRecord, ms);
+  }
+
+  async release(lease: Lease): Promise<boolean> {
+    checkLease('release', lease);
+    return (await this.#changeLease('release', lease.runId, (current) => releaseRecord(current, lease))) !== null;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
+  }
+
+  /**
+   * Under the run's lock: reads its lease record and writes what `decide` makes of it (nothing
+   * for null) where it lives, the head or `lease.json`. The head is rewritten as it was, with
+   * the new record: its version and `updatedAt` do not change. @returns what `decide` returned.
+   */
+  async #changeLease(
+    call: string,
+    runId: string,
+    decide: (current: LeaseRecord | null) => LeaseRecord | null,
+  ): Promise<LeaseRecord | null> {
+    return this.#guard(call, () => {
+      const dir = join(this.#runs, runDirName(runId));
+      return withLock(join(dir, LOCK), this.#lockTimeoutMs, async () => {
+        const found = await readHead(call, dir, runId);
+        const next = decide(await currentLease(call, dir, runId, found));
+        if (!next) return null;
+        if (found) {
+          const head = encodeHead({ ...found.meta, lease: next }, found.head);
+          await replaceFile(join(dir, HEAD), dir, head, randomUUID());
+        } else await writeLeaseFile(dir, this.#runs, runId, next);
+        return next;
+      });
+    });
   }
 
   /** Runs one operation: refused once closed; a file-system failure becomes a `StoreUnavailableError`. */
@@ -229,21 +319,11 @@ export class FileStore implements CheckpointStore {
     }
   }
 
-  /** Removes every file of the run's directory but its lock files. Called holding the lock. */
+  /** Removes every file of the run's directory but its lock files and its lease. Called holding the lock. */
   async #clearLeftovers(dir: string): Promise<void> {
     await mkdir(dir, { recursive: true });
     for (const name of await readdir(dir)) {
-      if (name !== LOCK && name !== `${LOCK}.break`) await rm(join(dir, name), { force: true });
+      if (name !== LOCK && name !== `${LOCK}.break` && name !== LEASE) await rm(join(dir, name), { force: true });
     }
   }
-}
-
-/** The default `onDamaged`: one process warning per damaged run and store, not one per `list` (the inbox is polled). */
-function warnOnce(): (damage: DamagedRun) => void {
-  const told = new Set<string>();
-  return ({ dir, error }) => {
-    if (told.has(dir)) return;
-    told.add(dir);
-    process.emitWarning(`${error.message}; list() leaves it out`, { code: 'TOLLGATE_DAMAGED_RUN' });
-  };
 }

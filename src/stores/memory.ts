@@ -1,16 +1,32 @@
 /**
  * An in-memory `CheckpointStore`: for tests, demos and single-process services that need
- * the store semantics (versions, conflicts, the approval inbox) without durability.
+ * the store semantics (versions, conflicts, the approval inbox, leases) without durability.
+ * Every operation decides synchronously, so the lease and version checks of a save are one
+ * step that no other call can come between.
  */
 import {
   type CheckpointStore,
+  type ClaimOptions,
   checkSave,
   deleteConflict,
+  type Lease,
   type ListOptions,
   type RunSummary,
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import {
+  checkClaim,
+  checkLease,
+  checkRenew,
+  claimRecord,
+  claimWithin,
+  fenceRecord,
+  type LeaseRecord,
+  leaseOf,
+  releaseRecord,
+  renewRecord,
+} from './leases.js';
 import {
   checkClock,
   checkListOptions,
@@ -18,17 +34,23 @@ import {
   checkStoreOptions,
   checkWrite,
   compareRuns,
+  earliestExpiry,
+  matchesExpired,
+  nowOf,
+  pendingFields,
   timestampOf,
 } from './rules.js';
 
 export interface MemoryStoreOptions {
-  /** The clock for `updatedAt`, in ms since the epoch. @default Date.now */
+  /** The clock for `updatedAt`, leases and expiry, in ms since the epoch. @default Date.now */
   now?: () => number;
 }
 
-/** Runs in a `Map`, with the same rules, conflicts and list order as the durable stores. */
+/** Runs in a `Map`, with the same rules, conflicts, leases and list order as the durable stores. */
 export class MemoryStore implements CheckpointStore {
   readonly #runs = new Map<string, StoredRun>();
+  /** Leases by run id: a run may be claimed before its first save, and its token outlives a delete. */
+  readonly #leases = new Map<string, LeaseRecord>();
   readonly #now: () => number;
 
   /** @throws OptionsError on an unknown option or a `now` that is not a function. */
@@ -43,40 +65,72 @@ export class MemoryStore implements CheckpointStore {
     return run ? structuredClone(run) : null;
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
-    checkWrite('save', runId, write, expectedVersion);
+  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
+    const w = checkWrite('save', runId, write, expectedVersion);
+    if (lease !== undefined) checkLease('save', lease, runId);
+    const now = nowOf(this.#now, 'save');
+    const fenced = fenceRecord('save', runId, this.#leases.get(runId) ?? null, lease, now);
     const current = this.#runs.get(runId) ?? null;
     const version = current?.version ?? 0;
-    checkSave(runId, current && { version, entries: current.entries.length }, write.from, expectedVersion);
+    checkSave(runId, current && { version, entries: current.entries.length }, w.from, expectedVersion);
     this.#runs.set(runId, {
       runId,
       version: version + 1,
-      status: write.status,
-      head: write.head,
-      entries: [...(current?.entries ?? []), ...write.append],
-      pending: structuredClone(write.pending),
-      updatedAt: timestampOf(this.#now),
+      status: w.status,
+      head: w.head,
+      entries: [...(current?.entries ?? []), ...w.append],
+      ...pendingFields(structuredClone(w.pendingCalls)),
+      updatedAt: timestampOf(() => now),
     });
+    if (fenced) this.#leases.set(runId, fenced);
     return version + 1;
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, limit } = checkListOptions(options);
+    const { status, expired, limit } = checkListOptions(options);
+    const now = expired === undefined ? 0 : nowOf(this.#now, 'list');
     const runs = [...this.#runs.values()]
       .filter((r) => status === undefined || r.status === status)
+      .filter((r) => matchesExpired(expired, earliestExpiry(r.pendingCalls), now))
       .sort(compareRuns)
       .slice(0, limit ?? Number.POSITIVE_INFINITY);
     return runs.map(({ head: _h, entries: _e, ...summary }) => structuredClone(summary));
   }
 
-  async delete(runId: string, expectedVersion?: number): Promise<boolean> {
+  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     checkRunId('delete', runId);
+    if (lease !== undefined) checkLease('delete', lease, runId);
     const current = this.#runs.get(runId);
     if (!current) return false;
+    // The lease rule only: a delete does not extend the lease, and the record stays.
+    fenceRecord('delete', runId, this.#leases.get(runId) ?? null, lease, nowOf(this.#now, 'delete'));
     if (expectedVersion !== undefined && current.version !== expectedVersion) {
       throw deleteConflict(runId, current.version, expectedVersion);
     }
     return this.#runs.delete(runId);
+  }
+
+  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
+    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    return claimWithin(wait, this.#now, async () => {
+      const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, nowOf(this.#now, 'claim'));
+      this.#leases.set(runId, record);
+      return leaseOf(runId, record, leaseMs);
+    });
+  }
+
+  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
+    const ms = checkRenew(lease, leaseMs);
+    const record = renewRecord(this.#leases.get(lease.runId) ?? null, lease, ms, nowOf(this.#now, 'renew'));
+    this.#leases.set(lease.runId, record);
+    return leaseOf(lease.runId, record, ms);
+  }
+
+  async release(lease: Lease): Promise<boolean> {
+    checkLease('release', lease);
+    const record = releaseRecord(this.#leases.get(lease.runId) ?? null, lease);
+    if (record) this.#leases.set(lease.runId, record);
+    return record !== null;
   }
 
   async close(): Promise<void> {}

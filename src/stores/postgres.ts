@@ -1,12 +1,15 @@
 /**
  * A `CheckpointStore` on PostgreSQL with `pg`: many processes on many machines can share it.
  *
- * A run is a row in `runs` (its small head, version, status, pending call) and its history
- * rows in `entries`, one per entry, append-only. A save is one SQL statement, so one
- * transaction and one round trip: a conditional insert (version 0) or update (`WHERE version
- * = expected AND entry_count = from`) of the head, and the appended entries inserted only if
- * that matched. A concurrent writer that lost waits on the row lock, re-checks the condition,
- * matches nothing and gets a `ConflictError`: never an overwrite. Cost per save: O(new data).
+ * A run is a row in `runs` (its small head, version, status, pending calls) and its history
+ * rows in `entries`, one per entry, append-only; its lease a row in `leases`. A save is one SQL
+ * statement, so one transaction and one round trip: lock the lease row and check the lease, a
+ * conditional insert (version 0) or update (`WHERE version = expected AND entry_count = from`)
+ * of the head, the appended entries inserted only if that matched, the lease extended. A
+ * concurrent writer that lost waits on the row lock, re-checks the condition, matches nothing
+ * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). A claim is one
+ * statement too (`INSERT … ON CONFLICT DO UPDATE … WHERE` the lease is free): Postgres is the
+ * coordination engine, with nothing home-made beside it.
  *
  * Every wait is bounded (connect, statement, query timeouts), every pooled connection has an
  * error listener, and every failure reaches the caller as a typed error naming the server
@@ -23,77 +26,61 @@
 
 import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
-import type { PendingCall, Status } from '../../machines/types.js';
 import { CheckpointError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
+  type ClaimOptions,
   deleteConflict,
+  type Lease,
   type ListOptions,
   type RunSummary,
   type RunWrite,
   type StoredRun,
   saveConflict,
 } from '../store.js';
-import { checkConnectionString, describeTarget, poolConfigOf, timeoutsOf } from './postgres/connection.js';
+import {
+  busyError,
+  checkClaim,
+  checkLease,
+  checkRenew,
+  claimWithin,
+  fenceRecord,
+  leaseLost,
+  leaseOf,
+} from './leases.js';
+import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { migrate } from './postgres/migrations.js';
+import { OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
+import { type LeaseRow, type RefusalRow, type RunRow, recordOf, summaryOf } from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
-import { checkClock, checkListOptions, checkRunId, checkStoreOptions, checkWrite, timestampOf } from './rules.js';
+import {
+  checkClock,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  earliestExpiry,
+  timestampOf,
+} from './rules.js';
 
 export { redactUrl } from './postgres/connection.js';
 export { SCHEMA_VERSION } from './postgres/migrations.js';
+export type { PostgresStoreOptions } from './postgres/options.js';
 /** Also exported by `tollgate`; kept here for code that imported it from `tollgate/postgres`. */
 export { StoreUnavailableError };
 
-export interface PostgresStoreOptions {
-  /**
-   * The schema holding Tollgate's tables (`runs`, `entries`, `tollgate_migrations`); created
-   * on first use if missing. Tests isolate themselves in a schema of their own.
-   * @default 'tollgate'
-   */
-  schema?: string;
-  /**
-   * Give up connecting (or waiting for a free pooled connection) after this many milliseconds
-   * with a `StoreUnavailableError`: an unreachable or black-holed server fails fast instead of
-   * hanging every save.
-   * @default 5000
-   */
-  connectTimeoutMs?: number;
-  /**
-   * The server cancels a statement that runs longer than this (Postgres `statement_timeout`,
-   * set when a connection opens): a save stuck behind a lock fails with a
-   * `StoreUnavailableError`, and nothing of it is committed. Applies to the pool the store
-   * creates; set `statement_timeout` in your own pool's config.
-   * @default 10000
-   */
-  statementTimeoutMs?: number;
-  /**
-   * The client gives up on a query whose answer has not come after this long (the server or
-   * the network stopped answering), drops the connection, and throws `StoreUnavailableError`.
-   * Whether a save cut off this way was committed is unknown: load the run to see.
-   * Keep it above `statementTimeoutMs`, so that a slow statement is cancelled by the server first.
-   * @default statementTimeoutMs + 5000
-   */
-  queryTimeoutMs?: number;
-  /** Connections in the pool the store creates (ignored for a pool you pass). @default 10 */
-  maxConnections?: number;
-  /** The clock for `updatedAt`, in ms since the epoch. @default the database's clock */
-  now?: () => number;
-}
-
-const OPTIONS = ['schema', 'connectTimeoutMs', 'statementTimeoutMs', 'queryTimeoutMs', 'maxConnections', 'now'];
 const CALL = 'new PostgresStore';
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
-interface RunRow {
-  run_id: string;
-  version: number;
-  status: Status;
-  pending: string | null;
-  updated_at: Date;
-}
+/**
+ * A statement refuses a write or a claim atomically; reading why takes a second statement. When
+ * the cause is gone by then (a lease released, a lease lapsed in between), nothing was written,
+ * and the statement is tried again at once, this many times at most.
+ */
+const REFUSAL_RETRIES = 3;
 
 /**
  * A `CheckpointStore` on PostgreSQL. Give it a connection string, a `pg` pool config, or a
@@ -180,55 +167,116 @@ export class PostgresStore implements CheckpointStore {
     return { ...summaryOf(row), head: row.head, entries: row.entries };
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
-    checkWrite('save', runId, write, expectedVersion);
+  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
+    const w = checkWrite('save', runId, write, expectedVersion);
+    if (lease !== undefined) checkLease('save', lease, runId);
+    const expiry = earliestExpiry(w.pendingCalls);
+    const at = this.#at();
+    const values: unknown[] = [
+      runId,
+      w.status,
+      w.head,
+      w.from,
+      w.append,
+      w.pendingCalls.length === 0 ? null : JSON.stringify(w.pendingCalls),
+      at,
+      expiry === null ? null : new Date(expiry).toISOString(),
+      lease?.token ?? null,
+      lease?.leaseMs ?? null,
+    ];
+    if (expectedVersion > 0) values.push(expectedVersion);
+    const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
     // Creating a run with entries already stored cannot match anything: a conflict.
-    if (expectedVersion > 0 || write.from === 0) {
-      const values = [
-        runId,
-        write.status,
-        write.head,
-        write.from,
-        write.append,
-        write.pending === null ? null : JSON.stringify(write.pending),
-        this.#now ? timestampOf(this.#now) : null,
-      ];
-      const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
-      if (expectedVersion > 0) values.push(expectedVersion);
-      try {
-        const { rows } = await this.#query<{ version: number }>('save', sql, values);
-        if (rows[0]) return rows[0].version;
-      } catch (error) {
-        // The entries' primary key: someone appended at these indexes. Cannot happen while the
-        // version check holds, but a duplicate is a conflict, never an overwrite.
-        if (sqlStateOf((error as Error).cause) !== '23505') throw error;
+    const tries = expectedVersion > 0 || w.from === 0;
+    // A refusal is decided atomically by the statement; reading why takes a second one. If the
+    // cause has gone by then (a lease released meanwhile), nothing was written: try again.
+    for (let attempt = 0; ; attempt++) {
+      if (tries) {
+        try {
+          const { rows } = await this.#query<{ version: number }>('save', sql, values);
+          if (rows[0]) return rows[0].version;
+        } catch (error) {
+          // The entries' primary key: someone appended at these indexes. Cannot happen while the
+          // version check holds, but a duplicate is a conflict, never an overwrite.
+          if (sqlStateOf((error as Error).cause) !== '23505') throw error;
+        }
+      }
+      const why = await this.#refusal('save', runId, at);
+      const refused = this.#fenceError('save', runId, why, lease);
+      if (refused) throw refused;
+      const current = why.version === null ? null : { version: why.version, entries: why.entry_count ?? 0 };
+      if (
+        !tries ||
+        attempt >= REFUSAL_RETRIES ||
+        (current?.version ?? 0) !== expectedVersion ||
+        (current?.entries ?? 0) !== w.from
+      ) {
+        throw saveConflict(runId, current, w.from, expectedVersion);
       }
     }
-    const { rows } = await this.#query<{ version: number; entry_count: number }>('save', this.#sql.current, [runId]);
-    const actual = rows[0];
-    throw saveConflict(
-      runId,
-      actual ? { version: actual.version, entries: actual.entry_count } : null,
-      write.from,
-      expectedVersion,
-    );
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, limit } = checkListOptions(options);
-    const { rows } = await this.#query<RunRow>('list', this.#sql.list, [status ?? null, limit ?? null]);
+    const { status, expired, limit } = checkListOptions(options);
+    const values = [status ?? null, limit ?? null, expired ?? null, expired === undefined ? null : this.#at()];
+    const { rows } = await this.#query<RunRow>('list', this.#sql.list, values);
     return rows.map(summaryOf);
   }
 
-  async delete(runId: string, expectedVersion?: number): Promise<boolean> {
+  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     checkRunId('delete', runId);
-    const { rowCount } = await this.#query('delete', this.#sql.delete, [runId, expectedVersion ?? null]);
-    if (rowCount) return true;
-    if (expectedVersion === undefined) return false;
-    const { rows } = await this.#query<{ version: number }>('delete', this.#sql.current, [runId]);
-    const actual = rows[0]?.version;
-    if (actual === undefined) return false;
-    throw deleteConflict(runId, actual, expectedVersion);
+    if (lease !== undefined) checkLease('delete', lease, runId);
+    const at = this.#at();
+    const values = [runId, expectedVersion ?? null, lease?.token ?? null, at];
+    for (let attempt = 0; ; attempt++) {
+      const { rowCount } = await this.#query('delete', this.#sql.delete, values);
+      if (rowCount) return true;
+      const why = await this.#refusal('delete', runId, at);
+      if (why.version === null) return false;
+      const refused = this.#fenceError('delete', runId, why, lease);
+      if (refused) throw refused;
+      if (expectedVersion !== undefined && why.version !== expectedVersion) {
+        throw deleteConflict(runId, why.version, expectedVersion);
+      }
+      // Refused, then found deletable, four times over: another writer is changing the run as fast.
+      if (attempt >= REFUSAL_RETRIES) throw deleteConflict(runId, why.version, expectedVersion ?? why.version);
+    }
+  }
+
+  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
+    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    return claimWithin(wait, this.#now, async () => {
+      for (let attempt = 0; ; attempt++) {
+        const at = this.#at();
+        const { rows } = await this.#query<LeaseRow>('claim', this.#sql.claim, [runId, owner, leaseMs, at]);
+        if (rows[0]) return leaseOf(runId, recordOf(rows[0]), leaseMs);
+        // Another owner's lease was live when the claim ran; who, and until when, takes a read.
+        const { rows: held } = await this.#query<LeaseRow & { now: Date }>('claim', this.#sql.lease, [runId, at]);
+        const row = held[0];
+        if (row?.owner && row.expires_at && row.now < row.expires_at) {
+          throw busyError('claim', runId, row.owner, row.expires_at.getTime());
+        }
+        // Freed between the two statements, four times over: a run claimed and released that fast is busy.
+        if (attempt >= REFUSAL_RETRIES) {
+          throw busyError('claim', runId, row?.owner ?? 'another owner', row?.expires_at ?? row?.now ?? new Date(0));
+        }
+      }
+    });
+  }
+
+  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
+    const length = checkRenew(lease, leaseMs);
+    const values = [lease.runId, lease.token, this.#at(), length];
+    const { rows } = await this.#query<LeaseRow>('renew', this.#sql.renew, values);
+    if (rows[0]) return leaseOf(lease.runId, recordOf(rows[0]), length);
+    const { rows: now } = await this.#query<LeaseRow>('renew', this.#sql.lease, [lease.runId, null]);
+    throw leaseLost('renew', lease, now[0] ? recordOf(now[0]) : null);
+  }
+
+  async release(lease: Lease): Promise<boolean> {
+    checkLease('release', lease);
+    const { rowCount } = await this.#query('release', this.#sql.release, [lease.runId, lease.token]);
+    return (rowCount ?? 0) > 0;
   }
 
   /** Ends the pool the store created; a pool given to the constructor is left open. Idempotent. */
@@ -255,22 +303,29 @@ export class PostgresStore implements CheckpointStore {
   async #query<R extends object = Record<string, unknown>>(op: string, text: string, values: unknown[]) {
     const call = `PostgresStore.${op}`;
     await this.#migrate(call);
-    return this.#connections.use(call, op === 'save' || op === 'delete', (sql) => sql.query<R>(text, values));
+    const writes = op !== 'load' && op !== 'list';
+    return this.#connections.use(call, writes, (sql) => sql.query<R>(text, values));
   }
-}
 
-/** Duck-typed, so a pool from another copy of `pg` is still recognised. */
-function isPool(value: unknown): value is Pool {
-  const v = value as Partial<Pool> | null;
-  return typeof v?.connect === 'function' && typeof v.query === 'function' && typeof v.end === 'function';
-}
+  /** The store's now for a statement: the injected clock's, or null for the database's. */
+  #at(): string | null {
+    return this.#now ? timestampOf(this.#now) : null;
+  }
 
-function summaryOf(row: RunRow): RunSummary {
-  return {
-    runId: row.run_id,
-    version: row.version,
-    status: row.status,
-    pending: row.pending === null ? null : (JSON.parse(row.pending) as PendingCall),
-    updatedAt: row.updated_at.toISOString(),
-  };
+  /** Why a write of `runId` matched nothing: the run, its lease, and the store's now (`at`). */
+  async #refusal(op: string, runId: string, at: string | null): Promise<RefusalRow> {
+    const { rows } = await this.#query<RefusalRow>(op, this.#sql.refusal, [runId, at]);
+    return rows[0] as RefusalRow;
+  }
+
+  /** The lease error a refused write gets (the rules of leases.ts, on what the store holds now), or null. */
+  #fenceError(call: string, runId: string, why: RefusalRow, lease: Lease | undefined): Error | null {
+    const current = why.token === null ? null : recordOf(why as LeaseRow);
+    try {
+      fenceRecord(call, runId, current, lease, why.now.getTime());
+      return null;
+    } catch (error) {
+      return error as Error;
+    }
+  }
 }

@@ -3,7 +3,7 @@
  * write may hold, how store options are checked, and the one order `list` returns runs in.
  * A custom store can use them too (`tollgate` exports them).
  */
-import { STATUSES } from '../../machines/types.js';
+import { type PendingCall, STATUSES, type Status } from '../../machines/types.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { checkLimit, type ListOptions, type RunSummary, type RunWrite } from '../store.js';
@@ -44,18 +44,23 @@ export function checkRunId(call: string, runId: unknown): asserts runId is strin
 }
 
 /**
- * Throws `OptionsError` unless `write` is a well-formed `RunWrite` whose texts every store can
- * keep. Heads and entries are JSON, where NUL and lone surrogates appear only as `\u` escapes:
- * raw ones mean the caller built the text by hand.
+ * Checks `write` and returns it with its pending calls normalised: throws `OptionsError` unless
+ * it is a well-formed `RunWrite` whose texts every store can keep. Heads and entries are JSON,
+ * where NUL and lone surrogates appear only as `\u` escapes: raw ones mean the caller built the
+ * text by hand. Each pending call must be an object whose `expiresAt` is null or an ISO-8601
+ * time (any form `Date.parse` reads).
+ *
+ * A write in the one-call form of earlier Tollgate versions (`pending: call | null` instead of
+ * `pendingCalls`) is read as `pendingCalls: [call]` or `[]`; giving both is an `OptionsError`.
  */
-export function checkWrite(call: string, runId: unknown, write: RunWrite, expectedVersion: unknown): void {
+export function checkWrite(call: string, runId: unknown, write: RunWrite, expectedVersion: unknown): RunWrite {
   checkRunId(call, runId);
-  const w = write as Partial<RunWrite> | null;
-  const fail = (what: string, value: unknown) => {
+  const w = write as (Partial<RunWrite> & { pending?: unknown }) | null;
+  const fail = (what: string, value: unknown): never => {
     throw new OptionsError(`${call}: ${what}, got ${showValue(value)} (run ${showValue(runId)})`);
   };
-  if (w === null || typeof w !== 'object') fail('the write must be an object', w);
-  const { status, head, from, append, pending } = w as Partial<RunWrite>;
+  if (w === null || typeof w !== 'object') return fail('the write must be an object', w);
+  const { status, head, from, append } = w;
   if (!Number.isSafeInteger(expectedVersion) || (expectedVersion as number) < 0) {
     fail('expectedVersion must be a whole number ≥ 0', expectedVersion);
   }
@@ -63,7 +68,7 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
   if (typeof head !== 'string') fail('write.head must be a string', head);
   if (!Number.isSafeInteger(from) || (from as number) < 0) fail('write.from must be a whole number ≥ 0', from);
   if (!Array.isArray(append)) fail('write.append must be an array of strings', append);
-  if (pending === undefined || typeof pending !== 'object') fail('write.pending must be an object or null', pending);
+  const pendingCalls = pendingCallsOfWrite(w, fail);
   const texts: [string, unknown][] = [
     ['write.head', head],
     ...(append as unknown[]).map((e, i) => [`write.append[${i}]`, e] as [string, unknown]),
@@ -73,14 +78,82 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
     const why = unstorableText(text as string);
     if (why) fail(`${what} holds ${why} (JSON text escapes it as \\u…); no store can keep it`, text);
   }
+  return {
+    status: status as Status,
+    head: head as string,
+    from: from as number,
+    append: append as string[],
+    pendingCalls,
+  };
 }
 
-/** Checks `list`'s options alike in every store: known keys, a real status, a whole limit ≥ 0. */
+/** A write's pending calls, checked; the one-call form (`pending`) read as a list of zero or one. */
+function pendingCallsOfWrite(
+  w: Partial<RunWrite> & { pending?: unknown },
+  fail: (what: string, value: unknown) => never,
+): PendingCall[] {
+  let calls: unknown = w.pendingCalls;
+  if ('pending' in w) {
+    if (calls !== undefined) fail('give write.pendingCalls, not also write.pending', w.pending);
+    if (w.pending === undefined || typeof w.pending !== 'object') {
+      fail('write.pending must be an object or null', w.pending);
+    }
+    calls = w.pending === null ? [] : [w.pending];
+  }
+  if (!Array.isArray(calls)) return fail('write.pendingCalls must be an array of pending calls', calls);
+  for (const [i, p] of calls.entries()) {
+    if (p === null || typeof p !== 'object' || Array.isArray(p)) fail(`write.pendingCalls[${i}] must be an object`, p);
+    const expiresAt = (p as { expiresAt?: unknown }).expiresAt;
+    if (expiresAt !== null && !(typeof expiresAt === 'string' && Number.isFinite(Date.parse(expiresAt)))) {
+      fail(`write.pendingCalls[${i}].expiresAt must be null or an ISO-8601 time`, expiresAt);
+    }
+  }
+  return calls as PendingCall[];
+}
+
+/**
+ * The earliest `expiresAt` of `calls` in ms since the epoch, or null when none expires (null,
+ * or not a time: `checkWrite` lets no such value into a store, but a row may predate it): what
+ * `list({ expired })` compares with the store's now (a run has an expired call exactly when its
+ * earliest expiry is at or before now).
+ */
+export function earliestExpiry(calls: readonly PendingCall[]): number | null {
+  let earliest: number | null = null;
+  for (const call of calls) {
+    const at = typeof call.expiresAt === 'string' ? Date.parse(call.expiresAt) : Number.NaN;
+    if (Number.isFinite(at) && (earliest === null || at < earliest)) earliest = at;
+  }
+  return earliest;
+}
+
+/** Whether `list({ expired })` keeps a run whose earliest expiry is `earliest` (ms or null), at `now`. */
+export function matchesExpired(expired: boolean | undefined, earliest: number | null, now: number): boolean {
+  return expired === undefined || expired === (earliest !== null && earliest <= now);
+}
+
+/**
+ * The pending calls a store read back: a JSON array (written since runs have several), one
+ * object (written by earlier versions, which kept one pending call), or nothing.
+ */
+export function pendingCallsOf(stored: unknown): PendingCall[] {
+  if (stored === null || stored === undefined) return [];
+  return Array.isArray(stored) ? (stored as PendingCall[]) : [stored as PendingCall];
+}
+
+/** A run's two views of its pending calls: the list, and its first (derived, for one-call code). */
+export function pendingFields(calls: PendingCall[]): { pendingCalls: PendingCall[]; pending: PendingCall | null } {
+  return { pendingCalls: calls, pending: calls[0] ?? null };
+}
+
+/** Checks `list`'s options alike in every store: known keys, a real status, a boolean `expired`, a whole limit ≥ 0. */
 export function checkListOptions(options: ListOptions | undefined): ListOptions {
   if (options === undefined) return {};
-  checkKeys('list', options, ['status', 'limit']);
+  checkKeys('list', options, ['status', 'expired', 'limit']);
   if (options.status !== undefined && !STATUSES.includes(options.status)) {
     throw new OptionsError(`list: status must be one of ${STATUSES.join(', ')}, got ${showValue(options.status)}`);
+  }
+  if (options.expired !== undefined && typeof options.expired !== 'boolean') {
+    throw new OptionsError(`list: expired must be true or false, got ${showValue(options.expired)}`);
   }
   checkLimit(options.limit);
   return options;
@@ -124,13 +197,20 @@ export function checkClock(call: string, now: unknown): (() => number) | undefin
  * `updatedAt` for a save: the store's clock as an ISO-8601 string.
  * @throws OptionsError when the injected clock returns something that is not a time.
  */
-export function timestampOf(now: () => number): string {
+export function timestampOf(now: () => number, call = 'save'): string {
+  return new Date(nowOf(now, call)).toISOString();
+}
+
+/**
+ * The store's clock now, in ms since the epoch (leases, expiry).
+ * @throws OptionsError naming `call` when the injected clock returns something that is not a time.
+ */
+export function nowOf(now: () => number, call: string): number {
   const ms = now();
-  const date = new Date(typeof ms === 'number' ? ms : Number.NaN);
-  if (Number.isNaN(date.getTime())) {
-    throw new OptionsError(`save: the store's now() returned ${showValue(ms)}, not milliseconds since the epoch`);
+  if (typeof ms !== 'number' || Number.isNaN(new Date(ms).getTime())) {
+    throw new OptionsError(`${call}: the store's now() returned ${showValue(ms)}, not milliseconds since the epoch`);
   }
-  return date.toISOString();
+  return ms;
 }
 
 /**

@@ -10,8 +10,10 @@
  *   `busyTimeoutMs`) instead of failing, then gets a `StoreUnavailableError`. better-sqlite3 is
  *   synchronous, so it waits blocking its event loop; saves are short, so the wait is too.
  * - Every driver error becomes a typed one naming the file (src/stores/sqlite/faults.ts).
- * - A save is one `BEGIN IMMEDIATE` transaction: check the version and entry count, write the
- *   head, insert the new entries. O(new entries + head) per save.
+ * - A save is one `BEGIN IMMEDIATE` transaction: check the lease (leases.ts), the version and
+ *   the entry count, write the head, insert the new entries, extend the lease. O(new entries +
+ *   head) per save. A claim, renew or release is one too: no other process can come between
+ *   reading a lease and writing it.
  *
  * @example
  * import { SqliteStore } from 'tollgate/sqlite';
@@ -23,14 +25,27 @@ import { CheckpointError, OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
+  type ClaimOptions,
   checkSave,
   deleteConflict,
+  type Lease,
   type ListOptions,
   type RunSummary,
   type RunWrite,
   type StoredRun,
 } from '../store.js';
-import type { PendingCall, Status } from '../types.js';
+import {
+  checkClaim,
+  checkLease,
+  checkRenew,
+  claimRecord,
+  claimWithin,
+  fenceRecord,
+  type LeaseRecord,
+  leaseOf,
+  releaseRecord,
+  renewRecord,
+} from './leases.js';
 import {
   checkClock,
   checkDuration,
@@ -38,10 +53,12 @@ import {
   checkRunId,
   checkStoreOptions,
   checkWrite,
-  timestampOf,
+  earliestExpiry,
+  nowOf,
 } from './rules.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
 import { migrate } from './sqlite/migrations.js';
+import { type LeaseRow, type RunRow, recordOf, summary } from './sqlite/rows.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing, in a folder that must exist), or `':memory:'`. */
@@ -53,31 +70,13 @@ export interface SqliteStoreOptions {
    * (0 to 2^31−1 ms). @default 10_000
    */
   busyTimeoutMs?: number;
-  /** The clock for `updatedAt`, in ms since the epoch. @default Date.now */
+  /** The clock for `updatedAt`, leases and expiry, in ms since the epoch. @default Date.now */
   now?: () => number;
 }
 
 const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
 /** Which call is constructing: `SqliteStore.open` names itself in errors, not `new SqliteStore`. */
 let opening: string | null = null;
-
-interface RunRow {
-  run_id: string;
-  version: number;
-  status: Status;
-  head: string;
-  entry_count: number;
-  pending: string | null;
-  updated_at: string;
-}
-
-const summary = (row: Omit<RunRow, 'head' | 'entry_count'>): RunSummary => ({
-  runId: row.run_id,
-  version: row.version,
-  status: row.status,
-  pending: row.pending === null ? null : (JSON.parse(row.pending) as PendingCall),
-  updatedAt: row.updated_at,
-});
 
 /** A `CheckpointStore` in one SQLite file, shared by the processes of one machine. */
 export class SqliteStore implements CheckpointStore {
@@ -86,9 +85,14 @@ export class SqliteStore implements CheckpointStore {
   readonly #db: Database.Database;
   readonly #now: () => number;
   readonly #busyTimeoutMs: number;
-  readonly #save: (runId: string, write: RunWrite, expectedVersion: number, at: string) => number;
-  readonly #delete: (runId: string, expectedVersion: number | undefined) => boolean;
+  readonly #save: (runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined) => number;
+  readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
+  /**
+   * Reads the run's lease record and writes what `decide` makes of it (nothing for null), in one
+   * `BEGIN IMMEDIATE` transaction. @returns what `decide` returned.
+   */
+  readonly #lease: (runId: string, decide: (current: LeaseRecord | null) => LeaseRecord | null) => LeaseRecord | null;
 
   /**
    * Opens (and if needed creates and migrates) the database at `path`.
@@ -140,35 +144,53 @@ export class SqliteStore implements CheckpointStore {
 
     const head = db.prepare('SELECT version, entry_count FROM runs WHERE run_id = ?');
     const insert = db.prepare(
-      'INSERT INTO runs (run_id, version, status, head, entry_count, pending, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)',
+      `INSERT INTO runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at)
+       VALUES (?, 1, ?, ?, ?, ?, ?, ?)`,
     );
     const update = db.prepare(
-      'UPDATE runs SET version = ?, status = ?, head = ?, entry_count = ?, pending = ?, updated_at = ? WHERE run_id = ?',
+      `UPDATE runs SET version = ?, status = ?, head = ?, entry_count = ?, pending = ?, pending_expires_at = ?,
+       updated_at = ? WHERE run_id = ?`,
     );
     const append = db.prepare('INSERT INTO entries (run_id, idx, body) VALUES (?, ?, ?)');
     const run = db.prepare('SELECT * FROM runs WHERE run_id = ?');
     const entries = db.prepare('SELECT body FROM entries WHERE run_id = ? ORDER BY idx').pluck();
     const dropEntries = db.prepare('DELETE FROM entries WHERE run_id = ?');
     const dropRun = db.prepare('DELETE FROM runs WHERE run_id = ?');
+    const leaseRow = db.prepare('SELECT token, owner, expires_at FROM leases WHERE run_id = ?');
+    const putLease = db.prepare(
+      `INSERT INTO leases (run_id, token, owner, expires_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, expires_at = excluded.expires_at`,
+    );
+    const readLease = (runId: string) => recordOf(leaseRow.get(runId) as LeaseRow | undefined);
+    const writeLease = (runId: string, r: LeaseRecord) => putLease.run(runId, r.token, r.owner, r.expiresAt);
 
-    const save = db.transaction((runId: string, write: RunWrite, expectedVersion: number, at: string) => {
+    const save = db.transaction((runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined) => {
+      const now = nowOf(this.#now, 'save');
+      const before = readLease(runId);
+      const fenced = fenceRecord('save', runId, before, lease, now);
       const current = head.get(runId) as { version: number; entry_count: number } | undefined;
       const version = current?.version ?? 0;
       const stored = current?.entry_count ?? 0;
       checkSave(runId, current ? { version, entries: stored } : null, write.from, expectedVersion);
       const count = stored + write.append.length;
-      const pending = write.pending === null ? null : JSON.stringify(write.pending);
-      if (current) update.run(version + 1, write.status, write.head, count, pending, at, runId);
-      else insert.run(runId, write.status, write.head, count, pending, at);
+      const calls = write.pendingCalls;
+      const pending = calls.length === 0 ? null : JSON.stringify(calls);
+      const at = new Date(now).toISOString();
+      const expiry = earliestExpiry(calls);
+      if (current) update.run(version + 1, write.status, write.head, count, pending, expiry, at, runId);
+      else insert.run(runId, write.status, write.head, count, pending, expiry, at);
       for (const [i, body] of write.append.entries()) append.run(runId, stored + i, body);
+      if (fenced && fenced !== before) writeLease(runId, fenced);
       return version + 1;
     });
-    // IMMEDIATE takes the write lock before reading the version: no other writer can slip in.
+    // IMMEDIATE takes the write lock before reading the lease and version: no other writer can slip in.
     this.#save = (...args) => save.immediate(...args);
 
-    const remove = db.transaction((runId: string, expectedVersion: number | undefined) => {
+    const remove = db.transaction((runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => {
       const current = head.get(runId) as { version: number } | undefined;
       if (!current) return false;
+      // The lease rule only: a delete does not extend the lease, and its row stays.
+      fenceRecord('delete', runId, readLease(runId), lease, nowOf(this.#now, 'delete'));
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
         throw deleteConflict(runId, current.version, expectedVersion);
       }
@@ -177,6 +199,13 @@ export class SqliteStore implements CheckpointStore {
       return true;
     });
     this.#delete = (...args) => remove.immediate(...args);
+
+    const lease = db.transaction((runId: string, decide: (current: LeaseRecord | null) => LeaseRecord | null) => {
+      const next = decide(readLease(runId));
+      if (next) writeLease(runId, next);
+      return next;
+    });
+    this.#lease = (...args) => lease.immediate(...args);
 
     // One read transaction: the head and entries are of the same version.
     this.#load = db.transaction((runId: string) => {
@@ -210,27 +239,63 @@ export class SqliteStore implements CheckpointStore {
     return this.#guard('load', () => this.#load(runId));
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number): Promise<number> {
-    checkWrite('save', runId, write, expectedVersion);
-    return this.#guard('save', () => this.#save(runId, write, expectedVersion, timestampOf(this.#now)));
+  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
+    const w = checkWrite('save', runId, write, expectedVersion);
+    if (lease !== undefined) checkLease('save', lease, runId);
+    return this.#guard('save', () => this.#save(runId, w, expectedVersion, lease));
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, limit } = checkListOptions(options);
-    const where = status === undefined ? '' : 'WHERE status = @status';
+    const { status, expired, limit } = checkListOptions(options);
+    const where: string[] = [];
+    if (status !== undefined) where.push('status = @status');
+    if (expired === true) where.push('pending_expires_at <= @now');
+    if (expired === false) where.push('(pending_expires_at IS NULL OR pending_expires_at > @now)');
+    const params = {
+      ...(status === undefined ? {} : { status }),
+      ...(expired === undefined ? {} : { now: nowOf(this.#now, 'list') }),
+      ...(limit === undefined ? {} : { limit }),
+    };
+    const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
     // BINARY collation: UTF-8 byte order, i.e. code points (compareCodePoints in rules.ts).
     const order = `ORDER BY updated_at, run_id ${limit === undefined ? '' : 'LIMIT @limit'}`;
     return this.#guard('list', () => {
       const rows = this.#db
-        .prepare(`SELECT run_id, version, status, pending, updated_at FROM runs ${where} ${order}`)
-        .all({ ...(status === undefined ? {} : { status }), ...(limit === undefined ? {} : { limit }) });
+        .prepare(`SELECT run_id, version, status, pending, updated_at FROM runs ${filter} ${order}`)
+        .all(params);
       return (rows as RunRow[]).map(summary);
     });
   }
 
-  async delete(runId: string, expectedVersion?: number): Promise<boolean> {
+  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     checkRunId('delete', runId);
-    return this.#guard('delete', () => this.#delete(runId, expectedVersion));
+    if (lease !== undefined) checkLease('delete', lease, runId);
+    return this.#guard('delete', () => this.#delete(runId, expectedVersion, lease));
+  }
+
+  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
+    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    return claimWithin(wait, this.#now, async () =>
+      this.#guard('claim', () => {
+        const claimed = this.#lease(runId, (current) =>
+          claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim')),
+        );
+        return leaseOf(runId, claimed as LeaseRecord, leaseMs);
+      }),
+    );
+  }
+
+  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
+    const ms = checkRenew(lease, leaseMs);
+    return this.#guard('renew', () => {
+      const renewed = this.#lease(lease.runId, (current) => renewRecord(current, lease, ms, nowOf(this.#now, 'renew')));
+      return leaseOf(lease.runId, renewed as LeaseRecord, ms);
+    });
+  }
+
+  async release(lease: Lease): Promise<boolean> {
+    checkLease('release', lease);
+    return this.#guard('release', () => this.#lease(lease.runId, (current) => releaseRecord(current, lease)) !== null);
   }
 
   async close(): Promise<void> {

@@ -19,7 +19,10 @@
  */
 import { agentCases } from './conformance/agent-case.js';
 import { basicCases } from './conformance/basics.js';
+import { claimCases } from './conformance/claims.js';
+import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
+import { pendingCases } from './conformance/pending.js';
 import { processCases } from './conformance/processes.js';
 import { ruleCases } from './conformance/rules.js';
 import { scaleCases } from './conformance/scale.js';
@@ -27,18 +30,25 @@ import type { Capability, ConformanceCase, ConformanceContext } from './conforma
 
 export type {
   Capability,
+  ClaimRaceJob,
+  ClaimRaceReport,
   ConformanceCase,
   ConformanceContext,
+  SaveRaceJob,
+  SaveRaceReport,
   WriterJob,
   WriterProcess,
   WriterReport,
 } from './conformance/types.js';
-export { raceSaves, serveWriter, spawnNodeWriter } from './conformance/writer.js';
+export { raceClaims, raceSaves, serveWriter, spawnNodeWriter } from './conformance/writer.js';
 
 /** Every case, in a stable order. */
 export const conformanceCases: readonly ConformanceCase[] = [
   ...basicCases,
   ...listingCases,
+  ...pendingCases,
+  ...leaseCases,
+  ...claimCases,
   ...ruleCases,
   ...scaleCases,
   ...processCases,

@@ -2,11 +2,16 @@
 
 export {
   type Capability,
+  type ClaimRaceJob,
+  type ClaimRaceReport,
   type ConformanceCase,
   type ConformanceContext,
   checkpointStoreConformance,
   conformanceCases,
+  raceClaims,
   raceSaves,
+  type SaveRaceJob,
+  type SaveRaceReport,
   serveWriter,
   skipReason,
   spawnNodeWriter,

@@ -34,13 +34,16 @@ const options = { policy, tools: toolsFor(world, (tool, key) => emit({ type: 'ef
 // Every durable save is reported, so the parent can time kills by progress, not by the clock.
 const store: CheckpointStore = {
   load: (runId) => world.store.load(runId),
-  save: async (runId, write, expected) => {
-    const version = await world.store.save(runId, write, expected);
+  save: async (runId, write, expected, lease) => {
+    const version = await world.store.save(runId, write, expected, lease);
     emit({ type: 'saved' });
     return version;
   },
   list: (o) => world.store.list(o),
-  delete: (runId, expected) => world.store.delete(runId, expected),
+  delete: (runId, expected, lease) => world.store.delete(runId, expected, lease),
+  claim: (runId, o) => world.store.claim(runId, o),
+  renew: (lease, ms) => world.store.renew(lease, ms),
+  release: (lease) => world.store.release(lease),
   close: () => world.store.close(),
 };
 const decisions: DecisionMessage[] = [];

@@ -37,12 +37,12 @@ async function measure(store: CheckpointStore, steps: number): Promise<[Half, Ha
   let step = 0;
   let mark = 0;
   const save = store.save.bind(store);
-  store.save = (runId, write, version) => {
+  store.save = (runId, write, version, lease) => {
     const half = halves[step <= steps / 2 ? 0 : 1];
     half.saves++;
     half.head += Buffer.byteLength(write.head);
     half.appended += write.append.reduce((n, e) => n + Buffer.byteLength(e), 0);
-    return save(runId, write, version);
+    return save(runId, write, version, lease);
   };
   const agent = new Agent({
     runId: 'measured',

@@ -21,16 +21,18 @@ const waiting = (runId: string): RunWrite => ({
   head: '{}',
   from: 0,
   append: ['"goal"'],
-  pending: {
-    id: `${runId}:1#1`,
-    key: `${runId}:1`,
-    step: 1,
-    tool: 'pay',
-    args: { cents: 500 },
-    attempt: 1,
-    requestedAt: '2026-01-01T00:00:00.000Z',
-    expiresAt: null,
-  },
+  pendingCalls: [
+    {
+      id: `${runId}:1#1`,
+      key: `${runId}:1`,
+      step: 1,
+      tool: 'pay',
+      args: { cents: 500 },
+      attempt: 1,
+      requestedAt: '2026-01-01T00:00:00.000Z',
+      expiresAt: null,
+    },
+  ],
 });
 
 /** A store holding three runs awaiting approval, with damage reports collected. */

@@ -1,7 +1,8 @@
-/** FileStore specifics: the on-disk layout, torn writes, leftovers, locks, and real SIGKILLs. */
+/** FileStore specifics: the on-disk layout, torn writes, leftovers, locks, real SIGKILLs, pending calls and leases on disk. */
 import { spawn } from 'node:child_process';
 import {
   appendFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -14,7 +15,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { StoreUnavailableError } from '../../src/index.js';
+import { type RunWrite, StoreUnavailableError } from '../../src/index.js';
 import { runDirName } from '../../src/stores/file/format.js';
 import { FileStore } from '../../src/stores/file.js';
 import { spawnNodeWriter } from '../../src/testing/index.js';
@@ -23,8 +24,13 @@ const root = mkdtempSync(join(tmpdir(), 'tollgate-file-test-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const fresh = () => new FileStore({ dir: join(root, String(++n)) });
-const write = (from = 0, append: string[] = [], head = '{}') =>
-  ({ status: 'running', head, from, append, pending: null }) as const;
+const write = (from = 0, append: string[] = [], head = '{}'): RunWrite => ({
+  status: 'running',
+  head,
+  from,
+  append,
+  pendingCalls: [],
+});
 const runDir = (store: FileStore, runId: string) => join(store.dir, 'runs', runDirName(runId));
 const journalOf = (store: FileStore, runId: string) => {
   const name = readdirSync(runDir(store, runId)).find((f) => f.startsWith('journal-'));
@@ -189,4 +195,103 @@ describe('FileStore: the run lock', () => {
       `file store SIGKILL: ${kills} kills, ${last} saves survived, ${locksLeft} stale locks broken, ${tornTails} torn journal tails ignored`,
     );
   }, 30_000);
+});
+
+describe('FileStore: pending calls and leases on disk', () => {
+  const call = {
+    id: 'r:1#1',
+    key: 'r:1',
+    step: 1,
+    tool: 'pay',
+    args: { cents: 500 },
+    attempt: 1,
+    requestedAt: '2026-01-01T00:00:00.000Z',
+    expiresAt: '2026-01-01T00:05:00.000Z',
+  };
+  const headFile = (store: FileStore, runId: string) => join(runDir(store, runId), 'head.json');
+  const metaOf = (store: FileStore, runId: string) =>
+    JSON.parse(readFileSync(headFile(store, runId), 'utf8').split('\n')[0] as string);
+  const leaseFile = (store: FileStore, runId: string) => join(runDir(store, runId), 'lease.json');
+
+  it('a head written before runs had several pending calls (pending: one call or null) reads as a list; the next save writes pendingCalls', async () => {
+    const store = fresh();
+    for (const [runId, pending] of [
+      ['old', call],
+      ['none', null],
+    ] as const) {
+      await store.save(runId, { ...write(0, ['"a"']), status: 'awaiting_approval' }, 0);
+      // The metadata line exactly as the code before wrote it: `pending`, no `pendingCalls`.
+      const [line, head] = readFileSync(headFile(store, runId), 'utf8').split('\n') as [string, string];
+      const { pendingCalls: _, ...meta } = JSON.parse(line);
+      writeFileSync(headFile(store, runId), `${JSON.stringify({ ...meta, pending })}\n${head}`);
+    }
+    const old = await store.load('old');
+    expect([old?.pendingCalls, old?.pending]).toEqual([[call], call]);
+    const none = await store.load('none');
+    expect([none?.pendingCalls, none?.pending]).toEqual([[], null]);
+    expect((await store.list({ expired: true })).map((r) => r.runId)).toEqual(['old']);
+    await store.save('old', { ...write(1), pendingCalls: [call, call] }, 1);
+    const meta = metaOf(store, 'old');
+    expect(meta.pendingCalls).toEqual([call, call]);
+    expect('pending' in meta).toBe(false);
+  });
+
+  it('a lease taken before the first save is in lease.json; the first save moves it into the head; a delete moves it back out, so the token survives', async () => {
+    const store = fresh();
+    const a = await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    const expiresAt = Date.parse(a.expiresAt);
+    expect(JSON.parse(readFileSync(leaseFile(store, 'r'), 'utf8'))).toEqual({
+      runId: 'r',
+      token: 1,
+      owner: 'worker-a',
+      expiresAt,
+    });
+    expect(await store.load('r')).toBeNull();
+
+    await store.save('r', write(0, ['"a"']), 0, a);
+    expect(existsSync(leaseFile(store, 'r'))).toBe(false);
+    expect(metaOf(store, 'r').lease).toMatchObject({ token: 1, owner: 'worker-a' });
+
+    // A claim rewrites the head with the new record only: same version, same updatedAt.
+    const before = await store.load('r');
+    const again = await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    expect(again.token).toBe(2);
+    expect(await store.load('r')).toEqual(before);
+    expect(metaOf(store, 'r').lease).toMatchObject({ token: 2, owner: 'worker-a' });
+
+    expect(await store.delete('r', 1, again)).toBe(true);
+    expect(JSON.parse(readFileSync(leaseFile(store, 'r'), 'utf8'))).toMatchObject({ token: 2, owner: 'worker-a' });
+    expect(await store.release(again)).toBe(true);
+    expect(JSON.parse(readFileSync(leaseFile(store, 'r'), 'utf8'))).toEqual({
+      runId: 'r',
+      token: 2,
+      owner: null,
+      expiresAt: null,
+    });
+    expect((await store.claim('r', { owner: 'worker-b', leaseMs: 60_000 })).token).toBe(3);
+  });
+
+  it('with a head, its lease is the run’s: a lease.json left beside it (a first save that died before removing it) is ignored', async () => {
+    const store = fresh();
+    const a = await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    const leftover = readFileSync(leaseFile(store, 'r'), 'utf8');
+    await store.save('r', write(), 0, a);
+    writeFileSync(leaseFile(store, 'r'), leftover); // says worker-a holds token 1, live
+    expect(await store.release(a)).toBe(true);
+    const b = await store.claim('r', { owner: 'worker-b', leaseMs: 60_000 });
+    expect(b.token).toBe(2);
+    await expect(store.save('r', write(), 1, a)).rejects.toMatchObject({ name: 'LeaseLostError', currentToken: 2 });
+  });
+
+  it('a damaged lease.json is a CheckpointError naming the run, for claims of it only', async () => {
+    const store = fresh();
+    await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    writeFileSync(leaseFile(store, 'r'), '{"runId":"r","token":0}');
+    await expect(store.claim('r', { owner: 'worker-b', leaseMs: 1_000 })).rejects.toMatchObject({
+      name: 'CheckpointError',
+      runId: 'r',
+      message: expect.stringContaining('lease.json is not a lease: lease.token is not a whole number ≥ 1'),
+    });
+    expect((await store.claim('other', { owner: 'worker-b', leaseMs: 1_000 })).token).toBe(1);
+  });
 });

@@ -22,7 +22,7 @@ const write = (from: number, append: string[] = [], status: RunWrite['status'] =
   head: '{"head":true}',
   from,
   append,
-  pending: null,
+  pendingCalls: [],
 });
 
 /** A store in a fresh schema, reached through a fresh proxy, with short timeouts. */
@@ -66,7 +66,8 @@ async function untilRow(client: pg.Client, sql: string, values: unknown[]): Prom
 }
 
 const waitingOnLock = `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`;
-const isSave = (chunk: Buffer) => chunk.includes('UPDATE "') || chunk.includes('INSERT INTO "');
+/** A run's save statement: it writes the runs table (a lease claim or renewal writes only leases). */
+const isSave = (chunk: Buffer) => chunk.includes('.runs (') || (chunk.includes('UPDATE "') && chunk.includes('.runs'));
 
 /** How long `promise` takes to settle, and its rejection. */
 async function timed(promise: Promise<unknown>): Promise<{ ms: number; error: unknown }> {
@@ -162,7 +163,7 @@ describe.skipIf(!target.url)(
       const proxy = await TcpProxy.start({ host: ${JSON.stringify(server.hostname)}, port: ${Number(server.port || 5432)} });
       const schema = ${JSON.stringify(freshSchema('child'))};
       const store = new PostgresStore(proxy.urlFor(${JSON.stringify(url)}), { schema, queryTimeoutMs: 2000 });
-      const w = { status: 'running', head: '{}', from: 0, append: [], pending: null };
+      const w = { status: 'running', head: '{}', from: 0, append: [], pendingCalls: [] };
       await store.save('r', w, 0);
       proxy.onClientBytes = (chunk) => (chunk.includes('UPDATE "') ? 'forward-then-cut' : 'forward');
       const error = await store.save('r', w, 1).catch((e) => e);
@@ -237,7 +238,7 @@ describe.skipIf(!target.url)(
       });
       const { ms, error } = await timed(agent.start('go'));
       expect(error).toBeInstanceOf(StoreUnavailableError);
-      expect((error as Error).message).toMatch(/^PostgresStore\.(save|migrate): cannot connect to postgres:\/\//);
+      expect((error as Error).message).toMatch(/^PostgresStore\.(save|migrate|claim): cannot connect to postgres:\/\//);
       expect(ms).toBeLessThan(3_000);
       expect(mail.calls).toEqual([]);
     });

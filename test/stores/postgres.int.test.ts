@@ -25,7 +25,7 @@ const write = (from: number, append: string[], extra: Partial<RunWrite> = {}): R
   head: '{"head":true}',
   from,
   append,
-  pending: null,
+  pendingCalls: [],
   ...extra,
 });
 
@@ -41,7 +41,14 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
     expect(await store.save('r', write(0, ['"a"', '{"b":1}']), 0)).toBe(1);
     expect(await store.save('r', write(2, ['"c"'], { status: 'done', head: '{"v":2}' }), 1)).toBe(2);
     const run = await store.load('r');
-    expect(run).toMatchObject({ runId: 'r', version: 2, status: 'done', head: '{"v":2}', pending: null });
+    expect(run).toMatchObject({
+      runId: 'r',
+      version: 2,
+      status: 'done',
+      head: '{"v":2}',
+      pendingCalls: [],
+      pending: null,
+    });
     expect(run?.entries).toEqual(['"a"', '{"b":1}', '"c"']);
     expect(Date.parse(run?.updatedAt ?? '')).toBeGreaterThan(0);
   });
@@ -59,7 +66,7 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
       expiresAt: null,
     };
     const entry = JSON.stringify({ role: 'user', content: '\u0000\udc00 ∑ 😀' });
-    await store.save('r', write(0, [entry], { status: 'awaiting_approval', pending }), 0);
+    await store.save('r', write(0, [entry], { status: 'awaiting_approval', pendingCalls: [pending] }), 0);
     const run = await store.load('r');
     expect(run?.pending).toEqual(pending);
     expect(run?.entries).toEqual([entry]);
@@ -120,6 +127,7 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
       runId: 'a',
       version: 1,
       status: 'awaiting_approval',
+      pendingCalls: [],
       pending: null,
       updatedAt: '2026-01-01T00:00:00.000Z',
     });

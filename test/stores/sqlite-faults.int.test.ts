@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   OptionsError,
+  type RunWrite,
   StoreDamagedError,
   StoreUnavailableError,
   SystemError,
@@ -18,8 +19,13 @@ const root = mkdtempSync(join(tmpdir(), 'tollgate-sqlite-faults-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const fresh = () => join(root, `${++n}.db`);
-const write = (from = 0, append: string[] = []) =>
-  ({ status: 'running', head: '{}', from, append, pending: null }) as const;
+const write = (from = 0, append: string[] = []): RunWrite => ({
+  status: 'running',
+  head: '{}',
+  from,
+  append,
+  pendingCalls: [],
+});
 
 /** What `fn` throws (it must throw). */
 function thrown(fn: () => unknown): Error {

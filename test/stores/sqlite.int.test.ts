@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SchemaVersionError, StoreUnavailableError, SystemError } from '../../src/index.js';
+import { type RunWrite, SchemaVersionError, StoreUnavailableError, SystemError } from '../../src/index.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from '../../src/stores/sqlite/migrations.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 
@@ -13,8 +13,13 @@ const root = mkdtempSync(join(tmpdir(), 'tollgate-sqlite-test-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const fresh = () => join(root, `${++n}.db`);
-const write = (from = 0, append: string[] = []) =>
-  ({ status: 'running', head: '{}', from, append, pending: null }) as const;
+const write = (from = 0, append: string[] = []): RunWrite => ({
+  status: 'running',
+  head: '{}',
+  from,
+  append,
+  pendingCalls: [],
+});
 
 function migrationRows(path: string) {
   const db = new Database(path, { readonly: true });
@@ -159,10 +164,65 @@ describe('SqliteStore: migrations', () => {
     const store = SqliteStore.open(path);
     expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
     expect(await store.list()).toEqual([
-      { runId: 'r', version: 1, status: 'done', pending: null, updatedAt: '2026-01-01T00:00:00.000Z' },
+      {
+        runId: 'r',
+        version: 1,
+        status: 'done',
+        pendingCalls: [],
+        pending: null,
+        updatedAt: '2026-01-01T00:00:00.000Z',
+      },
     ]);
     await store.close();
     expect(migrationRows(path)).toHaveLength(MIGRATIONS.length);
+  });
+
+  it('a database made by the schema before leases (version 2) upgrades and keeps its runs; one pending call reads as a list of one', async () => {
+    const path = fresh();
+    const old = new Database(path);
+    expect(migrate(old, MIGRATIONS.slice(0, 2))).toBe(2);
+    // Rows exactly as the code before this schema wrote them: one pending call as one object.
+    const call = {
+      id: 'old:1#1',
+      key: 'old:1',
+      step: 1,
+      tool: 'pay',
+      args: { cents: 500 },
+      attempt: 1,
+      requestedAt: '2026-01-01T00:00:00.000Z',
+      expiresAt: '2026-01-01T00:05:00.000Z',
+    };
+    const insert = old.prepare('INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)');
+    insert.run('old', 3, 'awaiting_approval', '{"h":1}', 2, JSON.stringify(call), '2026-01-01T00:00:00.000Z');
+    insert.run('done', 1, 'done', '{"h":2}', 0, null, '2026-01-01T00:00:01.000Z');
+    old.prepare("INSERT INTO entries VALUES ('old', 0, '\"a\"'), ('old', 1, '\"b\"')").run();
+    old.close();
+
+    const store = SqliteStore.open(path);
+    expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
+    expect(migrationRows(path)).toHaveLength(MIGRATIONS.length);
+    const run = await store.load('old');
+    expect(run).toMatchObject({ version: 3, status: 'awaiting_approval', head: '{"h":1}', entries: ['"a"', '"b"'] });
+    expect(run?.pendingCalls).toEqual([call]);
+    expect(run?.pending).toEqual(call);
+    expect((await store.list()).map((r) => [r.runId, r.pendingCalls])).toEqual([
+      ['old', [call]],
+      ['done', []],
+    ]);
+    // The upgrade computed the old call's expiry: the filter sees it.
+    expect((await store.list({ expired: true })).map((r) => r.runId)).toEqual(['old']);
+    expect((await store.list({ expired: false })).map((r) => r.runId)).toEqual(['done']);
+
+    // The old run can be claimed and saved with its lease; pending calls are now stored as a list.
+    const lease = await store.claim('old', { owner: 'worker', leaseMs: 60_000 });
+    expect(lease.token).toBe(1);
+    const next = { ...write(2), status: 'awaiting_approval' as const, pendingCalls: [call, call] };
+    expect(await store.save('old', next, 3, lease)).toBe(4);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const stored = db.prepare("SELECT pending FROM runs WHERE run_id = 'old'").pluck().get() as string;
+    db.close();
+    expect(JSON.parse(stored)).toEqual([call, call]);
   });
 
   it('a database from a newer Tollgate is refused with SchemaVersionError, untouched', async () => {

@@ -36,7 +36,7 @@ export function importCommand(act: Act): Command {
             head: headOf(run),
             from: 0,
             append: run.context.history.map(entryOf),
-            pending: pendingCalls(run.context.calls)[0] ?? null,
+            pendingCalls: pendingCalls(run.context.calls),
           };
           try {
             await opened.store.save(runId, write, 0);

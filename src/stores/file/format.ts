@@ -6,7 +6,10 @@
  * longer than 120 characters is cut and suffixed with a SHA-256 of the whole id. The real id
  * is in the head file.
  *
- * `head.json`: one line of metadata JSON, a newline, then the head exactly as saved.
+ * `head.json`: one line of metadata JSON, a newline, then the head exactly as saved. The
+ * metadata holds the pending calls (`pendingCalls`; a head written before runs had several
+ * holds `pending`, one call or null, and reads as a list of one or none) and the run's lease
+ * record, once it was claimed (lease.ts).
  * `journal-<id>.log`: the entries, each `<UTF-8 byte length>:<entry>\n`. Only the first
  * `journalBytes` bytes (recorded in the head) belong to the run: anything after them is the
  * torn tail of a save that crashed before its head was replaced, and is ignored.
@@ -15,19 +18,24 @@ import { createHash } from 'node:crypto';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
+import type { LeaseRecord } from '../leases.js';
+import { pendingCallsOf } from '../rules.js';
 
 /** What the head file records besides the head itself. */
 export interface HeadMeta {
   runId: string;
   version: number;
   status: Status;
-  pending: PendingCall | null;
+  /** Every pending call, in call order. */
+  pendingCalls: PendingCall[];
   updatedAt: string;
   /** How many entries the journal holds for this version. */
   entries: number;
   /** The journal file's name: new for every incarnation of the run id, so a reader never mixes two. */
   journal: string;
   journalBytes: number;
+  /** The run's lease record (times in ms on the store's clock), once it was ever claimed. */
+  lease?: LeaseRecord;
 }
 
 const MAX_NAME = 120;
@@ -73,14 +81,38 @@ export function damaged(runId: string | null, path: string, what: string, cause?
 const JOURNAL_NAME = /^journal-[0-9a-f-]{36}\.log$/;
 const count = (n: unknown, min: number) => Number.isSafeInteger(n) && (n as number) >= min;
 
+/** What is wrong with a stored lease record, or null. */
+export function leaseProblem(lease: Partial<LeaseRecord> | null): string | null {
+  if (lease === null || typeof lease !== 'object' || Array.isArray(lease)) return 'lease is not an object';
+  if (!count(lease.token, 1)) return 'lease.token is not a whole number ≥ 1';
+  const released = lease.owner === null && lease.expiresAt === null;
+  const held = typeof lease.owner === 'string' && Number.isSafeInteger(lease.expiresAt);
+  if (!released && !held) return 'lease has neither an owner and an expiry nor null for both';
+  return null;
+}
+
+const isObject = (value: unknown) => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** What is wrong with the pending calls of a head's metadata (either form), or null. */
+function pendingProblem(meta: Partial<HeadMeta> & { pending?: unknown }): string | null {
+  if ('pendingCalls' in meta) {
+    const calls = meta.pendingCalls;
+    return Array.isArray(calls) && calls.every(isObject) ? null : 'pendingCalls is not an array of objects';
+  }
+  return meta.pending === null || isObject(meta.pending) ? null : 'pending is not an object or null';
+}
+
 /** What is wrong with a head's metadata, or null. The journal name is checked too: it is a path. */
-function metaProblem(meta: Partial<HeadMeta> | null): string | null {
+function metaProblem(meta: (Partial<HeadMeta> & { pending?: unknown }) | null): string | null {
   if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return 'metadata is not an object';
   if (typeof meta.runId !== 'string') return 'runId is not a string';
   if (!count(meta.version, 1)) return 'version is not a whole number ≥ 1';
   if (!STATUSES.includes(meta.status as Status)) return `status ${JSON.stringify(meta.status)} is not a status`;
-  if (meta.pending === undefined || typeof meta.pending !== 'object' || Array.isArray(meta.pending)) {
-    return 'pending is not an object or null';
+  const pending = pendingProblem(meta);
+  if (pending) return pending;
+  if (meta.lease !== undefined) {
+    const lease = leaseProblem(meta.lease);
+    if (lease) return lease;
   }
   const at = meta.updatedAt;
   if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || new Date(at).toISOString() !== at) {
@@ -108,7 +140,10 @@ export function decodeHead(text: string, path: string, runId: string | null): { 
   const problem = metaProblem(meta);
   if (problem)
     throw damaged(runId ?? (typeof meta?.runId === 'string' ? meta.runId : null), path, `has bad metadata: ${problem}`);
-  return { meta, head: text.slice(cut + 1) };
+  // A head from before runs had several pending calls: its one call (or null) as a list.
+  const { pending, ...rest } = meta as HeadMeta & { pending?: unknown };
+  if (!('pendingCalls' in meta)) rest.pendingCalls = pendingCallsOf(pending);
+  return { meta: rest, head: text.slice(cut + 1) };
 }
 
 export function encodeEntries(entries: readonly string[]): Buffer {

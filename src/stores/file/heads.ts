@@ -97,3 +97,13 @@ export async function readAllHeads(runsDir: string, onDamaged: (damage: DamagedR
   }
   return heads;
 }
+
+/** The default `onDamaged`: one process warning per damaged run and store, not one per `list` (the inbox is polled). */
+export function warnOnce(): (damage: DamagedRun) => void {
+  const told = new Set<string>();
+  return ({ dir, error }) => {
+    if (told.has(dir)) return;
+    told.add(dir);
+    process.emitWarning(`${error.message}; list() leaves it out`, { code: 'TOLLGATE_DAMAGED_RUN' });
+  };
+}

@@ -3,7 +3,7 @@
  * description of the server for messages (never its password), and the pool's settings with
  * the timeouts that bound every wait.
  */
-import type { PoolConfig } from 'pg';
+import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
 import { OptionsError } from '../../errors.js';
 import { showValue } from '../../option-keys.js';
@@ -123,4 +123,10 @@ export function poolConfigOf(
     ...(explicit.statementTimeoutMs === undefined ? {} : { statement_timeout: timeouts.statementTimeoutMs }),
     ...(explicit.maxConnections === undefined ? {} : { max: explicit.maxConnections }),
   };
+}
+
+/** Duck-typed, so a pool from another copy of `pg` is still recognised. */
+export function isPool(value: unknown): value is Pool {
+  const v = value as Partial<Pool> | null;
+  return typeof v?.connect === 'function' && typeof v.query === 'function' && typeof v.end === 'function';
 }

@@ -6,6 +6,7 @@
  */
 import type { QueryResult, QueryResultRow } from 'pg';
 import { SchemaVersionError } from '../../errors.js';
+import { earliestExpiry, pendingCallsOf } from '../rules.js';
 
 /** A connection as migrations and the store use it: every query bounded by the store's query timeout. */
 export interface Sql {
@@ -49,9 +50,53 @@ async function indexListing(client: Sql, s: string): Promise<void> {
     CREATE INDEX runs_by_update ON ${s}.runs (updated_at, run_id COLLATE "C");`);
 }
 
+/**
+ * Leases: one row per run id ever claimed, apart from `runs` because a run is claimed before its
+ * first save (so no foreign key), and kept when the run is deleted so that its fencing token only
+ * grows. `owner` and `expires_at` are null once released.
+ */
+async function createLeases(client: Sql, s: string): Promise<void> {
+  await client.query(`
+    CREATE TABLE ${s}.leases (
+      run_id     text PRIMARY KEY,
+      token      bigint NOT NULL CHECK (token > 0),
+      owner      text,
+      expires_at timestamptz
+    );`);
+}
+
+/**
+ * Several pending calls per run: `pending` now holds a JSON array (a row written before holds
+ * one object, read as a list of one), and `pending_expires_at` the earliest `expiresAt` among
+ * them (null when none expires), for `list({ expired })`. Existing rows get theirs from their
+ * one pending call, computed here rather than in SQL: `pending` is text that `json` functions
+ * may refuse (lone surrogates in arguments).
+ */
+async function addPendingExpiry(client: Sql, s: string): Promise<void> {
+  await client.query(`ALTER TABLE ${s}.runs ADD COLUMN pending_expires_at timestamptz`);
+  const { rows } = await client.query<{ run_id: string; pending: string }>(
+    `SELECT run_id, pending FROM ${s}.runs WHERE pending IS NOT NULL`,
+  );
+  const ids: string[] = [];
+  const times: string[] = [];
+  for (const row of rows) {
+    const earliest = earliestExpiry(pendingCallsOf(JSON.parse(row.pending)));
+    if (earliest === null) continue;
+    ids.push(row.run_id);
+    times.push(new Date(earliest).toISOString());
+  }
+  await client.query(
+    `UPDATE ${s}.runs r SET pending_expires_at = t.at
+       FROM unnest($1::text[], $2::timestamptz[]) AS t (run_id, at) WHERE r.run_id = t.run_id`,
+    [ids, times],
+  );
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
+  { version: 3, name: 'leases', up: createLeases },
+  { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
 ];
 
 /** The schema version this code writes and reads. */
@@ -61,18 +106,24 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
 const LOCK_CLASS = 0x70_6c_67; // 'tlg'
 
 /**
- * Brings `schema` (unquoted name) up to `SCHEMA_VERSION`. Safe to call from many processes at
- * once: the advisory lock makes them take turns, and the later ones find nothing to do.
+ * Brings `schema` (unquoted name) up to the newest step of `migrations` (`SCHEMA_VERSION`). Safe
+ * to call from many processes at once: the advisory lock makes them take turns, and the later
+ * ones find nothing to do.
  * @returns the schema version.
- * @throws SchemaVersionError when the database holds a newer schema than this code knows.
+ * @throws SchemaVersionError when the database holds a newer schema than `migrations` know.
  */
-export async function migrate(client: Sql, schema: string): Promise<number> {
+export async function migrate(
+  client: Sql,
+  schema: string,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<number> {
+  const latest = migrations.at(-1)?.version ?? 0;
   const s = `"${schema}"`;
   // Fast path, one round trip: every process opening a store pays this, and the locked
   // transaction below costs ~40 ms on a fresh connection (measured on the CI machine).
   try {
     const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.tollgate_migrations`);
-    if (rows[0]?.v === SCHEMA_VERSION) return SCHEMA_VERSION;
+    if (rows[0]?.v === latest) return latest;
   } catch (error) {
     // No schema or no table yet (42P01): the locked path creates them.
     if ((error as { code?: string }).code !== '42P01') throw error;
@@ -92,14 +143,14 @@ export async function migrate(client: Sql, schema: string): Promise<number> {
       )`);
     const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.tollgate_migrations`);
     const current = rows[0]?.v ?? 0;
-    if (current > SCHEMA_VERSION) {
+    if (current > latest) {
       throw new SchemaVersionError(
-        `postgres: schema ${s} is at version ${current}, newer than this Tollgate knows (${SCHEMA_VERSION}); upgrade Tollgate`,
+        `postgres: schema ${s} is at version ${current}, newer than this Tollgate knows (${latest}); upgrade Tollgate`,
         current,
-        SCHEMA_VERSION,
+        latest,
       );
     }
-    for (const step of MIGRATIONS) {
+    for (const step of migrations) {
       if (step.version <= current) continue;
       await step.up(client, s);
       await client.query(`INSERT INTO ${s}.tollgate_migrations (version, name) VALUES ($1, $2)`, [
@@ -108,7 +159,7 @@ export async function migrate(client: Sql, schema: string): Promise<number> {
       ]);
     }
     await client.query('COMMIT');
-    return SCHEMA_VERSION;
+    return latest;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;

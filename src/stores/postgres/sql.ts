@@ -2,58 +2,109 @@
  * The Postgres store's SQL, for one schema (quoted). Built once per store; every value is a
  * bind parameter. The save statements share their parameters:
  * $1 run id, $2 status, $3 head, $4 `from` (entries already stored), $5 the appended entries
- * (text[]), $6 pending call (JSON text or null), $7 updated at (null: the database's clock),
- * and for an update $8 the expected version.
+ * (text[]), $6 pending calls (a JSON array as text, or null), $7 the store's now (null: the
+ * database's clock), $8 the earliest expiry of the pending calls (or null), $9 the lease's token
+ * (null: a save without a lease), $10 the lease's length in ms, and for an update $11 the
+ * expected version.
+ *
+ * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
+ * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
 export interface Statements {
   /** The run and its entries (in order, as one array), in one statement: one snapshot. */
   load: string;
-  /** Version 0: create the run unless it exists, and append; returns the version, or no row. */
+  /** Version 0: create the run unless it exists, and append, if the lease allows; returns the version, or no row. */
   insertRun: string;
-  /** Version n: only at version n with `from` entries, replace the head and append; returns the version, or no row. */
+  /** Version n: only at version n with `from` entries, and if the lease allows, replace the head and append; returns the version, or no row. */
   updateRun: string;
-  /** The stored version and entry count, for a conflict's message. */
-  current: string;
-  /** Summaries, by status ($1, or null for all), oldest update first, at most $2 (null: all). */
+  /** Why a write matched nothing: the run's version and entry count, its lease, and now ($2: the store's now). */
+  refusal: string;
+  /** Summaries by status ($1, null for all) and expiry ($3, null for all; $4 the store's now), oldest update first, at most $2. */
   list: string;
-  /** Deletes a run (at version $2, unless null); its entries go by ON DELETE CASCADE. */
+  /** Deletes a run (at version $2, unless null) if the lease allows (token $3, now $4); its entries go by ON DELETE CASCADE. */
   delete: string;
+  /** Claims run $1 for owner $2 for $3 ms (now $4): one statement; returns the lease, or no row while another owner's is live. */
+  claim: string;
+  /** The lease record of run $1, and now ($2: the store's now). */
+  lease: string;
+  /** Renews run $1's lease if token $2 is current, to now ($3) + $4 ms; returns the lease, or no row. */
+  renew: string;
+  /** Releases run $1's lease if token $2 is current; one row changed, or none. */
+  release: string;
 }
 
+/** The store's now: the injected clock's (`$n`), else the database's, to the millisecond like every other store's. */
+const nowOf = (param: string) => `COALESCE(${param}::timestamptz, date_trunc('milliseconds', clock_timestamp()))`;
+const ms = (param: string) => `(${param}::integer * interval '1 millisecond')`;
+
 export function statements(s: string): Statements {
-  // Milliseconds, like every other store's ISO strings, so ties order the same everywhere.
-  const updatedAt = `COALESCE($7::timestamptz, date_trunc('milliseconds', clock_timestamp()))`;
-  // Runs only for the row the first CTE returned: no head written, no entries appended.
-  const append = `INSERT INTO ${s}.entries (run_id, idx, body)
+  const now = nowOf('$7');
+  // The lease check of a write, evaluated once the lease row is locked (FOR UPDATE returns its
+  // newest version): a claim waits for this statement to commit, and this statement for a claim
+  // in progress, so the check and the write are one atomic step. Lease row first, then the run:
+  // every statement locks in this order, so two never deadlock.
+  const fence = (token: string, at: string) => `l AS (
+        SELECT token, owner, expires_at FROM ${s}.leases WHERE run_id = $1 FOR UPDATE
+      ), ok AS (
+        SELECT 1 AS ok WHERE CASE WHEN ${token}::bigint IS NULL
+          THEN NOT EXISTS (SELECT 1 FROM l WHERE owner IS NOT NULL AND expires_at > ${at})
+          ELSE EXISTS (SELECT 1 FROM l WHERE token = ${token}::bigint AND owner IS NOT NULL) END
+      )`;
+  // Runs only for the row the write returned: no head written, no entries appended.
+  const append = `e AS (INSERT INTO ${s}.entries (run_id, idx, body)
       SELECT r.run_id, $4::integer + t.ord::integer - 1, t.body
-        FROM r, unnest($5::text[]) WITH ORDINALITY AS t (body, ord)`;
+        FROM r, unnest($5::text[]) WITH ORDINALITY AS t (body, ord))`;
+  // A save with a lease extends it (never shortens it), only if the save happened.
+  const extend = `n AS (UPDATE ${s}.leases SET expires_at = GREATEST(expires_at, ${now} + ${ms('$10')})
+      WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
   return {
     load: `SELECT r.run_id, r.version, r.status, r.head, r.entry_count, r.pending, r.updated_at,
               COALESCE((SELECT array_agg(e.body ORDER BY e.idx) FROM ${s}.entries e WHERE e.run_id = r.run_id),
                        '{}') AS entries
          FROM ${s}.runs r WHERE r.run_id = $1`,
-    insertRun: `WITH r AS (
-        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, updated_at)
-        VALUES ($1, 1, $2, $3, cardinality($5::text[]), $6, ${updatedAt})
+    insertRun: `WITH ${fence('$9', now)}, r AS (
+        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at)
+        SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now} FROM ok
         ON CONFLICT (run_id) DO NOTHING
         RETURNING run_id, version
-      ), e AS (${append})
+      ), ${append}, ${extend}
       SELECT version FROM r`,
     // A concurrent writer waits for this row's lock, then re-checks the WHERE on the new row
     // version (READ COMMITTED): it matches nothing, and gets a conflict.
-    updateRun: `WITH r AS (
+    updateRun: `WITH ${fence('$9', now)}, r AS (
         UPDATE ${s}.runs
            SET version = version + 1, status = $2, head = $3, entry_count = entry_count + cardinality($5::text[]),
-               pending = $6, updated_at = ${updatedAt}
-         WHERE run_id = $1 AND version = $8 AND entry_count = $4
+               pending = $6, pending_expires_at = $8::timestamptz, updated_at = ${now}
+         WHERE run_id = $1 AND version = $11 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
         RETURNING run_id, version
-      ), e AS (${append})
+      ), ${append}, ${extend}
       SELECT version FROM r`,
-    current: `SELECT version, entry_count FROM ${s}.runs WHERE run_id = $1`,
+    refusal: `SELECT r.version, r.entry_count, l.token::text AS token, l.owner, l.expires_at, ${nowOf('$2')} AS now
+         FROM (SELECT 1) AS one
+         LEFT JOIN ${s}.runs r ON r.run_id = $1
+         LEFT JOIN ${s}.leases l ON l.run_id = $1`,
     // COLLATE "C": code-point order, the same on every server whatever its locale.
     list: `SELECT run_id, version, status, pending, updated_at FROM ${s}.runs
-        WHERE $1::text IS NULL OR status = $1
+        WHERE ($1::text IS NULL OR status = $1)
+          AND ($3::boolean IS NULL
+               OR $3 = (pending_expires_at IS NOT NULL AND pending_expires_at <= ${nowOf('$4')}))
         ORDER BY updated_at, run_id COLLATE "C" LIMIT $2`,
-    delete: `DELETE FROM ${s}.runs WHERE run_id = $1 AND ($2::integer IS NULL OR version = $2)`,
+    delete: `WITH ${fence('$3', nowOf('$4'))}
+      DELETE FROM ${s}.runs WHERE run_id = $1 AND ($2::integer IS NULL OR version = $2) AND EXISTS (SELECT 1 FROM ok)`,
+    // One statement: the row lock of ON CONFLICT serialises claimers; the WHERE, checked on the
+    // newest row once locked, lets the claim through only if the lease is free, lapsed or the
+    // claimer's own. Every claim makes the next token.
+    claim: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at)
+        VALUES ($1, 1, $2, ${nowOf('$4')} + ${ms('$3')})
+        ON CONFLICT (run_id) DO UPDATE
+           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at
+         WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')} OR l.owner = excluded.owner
+        RETURNING token::text AS token, owner, expires_at`,
+    lease: `SELECT token::text AS token, owner, expires_at, ${nowOf('$2')} AS now FROM ${s}.leases WHERE run_id = $1`,
+    renew: `UPDATE ${s}.leases SET expires_at = ${nowOf('$3')} + ${ms('$4')}
+        WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL
+        RETURNING token::text AS token, owner, expires_at`,
+    release: `UPDATE ${s}.leases SET owner = NULL, expires_at = NULL
+        WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL`,
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { Database } from 'better-sqlite3';
 import { SchemaVersionError } from '../../errors.js';
+import { earliestExpiry, pendingCallsOf } from '../rules.js';
 
 export interface Migration {
   version: number;
@@ -40,9 +41,42 @@ function indexListing(db: Database): void {
     CREATE INDEX runs_by_update ON runs (updated_at, run_id);`);
 }
 
+/**
+ * Leases: one row per run id ever claimed, apart from `runs` because a run is claimed before its
+ * first save, and kept when the run is deleted so that its fencing token only grows. Times are
+ * ms since the epoch on the store's clock; `owner` and `expires_at` are null once released.
+ */
+function createLeases(db: Database): void {
+  db.exec(`
+    CREATE TABLE leases (
+      run_id     TEXT PRIMARY KEY,
+      token      INTEGER NOT NULL CHECK (token > 0),
+      owner      TEXT,
+      expires_at INTEGER
+    ) WITHOUT ROWID;`);
+}
+
+/**
+ * Several pending calls per run: `pending` now holds a JSON array (a row written before holds
+ * one object, read as a list of one), and `pending_expires_at` the earliest `expiresAt` among
+ * them (ms since the epoch; null when none expires), for `list({ expired })`. Existing rows get
+ * theirs from their one pending call.
+ */
+function addPendingExpiry(db: Database): void {
+  db.exec('ALTER TABLE runs ADD COLUMN pending_expires_at INTEGER');
+  const rows = db.prepare('SELECT run_id, pending FROM runs WHERE pending IS NOT NULL').all() as {
+    run_id: string;
+    pending: string;
+  }[];
+  const set = db.prepare('UPDATE runs SET pending_expires_at = ? WHERE run_id = ?');
+  for (const row of rows) set.run(earliestExpiry(pendingCallsOf(JSON.parse(row.pending))), row.run_id);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
+  { version: 3, name: 'leases', up: createLeases },
+  { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
 ];
 
 /** The schema version this code writes and reads. */

@@ -14,7 +14,7 @@ export const basicCases: ConformanceCase[] = [
       }),
   },
   {
-    name: 'round trip: head, entries, status and pending come back exactly',
+    name: 'round trip: head, entries, status and pending calls come back exactly',
     run: (ctx) =>
       withStore(ctx, async (store) => {
         const first = entries(3);
@@ -25,14 +25,14 @@ export const basicCases: ConformanceCase[] = [
           status: 'running',
           head: '{"n":1}',
           entries: first,
-          pending: null,
+          pendingCalls: [],
         });
 
         const more = entries(2, 3);
         const pending = pendingCall('r', 2);
         await store.save(
           'r',
-          write({ status: 'awaiting_approval', head: '{"n":2}', from: 3, append: more, pending }),
+          write({ status: 'awaiting_approval', head: '{"n":2}', from: 3, append: more, pendingCalls: [pending] }),
           1,
         );
         const loaded = await store.load('r');
@@ -42,12 +42,12 @@ export const basicCases: ConformanceCase[] = [
           status: 'awaiting_approval',
           head: '{"n":2}',
           entries: [...first, ...more],
-          pending,
+          pendingCalls: [pending],
         });
 
         // What load returns is the caller's copy.
         loaded?.entries.push('{"mutated":true}');
-        if (loaded?.pending) loaded.pending.args.to = 'mutated';
+        if (loaded?.pendingCalls[0]) loaded.pendingCalls[0].args.to = 'mutated';
         const again = await store.load('r');
         assert.equal(again?.entries.length, 5);
         assert.equal(again?.pending?.args.to, 'ops');
@@ -61,7 +61,7 @@ export const basicCases: ConformanceCase[] = [
           status: 'done',
           head: '{"n":3}',
           entries: [...first, ...more],
-          pending: null,
+          pendingCalls: [],
         });
       }),
   },
@@ -155,7 +155,7 @@ export const basicCases: ConformanceCase[] = [
           status: 'running',
           head: write().head,
           entries: fresh,
-          pending: null,
+          pendingCalls: [],
         });
       }),
   },
@@ -175,7 +175,7 @@ export const basicCases: ConformanceCase[] = [
       const store = await ctx.create();
       const pending = pendingCall('b', 1);
       await saveAll(store, 'a', [{ append: entries(2) }, { append: entries(1, 2), status: 'done' }]);
-      await saveAll(store, 'b', [{ append: entries(1), status: 'awaiting_approval', pending }]);
+      await saveAll(store, 'b', [{ append: entries(1), status: 'awaiting_approval', pendingCalls: [pending] }]);
       const before = [await store.load('a'), await store.load('b'), await store.list()];
       await store.close();
       const again = await ctx.reopen!(store);

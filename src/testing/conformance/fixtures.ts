@@ -6,7 +6,7 @@ import type { ConformanceContext } from './types.js';
 
 /** A write with a small JSON head; `over` replaces any field. */
 export function write(over: Partial<RunWrite> = {}): RunWrite {
-  return { status: 'running', head: '{"format":"conformance","n":0}', from: 0, append: [], pending: null, ...over };
+  return { status: 'running', head: '{"format":"conformance","n":0}', from: 0, append: [], pendingCalls: [], ...over };
 }
 
 /** `count` distinct JSON entries, numbered from `start`. */
@@ -28,6 +28,15 @@ export function pendingCall(runId: string, step: number, args: PendingCall['args
   };
 }
 
+/**
+ * The `index`-th call (1-based) of a step with several, expiring at `expiresAt`. It carries a
+ * field a store does not know (`index`): stores keep pending calls as opaque JSON.
+ */
+export function stepCall(runId: string, step: number, index: number, expiresAt: string | null = null): PendingCall {
+  const call = { ...pendingCall(runId, step, { to: `ops-${index}` }), index, expiresAt };
+  return { ...call, id: `${runId}:${step}.${index}#1`, key: `${runId}:${step}.${index}` };
+}
+
 /** Runs `fn` with a fresh store and closes it afterwards, whatever happens. */
 export async function withStore<T>(ctx: ConformanceContext, fn: (store: CheckpointStore) => Promise<T>): Promise<T> {
   const store = await ctx.create();
@@ -42,7 +51,7 @@ export async function withStore<T>(ctx: ConformanceContext, fn: (store: Checkpoi
 export async function saveAll(
   store: CheckpointStore,
   runId: string,
-  writes: readonly { status?: Status; append?: string[]; pending?: PendingCall | null; head?: string }[],
+  writes: readonly { status?: Status; append?: string[]; pendingCalls?: PendingCall[]; head?: string }[],
 ): Promise<number> {
   let version = 0;
   let from = 0;
@@ -54,11 +63,11 @@ export async function saveAll(
   return version;
 }
 
-/** The run must be exactly this (its `updatedAt` a valid ISO-8601 time). */
-export function assertRun(actual: StoredRun | null, expected: Omit<StoredRun, 'updatedAt'>): void {
+/** The run must be exactly this (its `updatedAt` a valid ISO-8601 time, its `pending` the first pending call). */
+export function assertRun(actual: StoredRun | null, expected: Omit<StoredRun, 'updatedAt' | 'pending'>): void {
   assert.ok(actual, `run ${JSON.stringify(expected.runId)} should exist`);
   const { updatedAt, ...rest } = actual;
-  assert.deepEqual(rest, expected);
+  assert.deepEqual(rest, { ...expected, pending: expected.pendingCalls[0] ?? null });
   assertIsoTime(updatedAt);
 }
 
@@ -85,3 +94,54 @@ export async function nextMillisecond(since = Date.now()): Promise<void> {
   // Not a deadline: list order is by update time, and two saves in one millisecond tie.
   while (Date.now() <= since + 1) await new Promise((resolve) => setTimeout(resolve, 2));
 }
+
+/** Checks a rejection is the store's `RunBusyError` naming `holder` (and `until`, when given). */
+export function busy(runId: string, holder: string, until?: number) {
+  return (error: unknown): true => {
+    const e = error as { name?: unknown; runId?: unknown; holder?: unknown; until?: unknown };
+    assert.equal(e?.name, 'RunBusyError', `expected a RunBusyError, got ${String(error)}`);
+    assert.deepEqual({ runId: e.runId, holder: e.holder }, { runId, holder });
+    if (until !== undefined) assert.equal(e.until, new Date(until).toISOString());
+    return true;
+  };
+}
+
+/** Checks a rejection is the store's `LeaseLostError` for `token`, the run now at `currentToken` held by `holder`. */
+export function lost(runId: string, token: number, currentToken: number | null, holder: string | null) {
+  return (error: unknown): true => {
+    const e = error as { name?: unknown; runId?: unknown; token?: unknown; currentToken?: unknown; holder?: unknown };
+    assert.equal(e?.name, 'LeaseLostError', `expected a LeaseLostError, got ${String(error)}`);
+    assert.deepEqual(
+      { runId: e.runId, token: e.token, currentToken: e.currentToken, holder: e.holder },
+      { runId, token, currentToken, holder },
+    );
+    return true;
+  };
+}
+
+/** Checks a rejection is an `OptionsError` whose message matches `pattern`. */
+export function optionsError(pattern: RegExp) {
+  return (error: unknown): true => {
+    const e = error as { name?: unknown; message?: unknown } | null;
+    assert.equal(e?.name, 'OptionsError', `expected an OptionsError, got ${String(error)}`);
+    assert.match(String(e?.message), pattern);
+    return true;
+  };
+}
+
+/** A store on a clock the case moves by hand (`clock.now += ms`), closed afterwards whatever happens. */
+export async function withClock<T>(
+  ctx: ConformanceContext,
+  fn: (store: CheckpointStore, clock: { now: number }) => Promise<T>,
+): Promise<T> {
+  const clock = { now: Date.parse('2026-05-06T07:08:09.010Z') };
+  const store = await (ctx.createWithClock as NonNullable<ConformanceContext['createWithClock']>)(() => clock.now);
+  try {
+    return await fn(store, clock);
+  } finally {
+    await store.close();
+  }
+}
+
+/** The ISO-8601 form of `ms`. */
+export const iso = (ms: number) => new Date(ms).toISOString();

@@ -35,7 +35,9 @@ export const listingCases: ConformanceCase[] = [
         const runs = await store.list();
         assert.deepEqual(runs.map((r) => r.runId).sort(), ['a', 'b', 'c']);
         for (const run of runs) {
-          for (const key of ['pending', 'runId', 'status', 'updatedAt', 'version']) assert.ok(key in run, `has ${key}`);
+          for (const key of ['pending', 'pendingCalls', 'runId', 'status', 'updatedAt', 'version']) {
+            assert.ok(key in run, `has ${key}`);
+          }
           assert.ok(!('head' in run) && !('entries' in run), 'a summary holds no head and no entries');
           assertIsoTime(run.updatedAt);
         }
@@ -66,27 +68,37 @@ export const listingCases: ConformanceCase[] = [
         const p1 = pendingCall('r1', 1);
         const p2 = pendingCall('r2', 4, { to: 'finance', amount: 120.5, cc: ['a', 'b'], urgent: true, note: null });
         const p3 = pendingCall('r3', 2);
-        await saveAll(store, 'r1', [{ status: 'awaiting_approval', pending: p1, append: entries(2) }]);
+        await saveAll(store, 'r1', [{ status: 'awaiting_approval', pendingCalls: [p1], append: entries(2) }]);
         await saveAll(store, 'r2', [{ status: 'running', append: entries(1) }]);
-        await saveAll(store, 'r3', [{ status: 'awaiting_approval', pending: p3 }]);
+        await saveAll(store, 'r3', [{ status: 'awaiting_approval', pendingCalls: [p3] }]);
         await saveAll(store, 'r4', [{ status: 'done' }]);
-        await store.save('r2', write({ status: 'awaiting_approval', pending: p2, from: 1, append: entries(1, 1) }), 1);
+        await store.save(
+          'r2',
+          write({ status: 'awaiting_approval', pendingCalls: [p2], from: 1, append: entries(1, 1) }),
+          1,
+        );
         await store.save('r1', write({ status: 'running', from: 2, append: entries(1, 2) }), 1);
 
         const inbox = await store.list({ status: 'awaiting_approval' });
         assertOrdered(inbox);
         assert.deepEqual(
           inbox
-            .map(({ runId, version, status, pending }) => ({ runId, version, status, pending }))
+            .map(({ runId, version, status, pending, pendingCalls }) => ({
+              runId,
+              version,
+              status,
+              pending,
+              pendingCalls,
+            }))
             .sort((x, y) => (x.runId < y.runId ? -1 : 1)),
           [
-            { runId: 'r2', version: 2, status: 'awaiting_approval', pending: p2 },
-            { runId: 'r3', version: 1, status: 'awaiting_approval', pending: p3 },
+            { runId: 'r2', version: 2, status: 'awaiting_approval', pending: p2, pendingCalls: [p2] },
+            { runId: 'r3', version: 1, status: 'awaiting_approval', pending: p3, pendingCalls: [p3] },
           ],
         );
         assert.deepEqual(
-          (await store.list({ status: 'running' })).map((r) => [r.runId, r.pending]),
-          [['r1', null]],
+          (await store.list({ status: 'running' })).map((r) => [r.runId, r.pending, r.pendingCalls]),
+          [['r1', null, []]],
         );
         assert.deepEqual(
           (await store.list({ status: 'done' })).map((r) => r.runId),
@@ -100,7 +112,7 @@ export const listingCases: ConformanceCase[] = [
     run: (ctx) =>
       withStore(ctx, async (store) => {
         for (const id of ['e', 'c', 'a', 'd', 'b']) {
-          await saveAll(store, id, [{ status: id < 'c' ? 'done' : 'awaiting_approval', pending: null }]);
+          await saveAll(store, id, [{ status: id < 'c' ? 'done' : 'awaiting_approval' }]);
         }
         const all = await store.list();
         assert.equal(all.length, 5);
@@ -123,7 +135,7 @@ export const listingCases: ConformanceCase[] = [
         // Saved in an order that is none of the orders being told apart.
         for (const id of ['ｚ', 'b', '😀', 'Z', 'é', 'a', 'z', 'B']) {
           const awaiting = TIE_ORDER.indexOf(id) % 2 === 0;
-          await saveAll(store, id, [{ status: awaiting ? 'awaiting_approval' : 'done', pending: null }]);
+          await saveAll(store, id, [{ status: awaiting ? 'awaiting_approval' : 'done' }]);
         }
         now += 1;
         await saveAll(store, '0-later', [{ status: 'awaiting_approval' }]);
@@ -150,7 +162,7 @@ export const listingCases: ConformanceCase[] = [
     name: 'list rejects a limit that is not a whole number ≥ 0 (OptionsError)',
     run: (ctx) =>
       withStore(ctx, async (store) => {
-        await saveAll(store, 'a', [{ status: 'done', pending: null }]);
+        await saveAll(store, 'a', [{ status: 'done' }]);
         for (const limit of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
           await assert.rejects(store.list({ limit }), (e: Error) => e.name === 'OptionsError', `limit ${limit}`);
         }

@@ -1,10 +1,22 @@
-/** Two OS processes racing saves on one run: the optimistic concurrency promise, for real. */
+/** Two OS processes racing saves on one run, and claims on many: optimistic concurrency and leases, for real. */
 import assert from 'node:assert/strict';
 import { withStore } from './fixtures.js';
-import type { ConformanceCase, WriterProcess, WriterReport } from './types.js';
+import type { ClaimRaceReport, ConformanceCase, SaveRaceReport, WriterProcess } from './types.js';
 
 const SAVES = 30;
 const ENTRIES_PER_SAVE = 2;
+const CLAIMED_RUNS = 30;
+
+/** Starts `writers`, lets them go together, and collects their reports; kills them whatever happens. */
+async function raceAll(writers: WriterProcess[]) {
+  try {
+    await Promise.all(writers.map((w) => w.ready));
+    for (const w of writers) w.go();
+    return await Promise.all(writers.map((w) => w.result));
+  } finally {
+    for (const w of writers) w.kill();
+  }
+}
 
 export const processCases: ConformanceCase[] = [
   {
@@ -23,14 +35,8 @@ export const processCases: ConformanceCase[] = [
             meetWithinMs: 10_000,
           }),
         );
-        let reports: WriterReport[];
-        try {
-          await Promise.all(writers.map((w) => w.ready));
-          for (const w of writers) w.go(); // both begin at version 0: they race to create the run too
-          reports = await Promise.all(writers.map((w) => w.result));
-        } finally {
-          for (const w of writers) w.kill();
-        }
+        // Both begin at version 0: they race to create the run too.
+        const reports = (await raceAll(writers)) as SaveRaceReport[];
 
         const wins = reports.flatMap((r) => r.won.map((won) => ({ ...won, writer: r.writer })));
         wins.sort((a, b) => a.version - b.version);
@@ -60,6 +66,49 @@ export const processCases: ConformanceCase[] = [
         assert.ok(
           overlap || conflicts > 0,
           `the writers never met (A won ${a.join(',')}; B won ${b.join(',')}; no conflicts)`,
+        );
+      }),
+  },
+  {
+    name: 'two processes race to claim the same runs: exactly one wins each, the other is told who holds it and cannot save without a lease',
+    requires: ['crossProcess'],
+    timeoutMs: 60_000,
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const runIds = Array.from({ length: CLAIMED_RUNS }, (_, i) => `claimed-${i}`);
+        // Both claim the runs in the same order, each as soon as the last is done: every claim is contested.
+        const writers = ['A', 'B'].map((writer) =>
+          ctx.spawnWriter!(store, { kind: 'claims', writer, runIds, leaseMs: 60_000 }),
+        );
+        const reports = (await raceAll(writers)) as ClaimRaceReport[];
+        for (const runId of runIds) {
+          const winners = reports.flatMap((r) => r.claimed.filter((c) => c.runId === runId).map(() => r.writer));
+          assert.equal(winners.length, 1, `exactly one process claimed ${runId} (${winners.join(', ') || 'none'})`);
+          const winner = winners[0] as string;
+          const claim = reports.flatMap((r) => r.claimed).find((c) => c.runId === runId);
+          assert.deepEqual([claim?.token, claim?.version], [1, 1]);
+          const losers = reports.flatMap((r) =>
+            r.busy.filter((b) => b.runId === runId).map((b) => [r.writer, b.holder]),
+          );
+          assert.deepEqual(
+            losers,
+            [[winner === 'A' ? 'B' : 'A', winner]],
+            `the other process was told ${winner} holds ${runId}`,
+          );
+          const run = await store.load(runId);
+          assert.equal(run?.version, 1);
+          assert.equal(run?.head, JSON.stringify({ writer: winner }), 'only the winner wrote the run');
+          // The winner's lease is live in this process too.
+          await assert.rejects(store.claim(runId, { owner: 'parent', leaseMs: 1_000 }), (error: Error) => {
+            assert.equal(error.name, 'RunBusyError');
+            assert.equal((error as Error & { holder?: string }).holder, winner);
+            return true;
+          });
+        }
+        assert.equal(
+          reports.reduce((n, r) => n + r.refusedSaves, 0),
+          CLAIMED_RUNS,
+          'every save without a lease by the losing process was refused',
         );
       }),
   },

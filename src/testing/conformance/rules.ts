@@ -1,17 +1,10 @@
 /** What every store refuses alike: run ids and texts no store can keep, options it does not know. */
 import assert from 'node:assert/strict';
-import { entries, saveAll, withStore, write } from './fixtures.js';
+import { entries, optionsError, saveAll, withStore, write } from './fixtures.js';
 import type { ConformanceCase } from './types.js';
 
 /** Run ids no store can keep: UTF-8 has no form for a lone surrogate (it would come back as U+FFFD), Postgres text no NUL. */
 const UNKEEPABLE = ['a\u0000b', '\u0000', 'lone\ud800', 'lone\udfff', '\udc00\ud800', 'trailing high half \ud83d'];
-
-const optionsError = (pattern: RegExp) => (error: unknown) => {
-  const e = error as { name?: unknown; message?: unknown } | null;
-  assert.equal(e?.name, 'OptionsError', `expected an OptionsError, got ${String(error)}`);
-  assert.match(String(e?.message), pattern);
-  return true;
-};
 
 export const ruleCases: ConformanceCase[] = [
   {

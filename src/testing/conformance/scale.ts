@@ -78,7 +78,11 @@ export const scaleCases: ConformanceCase[] = [
           // JSON.stringify escapes NUL and lone surrogates: entries hold them as ASCII escapes.
           body.push(JSON.stringify({ role: 'tool', tool: 'raw', result: 'nul \u0000 lone \ud800 end' }));
           const pending = pendingCall(runId, 1, { text: AWKWARD.join('|'), nul: 'a\u0000b', lone: 'x\udc00y' });
-          await store.save(runId, write({ status: 'awaiting_approval', head, append: body, pending }), 0);
+          await store.save(
+            runId,
+            write({ status: 'awaiting_approval', head, append: body, pendingCalls: [pending] }),
+            0,
+          );
           expected.set(runId, { head, entries: body });
         }
         for (const [runId, { head, entries: body }] of expected) {

@@ -8,7 +8,8 @@ import type { CheckpointStore } from '../../store.js';
 export type Capability = 'crossProcess' | 'reopen' | 'clock';
 
 /** One writer process in the cross-process race: make `saves` successful saves on `runId`. */
-export interface WriterJob {
+export interface SaveRaceJob {
+  kind?: 'saves';
   runId: string;
   /** A name, written into every entry and head it saves. */
   writer: string;
@@ -23,12 +24,39 @@ export interface WriterJob {
   pauseMs: number;
 }
 
-/** What a writer reports: the versions it won (with the entries each appended) and its conflicts. */
-export interface WriterReport {
+/**
+ * One process in the cross-process claim race: claim each of `runIds` in turn as owner
+ * `writer`; on a win, create the run with the lease; on a loss, try a save without a lease
+ * (which must be refused while the winner holds the run).
+ */
+export interface ClaimRaceJob {
+  kind: 'claims';
+  writer: string;
+  runIds: string[];
+  leaseMs: number;
+}
+
+/** What another process is asked to do: race saves (the default) or claims. */
+export type WriterJob = SaveRaceJob | ClaimRaceJob;
+
+/** What a save racer reports: the versions it won (with the entries each appended) and its conflicts. */
+export interface SaveRaceReport {
   writer: string;
   won: { version: number; entries: string[] }[];
   conflicts: number;
 }
+
+/** What a claim racer reports: the runs it won (token, and the version its save made), those it lost and to whom. */
+export interface ClaimRaceReport {
+  writer: string;
+  claimed: { runId: string; token: number; version: number }[];
+  busy: { runId: string; holder: string; until: string }[];
+  /** Saves without a lease, on runs it lost, that were refused with `RunBusyError`. */
+  refusedSaves: number;
+}
+
+/** What a writer process reports. */
+export type WriterReport = SaveRaceReport | ClaimRaceReport;
 
 /** A writer running in another process: opened its store (`ready`), waits for `go()`, then races. */
 export interface WriterProcess {
@@ -52,13 +80,14 @@ export interface ConformanceContext {
   /** A new, empty store. Each case makes its own and closes it. */
   create(): Promise<CheckpointStore>;
   /**
-   * A new, empty store whose `updatedAt` comes from `now` (ms since the epoch), so a case can
-   * save several runs in the same millisecond and check how `list` breaks the tie.
+   * A new, empty store whose clock is `now` (ms since the epoch) — for `updatedAt`, leases and
+   * expiry — so a case can save several runs in the same millisecond and check how `list` breaks
+   * the tie, and let leases and approvals lapse without waiting.
    */
   createWithClock?(now: () => number): Promise<CheckpointStore>;
   /** A new store on the same storage as `store`, which the case has closed. */
   reopen?(store: CheckpointStore): Promise<CheckpointStore>;
-  /** Starts a writer in another OS process on the same storage as `store`. */
+  /** Starts a writer in another OS process on the same storage as `store`, to race saves or claims. */
   spawnWriter?(store: CheckpointStore, job: WriterJob): WriterProcess;
   /** Why a capability this context does not provide is missing; shown on each skipped case. */
   skip?: Partial<Record<Capability, string>>;

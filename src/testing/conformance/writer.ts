@@ -1,5 +1,6 @@
 /**
- * The writer side of the cross-process race, and a way to run it in a child Node process.
+ * The writer side of the cross-process races (saves, claims), and a way to run it in a child
+ * Node process.
  *
  * The child script of a store's test suite is three lines:
  *
@@ -10,22 +11,33 @@
  *
  * The parent starts it with `spawnNodeWriter({ script, spec, job })`: the child reads
  * `{ spec, job }` from its first stdin line, opens its store, prints `ready`, waits for `go`,
- * races, prints its report as one JSON line, and exits.
+ * races (`raceSaves`, or `raceClaims` for a job of kind `'claims'`), prints its report as one
+ * JSON line, and exits.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { CheckpointStore } from '../../store.js';
-import type { WriterJob, WriterProcess, WriterReport } from './types.js';
+import type { CheckpointStore, Lease, RunWrite } from '../../store.js';
+import type {
+  ClaimRaceJob,
+  ClaimRaceReport,
+  SaveRaceJob,
+  SaveRaceReport,
+  WriterJob,
+  WriterProcess,
+  WriterReport,
+} from './types.js';
 
-const isConflict = (error: unknown) => (error as { name?: unknown } | null)?.name === 'ConflictError';
+// By name, not instanceof: the child may load another copy of Tollgate than the store's.
+const named = (error: unknown, name: string) => (error as { name?: unknown } | null)?.name === name;
+const isConflict = (error: unknown) => named(error, 'ConflictError');
 
 /**
  * Saves on `job.runId` until `job.saves` saves have succeeded: each time it reads the run,
  * appends entries naming this writer, and expects the version it read. A `ConflictError`
  * means another writer got there first: it reads again.
  */
-export async function raceSaves(store: CheckpointStore, job: WriterJob): Promise<WriterReport> {
-  const report: WriterReport = { writer: job.writer, won: [], conflicts: 0 };
+export async function raceSaves(store: CheckpointStore, job: SaveRaceJob): Promise<SaveRaceReport> {
+  const report: SaveRaceReport = { writer: job.writer, won: [], conflicts: 0 };
   const meetBy = Date.now() + (job.meetWithinMs ?? 0);
   let met = false;
   while (report.won.length < job.saves || (!met && Date.now() < meetBy)) {
@@ -40,7 +52,7 @@ export async function raceSaves(store: CheckpointStore, job: WriterJob): Promise
     try {
       const next = await store.save(
         job.runId,
-        { status: 'running', head, from: run?.entries.length ?? 0, append, pending: null },
+        { status: 'running', head, from: run?.entries.length ?? 0, append, pendingCalls: [] },
         version,
       );
       report.won.push({ version: next, entries: append });
@@ -49,6 +61,38 @@ export async function raceSaves(store: CheckpointStore, job: WriterJob): Promise
       if (!isConflict(error)) throw error;
       report.conflicts++;
     }
+  }
+  return report;
+}
+
+/**
+ * Claims each of `job.runIds` in turn as owner `job.writer`. A won claim creates the run with
+ * the lease (a save at version 0); a lost one (`RunBusyError`) is recorded with its holder, and
+ * a save without a lease is tried, which must be refused with `RunBusyError` too.
+ */
+export async function raceClaims(store: CheckpointStore, job: ClaimRaceJob): Promise<ClaimRaceReport> {
+  const report: ClaimRaceReport = { writer: job.writer, claimed: [], busy: [], refusedSaves: 0 };
+  const head = JSON.stringify({ writer: job.writer });
+  const write = (): RunWrite => ({ status: 'running', head, from: 0, append: [head], pendingCalls: [] });
+  for (const runId of job.runIds) {
+    let lease: Lease;
+    try {
+      lease = await store.claim(runId, { owner: job.writer, leaseMs: job.leaseMs });
+    } catch (error) {
+      if (!named(error, 'RunBusyError')) throw error;
+      const { holder, until } = error as { holder: string; until: string };
+      report.busy.push({ runId, holder, until });
+      try {
+        await store.save(runId, write(), 0);
+        throw new Error(`a save without a lease of ${runId}, held by ${holder}, was not refused`);
+      } catch (refused) {
+        if (!named(refused, 'RunBusyError')) throw refused;
+        report.refusedSaves++;
+      }
+      continue;
+    }
+    const version = await store.save(runId, write(), 0, lease);
+    report.claimed.push({ runId, token: lease.token, version });
   }
   return report;
 }
@@ -62,7 +106,7 @@ export async function serveWriter(open: (spec: any) => CheckpointStore | Promise
   try {
     process.stdout.write('ready\n');
     if ((await next()) !== 'go') throw new Error('writer: expected "go" on stdin');
-    const report = await raceSaves(store, job);
+    const report = job.kind === 'claims' ? await raceClaims(store, job) : await raceSaves(store, job);
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } finally {
     await store.close();

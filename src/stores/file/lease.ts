@@ -1,0 +1,66 @@
+/**
+ * Where a file store keeps a run's lease. While the run has a head, in the head's metadata
+ * (`lease`): a save rewrites the head anyway, so checking and extending the lease costs no extra
+ * write or fsync. While it has none (claimed before its first save, or deleted), in `lease.json`
+ * in the run's directory: the first save moves the record into the head, and a delete moves it
+ * back out before it removes the head, so the token survives and only grows. Every change is
+ * made holding the run's lock, and written like a head (temp file, fsync, rename, fsync).
+ */
+import { randomUUID } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LeaseRecord } from '../leases.js';
+import { damaged, leaseProblem, replaceFile, syncDir } from './format.js';
+import { type HeadRead, ioFault } from './heads.js';
+
+export const LEASE = 'lease.json';
+
+const code = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code;
+
+/**
+ * The lease record in `dir`'s `lease.json`, or null when there is none.
+ * @throws CheckpointError naming the run when it is not what a store wrote.
+ */
+export async function readLeaseFile(call: string, dir: string, runId: string): Promise<LeaseRecord | null> {
+  const path = join(dir, LEASE);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return null;
+    throw ioFault(call, path, error);
+  }
+  let stored: { runId?: unknown } & Partial<LeaseRecord>;
+  try {
+    stored = JSON.parse(text);
+  } catch (error) {
+    throw damaged(runId, path, `is not JSON (${String(error)})`, error);
+  }
+  const problem = leaseProblem(stored);
+  if (problem) throw damaged(runId, path, `is not a lease: ${problem}`);
+  if (stored.runId !== runId) throw damaged(runId, path, `holds the lease of run ${JSON.stringify(stored.runId)}`);
+  return { token: stored.token as number, owner: stored.owner ?? null, expiresAt: stored.expiresAt ?? null };
+}
+
+/** Writes `lease.json` durably; `runsDir` is synced too, for a run directory made just now. */
+export async function writeLeaseFile(dir: string, runsDir: string, runId: string, lease: LeaseRecord): Promise<void> {
+  const { token, owner, expiresAt } = lease;
+  await replaceFile(join(dir, LEASE), dir, JSON.stringify({ runId, token, owner, expiresAt }), randomUUID());
+  await syncDir(runsDir);
+}
+
+/** Removes `lease.json` once the head holds the record (a leftover would only be ignored). */
+export async function dropLeaseFile(dir: string): Promise<void> {
+  await rm(join(dir, LEASE), { force: true });
+}
+
+/** The run's lease: the head's while it has one, else `lease.json`'s. Call holding the run's lock. */
+export async function currentLease(
+  call: string,
+  dir: string,
+  runId: string,
+  found: HeadRead | null,
+): Promise<LeaseRecord | null> {
+  if (found) return found.meta.lease ?? null;
+  return readLeaseFile(call, dir, runId);
+}

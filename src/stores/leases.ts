@@ -1,0 +1,244 @@
+/**
+ * The lease rules every Tollgate store shares: one live owner per run, and a fencing token that
+ * only grows. The memory, file and SQLite stores decide with these functions (inside their lock
+ * or transaction); the Postgres store says the same rules in SQL and builds the same errors
+ * here. A custom store can use them too (`tollgate` exports them).
+ *
+ * A run's lease record is `{ token, owner, expiresAt }`:
+ * - **live** while `owner` is set and the store's now is before `expiresAt`;
+ * - **current** (for the `Lease` whose token it holds) while `owner` is set, lapsed or not:
+ *   a lease whose time ran out but that nobody claimed since still writes and renews. That is
+ *   standard fencing: what protects the run is that a claim by anyone else changes the token.
+ * - **released**: `owner` and `expiresAt` null, `token` kept, so the next claim makes a larger one.
+ */
+import { LeaseLostError, OptionsError, RunBusyError } from '../errors.js';
+import { checkKeys, showValue } from '../option-keys.js';
+import type { ClaimOptions, Lease } from '../store.js';
+import { checkDuration, checkRunId, unstorableText } from './rules.js';
+
+/** A run's lease as a store keeps it; times in ms since the epoch, on the store's clock. */
+export interface LeaseRecord {
+  /** The fencing token of the last claim (≥ 1). */
+  token: number;
+  /** The holder, or null once released. */
+  owner: string | null;
+  /** When the holder's lease ends, or null once released. */
+  expiresAt: number | null;
+}
+
+/** The longest owner id a store keeps: it is shown in every `RunBusyError`. */
+export const MAX_OWNER_LENGTH = 256;
+
+const LEASE_KEYS = ['runId', 'owner', 'token', 'expiresAt', 'leaseMs'];
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Whether someone holds the run at `now`: an owner, and time left. */
+export function isLive(record: LeaseRecord | null, now: number): boolean {
+  return record !== null && record.owner !== null && record.expiresAt !== null && now < record.expiresAt;
+}
+
+/** Throws `OptionsError` unless `owner` is a non-empty id of at most 256 characters that every store can keep. */
+export function checkOwner(call: string, owner: unknown): asserts owner is string {
+  if (typeof owner !== 'string' || owner === '' || owner.length > MAX_OWNER_LENGTH) {
+    throw new OptionsError(
+      `${call}: owner must be a non-empty string of at most ${MAX_OWNER_LENGTH} characters, got ${showValue(owner)}`,
+    );
+  }
+  const why = unstorableText(owner);
+  if (why) throw new OptionsError(`${call}: owner ${showValue(owner)} holds ${why}; no store can keep it`);
+}
+
+/** `claim`'s run id and options, checked alike in every store; `wait` defaults to 0. */
+export function checkClaim(runId: unknown, options: ClaimOptions): Required<ClaimOptions> {
+  const call = 'claim';
+  checkRunId(call, runId);
+  checkKeys(call, options, ['owner', 'leaseMs', 'wait']);
+  checkOwner(call, options.owner);
+  if (options.leaseMs === undefined) throw new OptionsError(`${call}: leaseMs is required (1 to 2^31−1 ms)`);
+  const leaseMs = checkDuration(call, 'leaseMs', options.leaseMs, 0);
+  const wait = checkDuration(call, 'wait', options.wait, 0, 0);
+  return { owner: options.owner, leaseMs, wait };
+}
+
+/**
+ * Throws `OptionsError` unless `lease` is a `Lease` as `claim` returns it (for `runId`, when
+ * given: a lease of another run cannot fence this one).
+ */
+export function checkLease(call: string, lease: unknown, runId?: string): asserts lease is Lease {
+  if (lease === null || typeof lease !== 'object' || Array.isArray(lease)) {
+    throw new OptionsError(`${call}: the lease must be a Lease as claim returns it, got ${showValue(lease)}`);
+  }
+  checkKeys(call, lease, LEASE_KEYS, 'lease field');
+  const l = lease as Partial<Lease>;
+  const fail = (what: string, value: unknown) => {
+    throw new OptionsError(`${call}: lease.${what}, got ${showValue(value)}`);
+  };
+  checkRunId(call, l.runId);
+  checkOwner(call, l.owner);
+  if (!Number.isSafeInteger(l.token) || (l.token as number) < 1) fail('token must be a whole number ≥ 1', l.token);
+  if (typeof l.expiresAt !== 'string' || Number.isNaN(Date.parse(l.expiresAt))) {
+    fail('expiresAt must be an ISO-8601 time', l.expiresAt);
+  }
+  if (l.leaseMs === undefined) fail('leaseMs must be a whole number of milliseconds', l.leaseMs);
+  checkDuration(call, 'lease.leaseMs', l.leaseMs, 0);
+  if (runId !== undefined && l.runId !== runId) {
+    throw new OptionsError(
+      `${call}: the lease is for run ${showValue(l.runId)}, not ${showValue(runId)}; claim this run for its own lease`,
+    );
+  }
+}
+
+/** `renew`'s arguments, checked alike in every store. @returns the new length: `leaseMs`, or the lease's own. */
+export function checkRenew(lease: unknown, leaseMs: unknown): number {
+  checkLease('renew', lease);
+  return checkDuration('renew', 'leaseMs', leaseMs, lease.leaseMs);
+}
+
+/** The `Lease` a caller gets for a record. */
+export function leaseOf(runId: string, record: LeaseRecord, leaseMs: number): Lease {
+  if (record.owner === null || record.expiresAt === null) throw new Error('leaseOf: the record is released');
+  return { runId, owner: record.owner, token: record.token, expiresAt: iso(record.expiresAt), leaseMs };
+}
+
+/**
+ * The `RunBusyError` of a run held by `holder` until `until` (ms, a Date or ISO-8601); `waitedMs` when a
+ * claim waited that long in vain.
+ */
+export function busyError(
+  call: string,
+  runId: string,
+  holder: string,
+  until: number | string | Date,
+  waitedMs?: number,
+): RunBusyError {
+  const end = typeof until === 'string' ? until : iso(typeof until === 'number' ? until : until.getTime());
+  let next = call === 'claim' ? 'try again later, or claim with { wait }' : `${call} with its lease, or claim it first`;
+  if (waitedMs !== undefined) next = `waited ${waitedMs} ms in vain`;
+  return new RunBusyError(
+    `${call}: run ${JSON.stringify(runId)} is held by ${JSON.stringify(holder)} until ${end}; ${next}`,
+    holder,
+    end,
+    { runId },
+  );
+}
+
+/** The `LeaseLostError` of `lease` when the run's record is `current` (null: no record at all). */
+export function leaseLost(call: string, lease: Lease, current: LeaseRecord | null): LeaseLostError {
+  const mine = `the lease of run ${JSON.stringify(lease.runId)} held by ${JSON.stringify(lease.owner)} (token ${lease.token})`;
+  let why: string;
+  if (current === null) why = 'the run has no lease record (the lease is not from this store)';
+  else if (current.token !== lease.token) {
+    const by = current.owner === null ? 'and released since' : `by ${JSON.stringify(current.owner)}`;
+    why = `the run was claimed again (token ${current.token}) ${by}`;
+  } else why = 'it was released';
+  return new LeaseLostError(
+    `${call}: ${mine} is no longer current: ${why}; stop working on the run, and claim it again to go on`,
+    lease.token,
+    current?.token ?? null,
+    current?.owner ?? null,
+    { runId: lease.runId },
+  );
+}
+
+/**
+ * The record after `owner` claims the run at `now`: the next token, `expiresAt = now + leaseMs`.
+ * @throws RunBusyError while another owner's lease is live.
+ */
+export function claimRecord(
+  runId: string,
+  current: LeaseRecord | null,
+  owner: string,
+  leaseMs: number,
+  now: number,
+): LeaseRecord {
+  if (current && isLive(current, now) && current.owner !== owner) {
+    throw busyError('claim', runId, current.owner as string, current.expiresAt as number);
+  }
+  return { token: (current?.token ?? 0) + 1, owner, expiresAt: now + leaseMs };
+}
+
+/** Whether `lease` is the run's current lease: its token, not released (lapsed or not). */
+export function isCurrent(current: LeaseRecord | null, lease: Lease): boolean {
+  return current !== null && current.token === lease.token && current.owner !== null;
+}
+
+/**
+ * The record after renewing `lease` to `now + leaseMs`.
+ * @throws LeaseLostError unless `lease` is current.
+ */
+export function renewRecord(current: LeaseRecord | null, lease: Lease, leaseMs: number, now: number): LeaseRecord {
+  if (!isCurrent(current, lease)) throw leaseLost('renew', lease, current);
+  return { token: lease.token, owner: (current as LeaseRecord).owner, expiresAt: now + leaseMs };
+}
+
+/** The record after releasing `lease`, or null when it is not current (nothing to do). */
+export function releaseRecord(current: LeaseRecord | null, lease: Lease): LeaseRecord | null {
+  return isCurrent(current, lease) ? { token: lease.token, owner: null, expiresAt: null } : null;
+}
+
+/**
+ * The lease rule of a write (`save`, `delete`), checked before its version.
+ * @returns the record to store with the write: with a lease, extended to `now + lease.leaseMs`
+ *   (never shortened); without, `current` unchanged.
+ * @throws LeaseLostError when `lease` is not current; RunBusyError when there is no lease and
+ *   someone holds a live one.
+ */
+export function fenceRecord(
+  call: string,
+  runId: string,
+  current: LeaseRecord | null,
+  lease: Lease | undefined,
+  now: number,
+): LeaseRecord | null {
+  if (lease === undefined) {
+    if (current && isLive(current, now)) {
+      throw busyError(call, runId, current.owner as string, current.expiresAt as number);
+    }
+    return current;
+  }
+  if (!isCurrent(current, lease)) throw leaseLost(call, lease, current);
+  const c = current as LeaseRecord;
+  return { ...c, expiresAt: Math.max(c.expiresAt ?? 0, now + lease.leaseMs) };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The first pause between claim attempts, doubling up to the last: a release is seen within 100 ms. */
+const FIRST_PAUSE_MS = 5;
+const MAX_PAUSE_MS = 100;
+
+/**
+ * Calls `attempt` (one claim) until it returns, or until it has failed with `RunBusyError` for
+ * `wait` ms — by the process's monotonic clock or by `storeNow` (the store's clock, when it has
+ * one in this process), whichever passes first: a test that moves an injected store clock past
+ * the wait ends it without sleeping, and a frozen one cannot stretch it. Pauses back off from
+ * 5 ms to 100 ms, never past the holder's `until` or the deadline.
+ * @throws RunBusyError from the last attempt, saying how long it waited.
+ */
+export async function claimWithin(
+  wait: number,
+  storeNow: (() => number) | undefined,
+  attempt: () => Promise<Lease>,
+): Promise<Lease> {
+  const started = performance.now();
+  const storeStarted = wait > 0 ? storeNow?.() : undefined;
+  let pause = FIRST_PAUSE_MS;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof RunBusyError) || wait === 0) throw error;
+      const storeTime = storeNow?.();
+      const waited = Math.max(
+        performance.now() - started,
+        storeTime === undefined || storeStarted === undefined ? 0 : storeTime - storeStarted,
+      );
+      const left = wait - waited;
+      if (left <= 0) throw busyError('claim', error.runId as string, error.holder, error.until, wait);
+      const untilIn = Date.parse(error.until) - (storeTime ?? Date.now());
+      await sleep(Math.max(1, Math.min(pause, left, untilIn > 0 ? untilIn : pause)));
+      pause = Math.min(pause * 2, MAX_PAUSE_MS);
+    }
+  }
+}

@@ -1,0 +1,43 @@
+/** What a `PostgresStore` can be given besides its connection: every option, with its default. */
+
+export interface PostgresStoreOptions {
+  /**
+   * The schema holding Tollgate's tables (`runs`, `entries`, `leases`, `tollgate_migrations`); created
+   * on first use if missing. Tests isolate themselves in a schema of their own.
+   * @default 'tollgate'
+   */
+  schema?: string;
+  /**
+   * Give up connecting (or waiting for a free pooled connection) after this many milliseconds
+   * with a `StoreUnavailableError`: an unreachable or black-holed server fails fast instead of
+   * hanging every save.
+   * @default 5000
+   */
+  connectTimeoutMs?: number;
+  /**
+   * The server cancels a statement that runs longer than this (Postgres `statement_timeout`,
+   * set when a connection opens): a save stuck behind a lock fails with a
+   * `StoreUnavailableError`, and nothing of it is committed. Applies to the pool the store
+   * creates; set `statement_timeout` in your own pool's config.
+   * @default 10000
+   */
+  statementTimeoutMs?: number;
+  /**
+   * The client gives up on a query whose answer has not come after this long (the server or
+   * the network stopped answering), drops the connection, and throws `StoreUnavailableError`.
+   * Whether a save cut off this way was committed is unknown: load the run to see.
+   * Keep it above `statementTimeoutMs`, so that a slow statement is cancelled by the server first.
+   * @default statementTimeoutMs + 5000
+   */
+  queryTimeoutMs?: number;
+  /** Connections in the pool the store creates (ignored for a pool you pass). @default 10 */
+  maxConnections?: number;
+  /**
+   * The clock for `updatedAt`, leases and expiry, in ms since the epoch. @default the database's
+   * clock (`clock_timestamp()`), so that workers with skewed clocks agree on when a lease lapses
+   */
+  now?: () => number;
+}
+
+/** The option names, for the strict check (`checkStoreOptions`). */
+export const OPTIONS = ['schema', 'connectTimeoutMs', 'statementTimeoutMs', 'queryTimeoutMs', 'maxConnections', 'now'];

@@ -1,0 +1,60 @@
+/** Lease rules that need no durable store: the bounds of a waiting claim, and the error classes. */
+import { describe, expect, it } from 'vitest';
+import { LeaseLostError, RunBusyError, SystemError, TollgateError, UserError } from '../../src/index.js';
+import { MemoryStore } from '../../src/stores/memory.js';
+
+describe('claim with wait', () => {
+  it('is bounded by the process’s clock too: with the store’s clock frozen, it gives up once wait ms have passed', async () => {
+    const store = new MemoryStore({ now: () => Date.parse('2026-01-01T00:00:00.000Z') });
+    await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    const started = performance.now();
+    const error = await store.claim('r', { owner: 'worker-b', leaseMs: 1_000, wait: 60 }).catch((e: unknown) => e);
+    const waited = performance.now() - started;
+    expect(error).toBeInstanceOf(RunBusyError);
+    expect(error).toMatchObject({ holder: 'worker-a', until: '2026-01-01T00:01:00.000Z', runId: 'r' });
+    expect((error as Error).message).toBe(
+      'claim: run "r" is held by "worker-a" until 2026-01-01T00:01:00.000Z; waited 60 ms in vain',
+    );
+    expect(waited).toBeGreaterThanOrEqual(59);
+    expect(waited).toBeLessThan(2_000);
+  });
+
+  it('does not wait for anything but a busy run: another error ends it at once', async () => {
+    let calls = 0;
+    const store = new MemoryStore({
+      now: () => {
+        calls++;
+        return calls > 2 ? Number.NaN : 0;
+      },
+    });
+    await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    await expect(store.claim('r', { owner: 'worker-b', leaseMs: 1_000, wait: 60_000 })).rejects.toMatchObject({
+      name: 'OptionsError',
+      message: expect.stringMatching(/the store's now\(\) returned NaN/),
+    });
+  });
+});
+
+describe('lease errors', () => {
+  it('RunBusyError and LeaseLostError are TollgateErrors, neither the caller’s mistake nor a fault', async () => {
+    const store = new MemoryStore();
+    const lease = await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+    const busy = await store.claim('r', { owner: 'worker-b', leaseMs: 60_000 }).catch((e: unknown) => e);
+    await store.release(lease);
+    await store.claim('r', { owner: 'worker-b', leaseMs: 60_000 });
+    const lost = await store.renew(lease).catch((e: unknown) => e);
+    for (const [error, type] of [
+      [busy, RunBusyError],
+      [lost, LeaseLostError],
+    ] as const) {
+      expect(error).toBeInstanceOf(type);
+      expect(error).toBeInstanceOf(TollgateError);
+      expect(error).not.toBeInstanceOf(UserError);
+      expect(error).not.toBeInstanceOf(SystemError);
+      expect((error as Error).name).toBe(type.name);
+    }
+    expect((lost as Error).message).toBe(
+      'renew: the lease of run "r" held by "worker-a" (token 1) is no longer current: the run was claimed again (token 2) by "worker-b"; stop working on the run, and claim it again to go on',
+    );
+  });
+});
