@@ -1,0 +1,548 @@
+/**
+ * Tools' argument schemas (issue 12): validating a call's arguments with any Standard Schema v1
+ * value (zod 4, valibot, hand-made ones), failing closed on every broken schema, and declaring
+ * the tools to a model as JSON Schema. The arguments are attacker data: prototype keys, deep and
+ * huge values; the schemas may be broken: throwing, rejecting, answering nonsense, hanging.
+ */
+import fc from 'fast-check';
+import * as v from 'valibot';
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import * as zm from 'zod/mini';
+import { hasLoneSurrogate } from '../machines/strings.js';
+import type { JsonObject } from '../machines/types.js';
+import { OptionsError } from '../src/errors.js';
+import {
+  checkToolSchema,
+  defineTool,
+  MAX_ARGS_ERROR_LENGTH,
+  toolDeclarations,
+  validateArgs,
+} from '../src/tool-schema.js';
+import type { Tool } from '../src/types.js';
+import { hostileValue } from './hostile/values.js';
+
+const fn = () => 'ok';
+
+/** A hand-made Standard Schema whose validate is `validate`. */
+function fake(validate: (value: unknown) => unknown, extra: Record<string, unknown> = {}) {
+  return { '~standard': { version: 1, vendor: 'fake', validate, ...extra } } as never;
+}
+
+async function error(input: unknown, args: JsonObject = {}): Promise<string> {
+  const check = await validateArgs({ input: input as never }, args);
+  if (check.ok) throw new Error(`expected an error, got ${JSON.stringify(check.value)}`);
+  return check.error;
+}
+
+describe('validateArgs', () => {
+  it('returns the arguments as they are when the tool has no schema', async () => {
+    const args = { anything: [1, { deep: true }] };
+    const check = await validateArgs({}, args);
+    expect(check).toEqual({ ok: true, value: args });
+    expect(check.ok && check.value).toBe(args);
+  });
+
+  it("returns the schema's output (transforms, defaults), leaving the model's arguments as they were", async () => {
+    const input = z.object({ q: z.string().trim(), limit: z.number().int().default(5) });
+    const args = { q: '  refunds  ' };
+    expect(await validateArgs({ input }, args)).toEqual({ ok: true, value: { q: 'refunds', limit: 5 } });
+    expect(args).toEqual({ q: '  refunds  ' });
+  });
+
+  it('names every issue by its path, as items[2].qty', async () => {
+    const input = z.object({ to: z.email(), items: z.array(z.object({ qty: z.number().positive() })) });
+    expect(await error(input, { to: 'nobody', items: [{ qty: 1 }, { qty: 2 }, { qty: -1 }] })).toBe(
+      'invalid arguments: to: Invalid email address; items[2].qty: Too small: expected number to be >0',
+    );
+  });
+
+  it('quotes keys that are not identifiers, and gives a root issue without a path', async () => {
+    const input = z.strictObject({ 'ship to': z.object({ 'zip-code': z.string() }) });
+    expect(await error(input, { 'ship to': { 'zip-code': 1 } })).toBe(
+      'invalid arguments: ["ship to"]["zip-code"]: Invalid input: expected string, received number',
+    );
+    expect(await error(input, { 'ship to': { 'zip-code': '1' }, extra: 1 })).toBe(
+      'invalid arguments: Unrecognized key: "extra"',
+    );
+  });
+
+  it('reports refinements with their own path and message', async () => {
+    const input = z
+      .object({ from: z.string(), to: z.string() })
+      .refine((a) => a.from !== a.to, { message: 'from and to must differ', path: ['to'] });
+    expect(await error(input, { from: 'a', to: 'a' })).toBe('invalid arguments: to: from and to must differ');
+    expect(await validateArgs({ input }, { from: 'a', to: 'b' })).toEqual({ ok: true, value: { from: 'a', to: 'b' } });
+  });
+
+  it('awaits async refinements', async () => {
+    const taken = new Set(['alice']);
+    const input = z.object({
+      user: z.string().refine(async (name) => !taken.has(name), { message: 'is taken' }),
+    });
+    expect(await error(input, { user: 'alice' })).toBe('invalid arguments: user: is taken');
+    expect(await validateArgs({ input }, { user: 'bob' })).toEqual({ ok: true, value: { user: 'bob' } });
+  });
+
+  it('refuses an output that is not JSON (a transform into a Date) or not an object', async () => {
+    const toDate = z.object({ when: z.string().transform((s) => new Date(s)) });
+    expect(await error(toDate, { when: '2026-01-01' })).toBe(
+      "argument schema's output is not JSON: output.when is an instance of Date, not a plain object",
+    );
+    const toBig = z.object({ n: z.number().transform((n) => BigInt(n)) });
+    expect(await error(toBig, { n: 1 })).toBe("argument schema's output is not JSON: output.n is a bigint");
+    expect(
+      await error(
+        z.any().transform(() => [1, 2]),
+        {},
+      ),
+    ).toBe("argument schema's output must be an object, got an array");
+  });
+
+  it('lists ten issues, then says how many more', async () => {
+    const input = z.object({ ids: z.array(z.number()) });
+    const message = await error(input, { ids: Array.from({ length: 25 }, (_, i) => `id-${i}`) });
+    expect(message.match(/ids\[\d+\]: Invalid input/g)).toHaveLength(10);
+    expect(message).toContain('ids[9]: Invalid input: expected number, received string; and 15 more');
+    expect(message).not.toContain('ids[10]');
+  });
+
+  it('reads valibot issues, whose paths are segments with a key', async () => {
+    const input = v.object({ items: v.array(v.object({ qty: v.number() })) });
+    expect(await error(input, { items: [{ qty: 1 }, { qty: 'a' }] })).toBe(
+      'invalid arguments: items[1].qty: Invalid type: Expected number but received "a"',
+    );
+  });
+
+  it('keeps the error bounded when the model sends huge values the messages repeat', async () => {
+    const input = v.object({ to: v.array(v.pipe(v.string(), v.email())) });
+    const huge = 'x'.repeat(200_000);
+    const message = await error(input, { to: Array.from({ length: 50 }, () => huge) });
+    expect(message.length).toBeLessThanOrEqual(MAX_ARGS_ERROR_LENGTH + 40);
+    expect(message).toMatch(/^invalid arguments: to\[0\]: Invalid email: Received "x+…; to\[1\]/);
+    expect(message).toContain('and 40 more');
+  });
+
+  it('elides the middle of a deep path', async () => {
+    type Tree = { child?: Tree; leaf?: number };
+    const tree: z.ZodType<Tree> = z.lazy(() => z.object({ child: tree.optional(), leaf: z.number().optional() }));
+    let args: JsonObject = { leaf: 'bad' };
+    for (let i = 0; i < 300; i++) args = { child: args };
+    const message = await error(tree, args);
+    expect(message).toBe(
+      'invalid arguments: child.child.child.child.child….child.child.leaf: Invalid input: expected number, received string',
+    );
+  });
+
+  it('passes deep valid arguments through', async () => {
+    const list: z.ZodType<unknown[]> = z.lazy(() => z.array(list));
+    const input = z.object({ list });
+    let deep: JsonObject[] | never[] = [];
+    for (let i = 0; i < 400; i++) deep = [deep as never];
+    expect(await validateArgs({ input }, { list: deep })).toEqual({ ok: true, value: { list: deep } });
+  });
+
+  describe('hostile arguments', () => {
+    const proto = () => JSON.parse('{"q":"x","__proto__":{"admin":true},"constructor":{"prototype":{"admin":true}}}');
+
+    it('a __proto__ key never becomes a prototype, nor pollutes Object.prototype', async () => {
+      for (const input of [z.looseObject({ q: z.string() }), z.record(z.string(), z.unknown())]) {
+        const check = await validateArgs({ input }, proto());
+        expect(check.ok).toBe(true);
+        const value = (check as { value: Record<string, unknown> }).value;
+        expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+        expect(value.admin).toBeUndefined();
+        expect(({} as Record<string, unknown>).admin).toBeUndefined();
+      }
+      // zod's strict object names the key rather than take it.
+      expect(await error(z.strictObject({ q: z.string() }), proto())).toBe(
+        'invalid arguments: Unrecognized keys: "__proto__", "constructor"',
+      );
+    });
+
+    it('gives the schema a copy that keeps __proto__ as a plain key', async () => {
+      const seen: unknown[] = [];
+      const input = fake((value) => {
+        seen.push(value);
+        return { value: { ok: true } };
+      });
+      const args = proto();
+      await validateArgs({ input }, args);
+      expect(seen[0]).not.toBe(args);
+      expect(Object.getPrototypeOf(seen[0])).toBe(Object.prototype);
+      expect(Object.hasOwn(seen[0] as object, '__proto__')).toBe(true);
+    });
+
+    it('fails closed when a schema turns the key into a prototype', async () => {
+      const input = z
+        .looseObject({})
+        .transform((value) => Object.assign({}, JSON.parse('{"__proto__":{"admin":true}}'), value));
+      expect(await error(input, { q: 'x' })).toBe(
+        "argument schema's output is not JSON: output is an instance of Object, not a plain object",
+      );
+    });
+
+    it('a schema that changes its input does not change the arguments the history keeps', async () => {
+      const input = z.preprocess(
+        (value) => {
+          (value as Record<string, unknown>).q = 'rewritten';
+          return value;
+        },
+        z.object({ q: z.string() }),
+      );
+      const args = { q: 'original' };
+      expect(await validateArgs({ input }, args)).toEqual({ ok: true, value: { q: 'rewritten' } });
+      expect(args).toEqual({ q: 'original' });
+    });
+  });
+
+  describe('broken schemas fail closed', () => {
+    it('a validate that throws or rejects', async () => {
+      const boom = () => {
+        throw new TypeError('boom');
+      };
+      expect(await error(fake(boom))).toBe('argument schema failed: TypeError: boom');
+      expect(await error(fake(async () => Promise.reject(new RangeError('late'))))).toBe(
+        'argument schema failed: RangeError: late',
+      );
+      expect(
+        await error(
+          fake(() => {
+            throw 'a string';
+          }),
+        ),
+      ).toBe('argument schema failed: Error: a string');
+      const unreadable = new Proxy({}, { get: boom, has: boom, getPrototypeOf: boom });
+      expect(
+        await error(
+          fake(() => {
+            throw unreadable;
+          }),
+        ),
+      ).toBe('argument schema failed: Error: <unreadable thrown value>');
+    });
+
+    it('a result that is not one', async () => {
+      expect(await error(fake(() => null))).toBe('argument schema failed: validate returned null, not a result');
+      expect(await error(fake(() => 'valid'))).toBe('argument schema failed: validate returned "valid", not a result');
+      expect(await error(fake(() => ({ issues: 'bad' })))).toBe(
+        'argument schema failed: its issues are "bad", not a list',
+      );
+      expect(await error(fake(() => ({ issues: [] })))).toBe('invalid arguments (the schema gave no reason)');
+      const getter = {
+        get issues() {
+          throw new Error('trap');
+        },
+      };
+      expect(await error(fake(() => getter))).toBe(
+        'argument schema failed: its result could not be read (Error: trap)',
+      );
+      expect(await error(fake(() => ({})))).toBe("argument schema's output is not JSON: output is undefined");
+      const trapList = new Proxy([], {
+        get() {
+          throw new Error('trap');
+        },
+      });
+      expect(await error(fake(() => ({ issues: trapList })))).toBe(
+        'argument schema failed: its issues could not be read (Error: trap)',
+      );
+      const { proxy, revoke } = Proxy.revocable([], {});
+      revoke();
+      expect(await error(fake(() => ({ issues: proxy })))).toMatch(
+        /^argument schema failed: its issues could not be read \(TypeError: .*revoked/,
+      );
+    });
+
+    it('issues that are odd: no message, odd paths, unreadable', async () => {
+      const issues = [
+        { message: 42, path: ['a'] },
+        { message: 'symbol key', path: [Symbol('s'), 0] },
+        { message: 'path is not a list', path: 'a.b' },
+        { message: 'segment without key', path: [{}, { key: 'b' }] },
+        {
+          get message() {
+            throw new Error('trap');
+          },
+        },
+      ];
+      expect(await error(fake(() => ({ issues })))).toBe(
+        'invalid arguments: a: (no message: 42); [Symbol(s)][0]: symbol key; path is not a list; ' +
+          '[?].b: segment without key; (an issue that could not be read: Error: trap)',
+      );
+    });
+
+    it('a message with a lone surrogate is repaired', async () => {
+      const message = await error(fake(() => ({ issues: [{ message: 'bad \ud800 text' }] })));
+      expect(message).toBe('invalid arguments: bad \ufffd text');
+    });
+
+    it('an input that is not a Standard Schema v1 value', async () => {
+      const why = (text: string) => `argument schema is not a Standard Schema v1 value: ${text}`;
+      expect(await error(42)).toBe(why('got 42'));
+      expect(await error({})).toBe(why('it has no "~standard" object'));
+      expect(await error({ '~standard': { version: 2, validate: fn } })).toBe(
+        why('its "~standard".version is 2, not 1'),
+      );
+      expect(await error({ '~standard': { version: 1, validate: 'yes' } })).toBe(
+        why('its "~standard".validate is not a function'),
+      );
+      const trap = Object.defineProperty({}, '~standard', {
+        get() {
+          throw new Error('trap');
+        },
+      });
+      expect(await error(trap)).toBe(why('it could not be read (Error: trap)'));
+      const tool = Object.defineProperty({}, 'input', {
+        get() {
+          throw new Error('trap');
+        },
+      });
+      expect(await validateArgs(tool, {})).toEqual({
+        ok: false,
+        error: 'argument schema could not be read: Error: trap',
+      });
+    });
+
+    it('a validate that never settles stops at the signal', async () => {
+      const controller = new AbortController();
+      const pending = validateArgs({ input: fake(() => new Promise(() => {})) }, {}, { signal: controller.signal });
+      controller.abort();
+      expect(await pending).toEqual({ ok: false, error: 'argument validation was aborted' });
+      const validate = vi.fn(() => ({ value: {} }));
+      expect(await validateArgs({ input: fake(validate) }, {}, { signal: AbortSignal.abort() })).toEqual({
+        ok: false,
+        error: 'argument validation was aborted',
+      });
+      expect(validate).not.toHaveBeenCalled();
+    });
+
+    it('a hand-made Standard Schema is called as a method of its "~standard"', async () => {
+      const props = {
+        version: 1,
+        vendor: 'hand',
+        validate(this: unknown, value: unknown) {
+          return this === props ? { value: { got: value as JsonObject } } : { issues: [{ message: 'unbound' }] };
+        },
+      };
+      expect(await validateArgs({ input: { '~standard': props } as never }, { a: 1 })).toEqual({
+        ok: true,
+        value: { got: { a: 1 } },
+      });
+    });
+
+    it('never throws, and its error is well-formed and bounded, whatever the schema answers or throws', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          hostileValue,
+          fc.constantFrom('return', 'throw', 'issues', 'issue', 'path'),
+          async (make, how) => {
+            const validate = () => {
+              const value = make();
+              if (how === 'throw') throw value;
+              if (how === 'issues') return { issues: value };
+              if (how === 'issue') return { issues: [value, { message: value }] };
+              if (how === 'path')
+                return {
+                  issues: [
+                    { message: 'm', path: value },
+                    { message: 'm', path: [value] },
+                  ],
+                };
+              return value;
+            };
+            const check = await validateArgs({ input: fake(validate) }, { a: 1 });
+            if (!check.ok) {
+              expect(typeof check.error).toBe('string');
+              expect(hasLoneSurrogate(check.error)).toBe(false);
+              expect(check.error.length).toBeLessThanOrEqual(MAX_ARGS_ERROR_LENGTH + 40);
+            }
+          },
+        ),
+        { seed: 20_261_203, numRuns: 300 },
+      );
+    });
+  });
+});
+
+describe('checkToolSchema', () => {
+  it('accepts no schema and Standard Schema v1 values of any library', () => {
+    expect(checkToolSchema({})).toBeNull();
+    expect(checkToolSchema({ input: z.object({ a: z.string() }) })).toBeNull();
+    expect(checkToolSchema({ input: zm.object({ a: zm.string() }) })).toBeNull();
+    expect(checkToolSchema({ input: v.object({ a: v.string() }) })).toBeNull();
+    expect(checkToolSchema({ input: fake(fn) })).toBeNull();
+    // arktype's types are functions carrying "~standard".
+    const callable = Object.assign(() => true, { '~standard': { version: 1, vendor: 'fn', validate: fn } });
+    expect(checkToolSchema({ input: callable as never })).toBeNull();
+  });
+
+  it('says what is wrong with anything else', () => {
+    const must = 'input must be a Standard Schema v1 value (zod 4, valibot, arktype…): ';
+    expect(checkToolSchema({ input: null as never })).toBe(`${must}got null`);
+    expect(checkToolSchema({ input: { parse: fn } as never })).toBe(`${must}it has no "~standard" object`);
+    expect(checkToolSchema({ input: { '~standard': { version: '1', validate: fn } } as never })).toBe(
+      `${must}its "~standard".version is "1", not 1`,
+    );
+    expect(checkToolSchema({ input: { '~standard': { version: 1 } } as never })).toBe(
+      `${must}its "~standard".validate is not a function`,
+    );
+    const tool = Object.defineProperty({}, 'input', {
+      get() {
+        throw new Error('trap');
+      },
+    });
+    expect(checkToolSchema(tool)).toBe('input could not be read (Error: trap)');
+  });
+});
+
+describe('toolDeclarations', () => {
+  const sendEmail: Tool = {
+    name: 'send_email',
+    description: 'Send an email',
+    input: z.object({ to: z.email(), body: z.string(), retries: z.number().int().default(1) }),
+    fn,
+  };
+
+  it("uses the schema's own JSON Schema of its input side, without $schema", () => {
+    const [declaration] = toolDeclarations([sendEmail]);
+    expect(declaration).toEqual({
+      name: 'send_email',
+      description: 'Send an email',
+      parameters: {
+        type: 'object',
+        properties: {
+          to: expect.objectContaining({ type: 'string', format: 'email' }),
+          body: { type: 'string' },
+          retries: expect.objectContaining({ type: 'integer', default: 1 }),
+        },
+        // The model may leave out what has a default: the input side, not the output.
+        required: ['to', 'body'],
+      },
+    });
+  });
+
+  it('asks the schema for the target given (Standard JSON Schema)', () => {
+    const input = z.object({ n: z.number().gt(0) });
+    const spy = vi.spyOn(input['~standard'].jsonSchema, 'input');
+    const [openapi] = toolDeclarations([{ name: 'n', input, fn }], { target: 'openapi-3.0' });
+    expect(spy).toHaveBeenCalledWith({ target: 'openapi-3.0' });
+    // OpenAPI 3.0 writes an exclusive bound as a boolean beside the minimum.
+    expect(openapi?.parameters.properties).toEqual({ n: { type: 'number', minimum: 0, exclusiveMinimum: true } });
+    toolDeclarations([{ name: 'n', input, fn }]);
+    expect(spy).toHaveBeenLastCalledWith({ target: 'draft-2020-12' });
+  });
+
+  it('declares a tool with no schema as taking any object, and leaves out a missing description', () => {
+    expect(toolDeclarations([{ name: 'clock', fn }])).toEqual([{ name: 'clock', parameters: { type: 'object' } }]);
+  });
+
+  it("converts zod 4 schemas that lack Standard JSON Schema (zod/mini) with zod's toJSONSchema", () => {
+    const input = zm.object({ q: zm.string(), limit: zm.optional(zm.number()) });
+    expect('jsonSchema' in input['~standard']).toBe(false);
+    expect(toolDeclarations([{ name: 'search', input, fn }])).toEqual([
+      {
+        name: 'search',
+        parameters: {
+          type: 'object',
+          properties: { q: { type: 'string' }, limit: { type: 'number' } },
+          required: ['q'],
+        },
+      },
+    ]);
+  });
+
+  it('takes a converter for schemas with no JSON Schema of their own (valibot)', () => {
+    const input = v.object({ q: v.string() });
+    const toJsonSchema = vi.fn((schema: unknown) =>
+      schema === input ? { type: 'object', properties: { q: { type: 'string' } } } : undefined,
+    );
+    const tools: Tool[] = [{ name: 'search', input, fn }, { name: 'clock', fn }, sendEmail];
+    const declarations = toolDeclarations(tools, { toJsonSchema });
+    expect(declarations[0]).toEqual({
+      name: 'search',
+      parameters: { type: 'object', properties: { q: { type: 'string' } } },
+    });
+    // Tried first; undefined falls back to the built-in conversion.
+    expect(declarations[2]?.parameters.required).toEqual(['to', 'body']);
+    expect(toJsonSchema).toHaveBeenCalledTimes(2);
+    expect(toJsonSchema).toHaveBeenCalledWith(input, tools[0]);
+  });
+
+  it('throws OptionsError naming the tool when a schema cannot be converted', () => {
+    const cases: [Tool, string][] = [
+      [
+        { name: 'tag', input: v.object({ q: v.string() }), fn },
+        'toolDeclarations: tools[0] ("tag"): its "valibot" schema offers no JSON Schema (Standard JSON Schema): give toolDeclarations a toJsonSchema option',
+      ],
+      [
+        { name: 'big', input: z.object({ n: z.bigint() }), fn },
+        'toolDeclarations: tools[0] ("big"): its input schema cannot be written as JSON Schema (draft-2020-12): Error: BigInt cannot be represented in JSON Schema',
+      ],
+      [
+        { name: 'bigmini', input: zm.object({ n: zm.bigint() }), fn },
+        'toolDeclarations: tools[0] ("bigmini"): its input schema cannot be written as JSON Schema (draft-2020-12): Error: BigInt cannot be represented in JSON Schema',
+      ],
+      [
+        { name: 'word', input: z.string(), fn },
+        'toolDeclarations: tools[0] ("word"): input must describe an object (arguments are a JSON object), its JSON Schema\'s type is "string"',
+      ],
+      [
+        { name: 'fake', input: { parse: fn } as never, fn },
+        'toolDeclarations: tools[0] ("fake"): input must be a Standard Schema v1 value (zod 4, valibot, arktype…): it has no "~standard" object',
+      ],
+      [
+        { name: 'zod3', input: fake(fn, { vendor: 'zod' }), fn },
+        'toolDeclarations: tools[0] ("zod3"): its "zod" schema offers no JSON Schema (Standard JSON Schema): zod 3 schemas have none: use zod 4',
+      ],
+    ];
+    for (const [tool, message] of cases) {
+      expect(() => toolDeclarations([tool])).toThrow(new OptionsError(message));
+      expect(() => toolDeclarations([tool])).toThrow(OptionsError);
+    }
+  });
+
+  it('refuses a converter whose schema is not JSON', () => {
+    const toJsonSchema = () => ({ type: 'object', default: 10n });
+    expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema })).toThrow(
+      /tools\[0\] \("n"\): its input schema cannot be written as JSON Schema \(draft-2020-12\): TypeError: Do not know how to serialize a BigInt/,
+    );
+    const lone = () => ({ type: 'object', description: 'bad \ud800' });
+    expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema: lone })).toThrow(
+      'toolDeclarations: tools[0] ("n"): its JSON Schema is not JSON: schema.description is a string with a lone surrogate',
+    );
+  });
+
+  it('refuses two tools of one name, and a tool without a name', () => {
+    expect(() =>
+      toolDeclarations([
+        { name: 'a', fn },
+        { name: 'a', fn },
+      ]),
+    ).toThrow(new OptionsError('toolDeclarations: two tools are named "a"'));
+    expect(() => toolDeclarations([{ name: '', fn }])).toThrow(
+      new OptionsError('toolDeclarations: tools[0] (""): name must be a non-empty string'),
+    );
+  });
+
+  it('returns plain JSON a model API can take as it is', () => {
+    const declarations = toolDeclarations([sendEmail, { name: 'clock', fn }]);
+    expect(JSON.parse(JSON.stringify(declarations))).toEqual(declarations);
+  });
+});
+
+describe('defineTool', () => {
+  it('returns the tool itself', () => {
+    const tool = { name: 'search', input: z.object({ q: z.string() }), fn: ({ q }: { q: string }) => q };
+    expect(defineTool(tool)).toBe(tool);
+    const plain = { name: 'clock', fn };
+    expect(defineTool(plain)).toBe(plain);
+  });
+
+  it('checks its schema up front', () => {
+    expect(() => defineTool({ name: 'bad', input: { parse: fn } as never, fn })).toThrow(
+      new OptionsError(
+        'defineTool: tool "bad": input must be a Standard Schema v1 value (zod 4, valibot, arktype…): it has no "~standard" object',
+      ),
+    );
+  });
+});
