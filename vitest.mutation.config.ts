@@ -16,6 +16,7 @@ export default defineConfig({
     // Replaces the base list (mergeConfig would append to it).
     include: [
       'test/*.test.ts',
+      'test/hostile/*.test.ts',
       'test/model/machine.test.ts',
       'test/model/paths.int.test.ts',
       'test/model/commands.test.ts',

@@ -115,11 +115,9 @@ export interface StepCall {
 export interface PendingCall {
   /** Unique id of this approval request (changes when the same key is asked again). */
   id: string;
-  /** Idempotency key. */
+  /** Idempotency key: `${runId}:${step}`, or `${runId}:${step}.${i}` for the i-th of several calls. */
   key: string;
   step: number;
-  /** 1-based position in its step. */
-  index: number;
   tool: string;
   args: JsonObject;
   /** How many times a human has been asked about this key (1 on first request). */

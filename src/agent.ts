@@ -1,81 +1,40 @@
 /**
- * The Agent facade: one run of the agent machine, with the operations a service embeds.
- *
- * The machine (machines/agent.ts) decides; this class owns the actor, gives it the real policy
- * and tool actors, turns calls into events and waits until the run settles (any status but
- * `running`). A resumed agent does not start its actor until asked to work, so
- * `Agent.resume(blob).checkpoint() === blob` and nothing runs by merely loading a run.
- * With a store, every change is saved (src/journal.ts), and always before a tool runs.
+ * The Agent facade: one run, with the operations a service embeds. The machine decides; the run
+ * actor (runtime/run-actor.ts) owns the XState actor, its saves and observers; this class checks
+ * each call's arguments and turns it into an event. No module state.
  */
 import { randomUUID } from 'node:crypto';
-import { type Actor, createActor } from 'xstate';
-import { type AgentMachine, agentMachine, appendInPlace, historyActions } from '../machines/agent.js';
-import type { AgentContext, AgentEvent, AgentInput, HistoryEntry, Limits, Status } from '../machines/types.js';
-import { type ActorHost, policyActor, type Remaining, toolActor } from './actors.js';
-import { decodeCheckpoint, encodeCheckpoint, type PersistedRun, statusOfValue, withLimits } from './checkpoint.js';
+import { isExpiredAt } from '../machines/calls.js';
+import type { Limits, Status } from '../machines/types.js';
+import { decodeCheckpoint, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
-import {
-  CheckpointError,
-  NoPendingApprovalError,
-  OptionsError,
-  RunNotFoundError,
-  RunStateError,
-  StaleApprovalError,
-  SystemError,
-  TollgateError,
-} from './errors.js';
-import { Journal, type RunView } from './journal.js';
+import { CheckpointError, OptionsError, RunNotFoundError, RunStateError } from './errors.js';
 import { checkKeys, showValue } from './option-keys.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
+import { checkDecisions, legacyTarget } from './runtime/decisions.js';
+import { withLimits } from './runtime/limits.js';
+import { RunActor, type StoredPlace } from './runtime/run-actor.js';
 import { type CheckpointStore, joinRun } from './store.js';
-import type { AgentOptions, DecideOptions, ResumeOptions, RunEvent, RunState } from './types.js';
-
-type MachineSnapshot = ReturnType<Actor<AgentMachine>['getSnapshot']>;
-
-/** Where a stored run lives: its store, the version read, and what is stored already. */
-interface StoredPlace {
-  store: CheckpointStore;
-  version: number;
-  stored: number;
-  head: string | null;
-}
-
-/** Set by `Agent.resume`/`Agent.load` for the constructor they call: the restored run. */
-let restoring: { run: PersistedRun; place: StoredPlace | null; call: string } | null = null;
+import type {
+  AgentOptions,
+  DecideManyOptions,
+  DecideOptions,
+  Decisions,
+  ResumeOptions,
+  RunEvent,
+  RunState,
+} from './types.js';
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
+const LIVE: readonly Status[] = ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'];
 
-/** The Agent each actor system (one per Agent's actor) works for. */
-const hosts = new WeakMap<object, ActorHost>();
-
-function hostOf(system: object): ActorHost {
-  const host = hosts.get(system);
-  if (!host) throw new SystemError('an actor ran outside of its Agent');
-  return host;
-}
-
-/**
- * The machine with the real actors, made once. The actor's snapshots are read once each (the
- * journal and observers copy what they keep), so the history can grow in place: O(1) per step,
- * not the pure machine's O(history) copy.
- */
-const runtimeMachine = agentMachine.provide({
-  actors: { policy: policyActor(hostOf), tool: toolActor(hostOf) },
-  actions: historyActions(appendInPlace),
-});
-
-/** What the budgets leave, as a policy's `ctx.remaining` tells it. */
-function remainingOf(c: AgentContext): Remaining {
-  const { limits, usage } = c;
-  return {
-    steps: Math.max(0, limits.maxSteps - c.steps),
-    tokens: limits.maxTokens === null ? null : Math.max(0, limits.maxTokens - usage.inputTokens - usage.outputTokens),
-    activeMs: limits.maxActiveMs === null ? null : Math.max(0, limits.maxActiveMs - c.activeMs),
-  };
-}
-
-function statusOf(snapshot: MachineSnapshot): Status {
-  return statusOfValue(snapshot.value as PersistedRun['value']);
+/** A run restored by `Agent.resume` / `Agent.load`, handed to the constructor. */
+const RESTORED = Symbol('tollgate.restored');
+interface Restored {
+  [RESTORED]: true;
+  runtime: Runtime;
+  run: PersistedRun;
+  place: StoredPlace | null;
 }
 
 /**
@@ -92,38 +51,30 @@ export class Agent {
   /** The run's id: part of every idempotency key. */
   readonly runId: string;
   readonly #runtime: Runtime;
-  #actor: Actor<AgentMachine>;
-  #started = false;
-  #fault: unknown = undefined;
-  #settling: Promise<Status> | null = null;
-  #journal: Journal | null = null;
-  readonly #observers = new Set<(event: RunEvent) => void>();
-  #seen: { entries: number; phase: string; status: Status | null } | null = null;
-  /** Keys in flight in the checkpoint this agent was resumed from (write-ahead records). */
-  readonly #recovering = new Set<string>();
+  readonly #run: RunActor;
 
-  constructor(options: AgentOptions) {
-    const restored = restoring;
-    restoring = null;
-    if (restored) {
-      // Options were checked by Agent.resume / Agent.load.
-      const { run, place } = restored;
-      this.#runtime = parseResumeOptions(options, restored.call).runtime;
+  constructor(options: AgentOptions);
+  /** @internal Used by `Agent.resume` and `Agent.load`. */
+  constructor(restored: Restored);
+  constructor(options: AgentOptions | Restored) {
+    if ((options as Restored)[RESTORED] === true) {
+      const { runtime, run, place } = options as Restored;
+      this.#runtime = runtime;
       this.runId = run.context.runId;
-      if (run.context.inflight) this.#recovering.add(run.context.inflight.key);
-      this.#actor = this.#createActor(run);
-      if (place) this.#attach(place);
+      this.#run = new RunActor(runtime, this.runId, { run }, place);
       return;
     }
-    const parsed = parseAgentOptions(options);
+    const parsed = parseAgentOptions(options as AgentOptions);
     this.#runtime = parsed.runtime;
     this.runId = parsed.runId ?? randomUUID();
-    this.#actor = this.#createActor(null, {
-      runId: this.runId,
-      limits: parsed.limits,
-      approvalTtlMs: parsed.approvalTtlMs,
-    });
-    if (options.store) this.#attach({ store: options.store, version: 0, stored: 0, head: null });
+    const input = { runId: this.runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs };
+    const store = (options as AgentOptions).store;
+    this.#run = new RunActor(
+      parsed.runtime,
+      this.runId,
+      { input },
+      store ? { store, version: 0, stored: 0, head: null } : null,
+    );
   }
 
   /**
@@ -139,7 +90,7 @@ export class Agent {
    * Brings a run back from a store, in this process or any other. Every change is saved back,
    * each save expecting the version it read: a stale writer gets a `ConflictError`.
    * @throws RunNotFoundError when the store has no such run.
-   * @throws CheckpointError when the stored run is not valid.
+   * @throws CheckpointError (naming the run) when the stored run is not valid.
    */
   static async load(store: CheckpointStore, runId: string, options: ResumeOptions): Promise<Agent> {
     checkText('Agent.load', 'runId', runId);
@@ -163,49 +114,27 @@ export class Agent {
     const parsed = parseResumeOptions(options, call);
     const decoded = decodeCheckpoint(blob);
     const run = Object.keys(parsed.limits).length > 0 ? withLimits(decoded, parsed.limits) : decoded;
-    restoring = { run, place, call };
-    try {
-      return new Agent(options as AgentOptions);
-    } finally {
-      restoring = null;
-    }
+    return new Agent({ [RESTORED]: true, runtime: parsed.runtime, run, place });
   }
 
   /** The store version this agent last saved or loaded (0 before the first save); null without a store. */
   get version(): number | null {
-    return this.#journal?.version ?? null;
+    return this.#run.version;
   }
 
   /** The run's status: the machine's top-level state. */
   get status(): Status {
-    return statusOf(this.#actor.getSnapshot());
+    return this.#run.status;
   }
 
   /** The whole run as plain JSON (a copy: changing it changes nothing). */
   get state(): RunState {
-    const snapshot = this.#actor.getSnapshot();
-    const c = snapshot.context;
-    return structuredClone({
-      runId: c.runId,
-      status: statusOf(snapshot),
-      history: c.history,
-      steps: c.steps,
-      usage: c.usage,
-      activeMs: c.activeMs,
-      limits: c.limits,
-      pending: c.pending,
-      answer: c.answer,
-      stoppedBy: c.stoppedBy,
-      error: c.error,
-      cancelReason: c.cancelReason,
-      inflight: c.inflight && { key: c.inflight.key, tool: c.inflight.tool, step: c.inflight.step },
-    });
+    return this.#run.state;
   }
 
   /** The persisted run: canonical JSON that `Agent.resume` reads. Valid at any moment. */
   checkpoint(): string {
-    this.#throwIfFaulted();
-    return encodeCheckpoint(this.#actor.getPersistedSnapshot());
+    return this.#run.checkpoint();
   }
 
   /**
@@ -215,13 +144,13 @@ export class Agent {
   async start(goal: string): Promise<Status> {
     this.#checkText('start', 'goal', goal);
     this.#expect(['idle'], 'start');
-    return this.#send({ type: 'START', goal });
+    return this.#run.send({ type: 'START', goal });
   }
 
   /**
    * Continues a resumable run: one restored mid-run, one that `failed` (the policy is tried
-   * again), one whose budget was raised, one whose pending approval has expired. Otherwise
-   * returns the status unchanged.
+   * again), one whose budget was raised, one with approvals that have expired (their calls end
+   * as `approval expired`). Otherwise returns the status unchanged.
    * @throws RunStateError if the run was never started.
    */
   async run(): Promise<Status> {
@@ -233,53 +162,72 @@ export class Agent {
         this.#details(),
       );
     }
-    if (status === 'running') return this.#settle();
-    if (status === 'failed' || status === 'budget_exhausted') return this.#send({ type: 'RUN' });
+    if (status === 'running') return this.#run.settle();
+    if (status === 'failed' || status === 'budget_exhausted') return this.#run.send({ type: 'RUN' });
     if (status === 'awaiting_approval') {
-      const expiresAt = this.#actor.getSnapshot().context.pending?.expiresAt;
-      const now = this.#runtime.clock.now();
-      if (expiresAt && now >= Date.parse(expiresAt)) return this.#send({ type: 'EXPIRE', at: isoTime(now) });
+      const at = isoTime(this.#runtime.clock.now());
+      if (this.#run.context.calls.some((c) => isExpiredAt(c, at))) return this.#run.send({ type: 'EXPIRE', at });
     }
     return status;
   }
 
   /**
-   * Decides the pending approval. `true` runs the call exactly once with its key; `false`
-   * tells the model `denied by human: <note>` and runs nothing. After `pending.expiresAt`,
-   * either way, nothing runs and the model is told `approval expired`.
+   * Decides pending calls. Two forms:
+   *
+   * - `decide({ [callId]: { approve: true, note?, args?, always? } | { approve: false, note? } }, { by? })`
+   *   decides any subset of the pending calls at once. The whole map is checked first (unknown or
+   *   stale id, expired call, edit not allowed or failing the tool's schema): one problem throws a
+   *   typed error and nothing is saved or run. Undecided calls stay pending.
+   * - `decide(approved, note?, { callId?, by? })` decides one call: the only pending one, or the
+   *   one `callId` names. After its `expiresAt`, either way, nothing runs and the model is told
+   *   `approval expired`.
+   *
+   * An approved call runs exactly once with its key; a denial tells the model
+   * `denied by human: <note>` and runs nothing.
    * @throws NoPendingApprovalError if nothing awaits approval.
-   * @throws StaleApprovalError if `opts.callId` is not the pending call's id.
+   * @throws StaleApprovalError if a call id is not a pending call's id.
+   * @throws ApprovalExpiredError (map form) if a named call has expired.
+   * @throws EditRejectedError if edited arguments are not allowed or not valid.
    */
-  async decide(approved: boolean, note = '', opts: DecideOptions = {}): Promise<Status> {
-    if (typeof approved !== 'boolean')
-      throw new OptionsError(`decide: approved must be true or false, got ${showValue(approved)}`, this.#details());
-    this.#checkText('decide', 'note', note);
+  async decide(decisions: Decisions, options?: DecideManyOptions): Promise<Status>;
+  async decide(approved: boolean, note?: string, options?: DecideOptions): Promise<Status>;
+  async decide(first: boolean | Decisions, second?: unknown, third?: unknown): Promise<Status> {
+    this.#run.throwIfFaulted();
+    const at = isoTime(this.#runtime.clock.now());
+    const where = { calls: this.#run.context.calls, tools: this.#runtime.tools, at, details: this.#details() };
+    if (typeof first === 'boolean') {
+      const note = second === undefined ? '' : second;
+      this.#checkText('decide', 'note', note);
+      const opts = this.#decideOptions(third, ['callId', 'by']) as DecideOptions;
+      if (opts.callId !== undefined) this.#checkText('decide', 'callId', opts.callId);
+      const call = legacyTarget(where, opts.callId);
+      const decision = { callId: call.id, approve: first, note: note as string };
+      return this.#run.send({ type: 'DECIDE', decisions: [decision], by: opts.by ?? 'human', at });
+    }
+    if (first === null || typeof first !== 'object') {
+      throw new OptionsError(
+        `decide: expected true, false or a map of decisions by call id, got ${showValue(first)}`,
+        this.#details(),
+      );
+    }
+    const opts = this.#decideOptions(second, ['by']) as DecideManyOptions;
+    const checked = await this.#withDetails(() => checkDecisions(first, where));
+    // Checked against the calls as they were: a decision that raced another is refused as stale.
+    if (this.#run.context.calls !== where.calls) return this.decide(first, opts);
+    return this.#run.send({ type: 'DECIDE', decisions: checked, by: opts.by ?? 'human', at });
+  }
+
+  #decideOptions(value: unknown, known: string[]): { callId?: string; by?: string } {
+    const opts = value === undefined ? {} : value;
     try {
-      checkKeys('decide', opts, ['callId', 'by']);
+      checkKeys('decide', opts, known);
     } catch (error) {
       const hint = typeof opts === 'string' ? ' (to name the call you reviewed, pass { callId })' : '';
       throw new OptionsError(`${(error as Error).message}${hint}`, this.#details());
     }
-    if (opts.by !== undefined) this.#checkText('decide', 'by', opts.by);
-    if (opts.callId !== undefined) this.#checkText('decide', 'callId', opts.callId);
-    const pending = this.#actor.getSnapshot().context.pending;
-    if (this.status !== 'awaiting_approval' || !pending) {
-      throw new NoPendingApprovalError(
-        `decide: no call awaits approval (status ${this.status})`,
-        ['awaiting_approval'],
-        this.#details(),
-      );
-    }
-    if (opts.callId !== undefined && opts.callId !== pending.id) {
-      throw new StaleApprovalError(
-        `decide: call ${JSON.stringify(opts.callId)} is not the pending call ${JSON.stringify(pending.id)}`,
-        String(opts.callId),
-        pending.id,
-        this.#details(),
-      );
-    }
-    const decision = { callId: pending.id, by: opts.by ?? 'human', note, at: isoTime(this.#runtime.clock.now()) };
-    return this.#send({ type: approved ? 'APPROVE' : 'DENY', ...decision });
+    const by = (opts as { by?: unknown }).by;
+    if (by !== undefined) this.#checkText('decide', 'by', by);
+    return opts as { callId?: string; by?: string };
   }
 
   /**
@@ -289,8 +237,8 @@ export class Agent {
    */
   async cancel(reason = ''): Promise<Status> {
     this.#checkText('cancel', 'reason', reason);
-    this.#expect(['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'], 'cancel');
-    return this.#send({ type: 'CANCEL', reason });
+    this.#expect(LIVE, 'cancel');
+    return this.#run.send({ type: 'CANCEL', reason });
   }
 
   /**
@@ -300,116 +248,41 @@ export class Agent {
    */
   extendBudget(limits: Partial<Limits>): Limits {
     const given = parseLimits(limits);
-    this.#expect(['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'], 'extendBudget');
-    if (this.#started) {
-      this.#actor.send({ type: 'EXTEND_BUDGET', limits: given });
+    this.#expect(LIVE, 'extendBudget');
+    if (this.#run.started) {
+      this.#run.sendNow({ type: 'EXTEND_BUDGET', limits: given });
     } else {
       // Not started (e.g. just resumed mid-call): starting would restart the call, so the
       // limits are written into the snapshot the actor will start from.
-      const run = this.#actor.getPersistedSnapshot() as unknown as PersistedRun;
-      this.#actor = this.#createActor(withLimits(run, given));
+      this.#run.replace(withLimits(this.#run.persisted(), given));
     }
-    void this.#journal?.flush(); // saved by the next settle at the latest
-    return structuredClone(this.#actor.getSnapshot().context.limits);
+    void this.#run.save().catch(() => {}); // saved by the next settle at the latest
+    return structuredClone(this.#run.context.limits);
   }
 
   /**
    * Calls `listener` as the run progresses: each history entry as it is appended, each policy
-   * and tool call as it starts, each status change. A listener that throws is ignored.
+   * and tool call as it starts, each change of status (once per change). A listener that throws
+   * is ignored.
    * @returns a function that stops observing.
    */
   observe(listener: (event: RunEvent) => void): () => void {
-    if (this.#observers.size === 0) {
-      const snapshot = this.#actor.getSnapshot();
-      this.#seen = {
-        entries: snapshot.context.history.length,
-        phase: JSON.stringify(snapshot.value),
-        status: statusOf(snapshot),
-      };
-    }
-    this.#observers.add(listener);
-    return () => this.#observers.delete(listener);
-  }
-
-  #notify(snapshot: MachineSnapshot): void {
-    if (this.#observers.size === 0) return;
-    const c = snapshot.context;
-    const phase = JSON.stringify(snapshot.value);
-    const seen = this.#seen ?? { entries: 0, phase: '', status: null };
-    const events: RunEvent[] = [];
-    for (let i = seen.entries; i < c.history.length; i++) {
-      events.push({ type: 'entry', index: i, entry: structuredClone(c.history[i] as HistoryEntry) });
-    }
-    const status = statusOf(snapshot);
-    if (phase !== seen.phase) {
-      const value = snapshot.value as PersistedRun['value'];
-      if (typeof value === 'object' && value.running === 'deciding')
-        events.push({ type: 'deciding', step: c.steps + 1 });
-      else if (typeof value === 'object' && c.inflight) {
-        const { key, tool, args, step } = c.inflight;
-        events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
-      }
-    }
-    // A status event on a change of status only, not on every phase of `running`.
-    if (status !== seen.status) events.push({ type: 'status', status });
-    this.#seen = { entries: c.history.length, phase, status };
-    for (const event of events) {
-      for (const listener of this.#observers) {
-        try {
-          listener(event);
-        } catch {
-          // An observer must never break the run it observes.
-        }
-      }
-    }
-  }
-
-  #host(): ActorHost {
-    return {
-      ...this.#runtime,
-      runId: this.runId,
-      recovering: this.#recovering,
-      history: () => this.#actor.getSnapshot().context.history,
-      remaining: () => remainingOf(this.#actor.getSnapshot().context),
-      // Write ahead: the run, with this call in flight, is durable before the call is made.
-      durable: () => this.#journal?.flush() ?? Promise.resolve(),
-    };
-  }
-
-  #createActor(run: PersistedRun | null, input?: AgentInput): Actor<AgentMachine> {
-    const actor = run
-      ? createActor(runtimeMachine, { snapshot: run as never, input: undefined as never })
-      : createActor(runtimeMachine, { input: input as AgentInput });
-    hosts.set(actor.system, this.#host());
-    return actor;
-  }
-
-  #attach(place: StoredPlace): void {
-    this.#journal = new Journal({
-      ...place,
-      runId: this.runId,
-      read: () => this.#view(),
-      onFailure: (error) => this.#halt(error),
-    });
-  }
-
-  #view(): RunView | null {
-    const s = this.#actor.getSnapshot();
-    if (s.status === 'error' || s.status === 'stopped') return null;
-    const value = s.value as PersistedRun['value'];
-    const run = { status: s.status, value, historyValue: {} as Record<string, never>, context: s.context };
-    return { run, status: statusOfValue(value), pending: s.context.pending, history: s.context.history };
-  }
-
-  /** Stops the run in this process for good: after a failed save nothing may run here. */
-  #halt(error: unknown): void {
-    if (this.#fault !== undefined) return;
-    this.#fault = error;
-    this.#actor.stop();
+    return this.#run.observe(listener);
   }
 
   #details() {
     return { runId: this.runId, status: this.status };
+  }
+
+  async #withDetails<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof OptionsError && error.runId === undefined) {
+        throw new OptionsError(error.message, { ...this.#details(), cause: error });
+      }
+      throw error;
+    }
   }
 
   /** `checkText`, with the run's id and status on the error. */
@@ -427,77 +300,5 @@ export class Agent {
       const why = FINAL.includes(status) ? 'the run has ended' : `expected ${allowed.join(' or ')}`;
       throw new RunStateError(`${operation}: the run is ${status}; ${why}`, allowed, this.#details());
     }
-  }
-
-  #throwIfFaulted(): void {
-    const fault = this.#fault;
-    if (fault === undefined) return;
-    if (fault instanceof TollgateError) throw fault;
-    throw new SystemError(`the run cannot go on in this process: ${String(fault)}`, {
-      ...this.#details(),
-      cause: fault,
-    });
-  }
-
-  #faultError(): unknown {
-    try {
-      this.#throwIfFaulted();
-    } catch (error) {
-      return error;
-    }
-    return new SystemError('the run stopped unexpectedly', this.#details());
-  }
-
-  #ensureStarted(): void {
-    if (this.#started) return;
-    this.#started = true;
-    this.#actor.subscribe({
-      next: (snapshot) => {
-        this.#notify(snapshot);
-        void this.#journal?.flush();
-      },
-      // Always listen for errors: an unobserved actor error is rethrown asynchronously and
-      // would kill the host process (ARCHITECTURE.md, XState pitfalls).
-      error: (error) => {
-        this.#fault ??= error;
-      },
-    });
-    this.#actor.start();
-  }
-
-  async #send(event: AgentEvent): Promise<Status> {
-    this.#throwIfFaulted();
-    this.#ensureStarted();
-    this.#actor.send(event);
-    return this.#settle();
-  }
-
-  /** Resolves with the status once the run is no longer `running` and that is saved. */
-  async #settle(): Promise<Status> {
-    this.#throwIfFaulted();
-    this.#ensureStarted();
-    if (this.status === 'running') {
-      this.#settling ??= new Promise<Status>((resolve, reject) => {
-        const finish = (settle: () => void) => {
-          subscription.unsubscribe();
-          this.#settling = null;
-          settle();
-        };
-        const fail = () => finish(() => reject(this.#faultError()));
-        const subscription = this.#actor.subscribe({
-          next: (snapshot) => {
-            if (statusOf(snapshot) !== 'running') finish(() => resolve(statusOf(snapshot)));
-          },
-          error: fail,
-          complete: () => {
-            if (this.#fault !== undefined) fail();
-          },
-        });
-      });
-      await this.#settling;
-    }
-    await this.#journal?.flush();
-    this.#throwIfFaulted();
-    return this.status;
   }
 }

@@ -123,3 +123,25 @@ export class StoreUnavailableError extends SystemError {}
  * for that run only.)
  */
 export class StoreDamagedError extends SystemError {}
+
+/** `decide` named a call whose approval has expired: nothing was decided (`run()` records the expiry). */
+export class ApprovalExpiredError extends UserError {
+  readonly callId: string;
+  readonly expiresAt: string;
+
+  constructor(message: string, callId: string, expiresAt: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.callId = callId;
+    this.expiresAt = expiresAt;
+  }
+}
+
+/** `decide` edited a call's arguments where that is not allowed, or to arguments its tool refuses. */
+export class EditRejectedError extends UserError {
+  readonly callId: string;
+
+  constructor(message: string, callId: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.callId = callId;
+  }
+}

@@ -1,13 +1,15 @@
 /** Tollgate's public API. Everything a user imports from 'tollgate' is named here. */
 
-export { agentMachine } from '../machines/agent.js';
+export { agentMachine } from '../machines/index.js';
 export { Agent } from './agent.js';
-export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint.js';
+export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint/index.js';
 export { type Clock, systemClock } from './clock.js';
 export { type AgentDefinition, agentOptionsOf, defineAgent, isAgentDefinition, resumeOptionsOf } from './define.js';
 export {
+  ApprovalExpiredError,
   CheckpointError,
   ConflictError,
+  EditRejectedError,
   NoPendingApprovalError,
   OptionsError,
   RunNotFoundError,
@@ -39,8 +41,16 @@ export {
 export type {
   Action,
   AgentOptions,
+  ApprovalContext,
+  ApprovalRecord,
+  ApprovalRule,
+  AssistantCall,
   BudgetKind,
+  CallDecisionInput,
+  CallRequest,
+  DecideManyOptions,
   DecideOptions,
+  Decisions,
   HistoryEntry,
   Json,
   JsonObject,

@@ -9,10 +9,10 @@ import { z } from 'zod';
 import { hasLoneSurrogate } from '../machines/strings.js';
 import type { Limits } from '../machines/types.js';
 import { type Clock, systemClock } from './clock.js';
-import { MAX_TIMER_MS } from './deadline.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
+import { MAX_TIMER_MS } from './runtime/deadline.js';
 import type { AgentOptions, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
 /** The longest approval TTL: 10 years, so every expiry time is a representable date. */
@@ -50,15 +50,40 @@ const runId = must('a string of 1 to 200 characters, without control characters 
   ),
 );
 
+/** A Standard Schema v1 value: what a tool's `input` must be. Never throws. */
+function isStandardSchema(value: unknown): boolean {
+  try {
+    const props = (value as { '~standard'?: { version?: unknown; validate?: unknown } } | null)?.['~standard'];
+    return props !== undefined && props.version === 1 && typeof props.validate === 'function';
+  } catch {
+    return false;
+  }
+}
+
 /** The keys a tool may have. */
-export const TOOL_KEYS = ['name', 'fn', 'sideEffect', 'needsApproval', 'idempotent', 'timeoutMs'] as const;
+export const TOOL_KEYS = [
+  'name',
+  'description',
+  'input',
+  'fn',
+  'sideEffect',
+  'needsApproval',
+  'idempotent',
+  'allowEdit',
+  'timeoutMs',
+] as const;
 
 const tool = z.looseObject({
   name: must('a non-empty string (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v !== '' && !hasLoneSurrogate(v), e),
   ),
+  description: z.string({ error: 'a string' }).optional(),
+  input: z
+    .custom<object>((v) => isStandardSchema(v), { error: 'a Standard Schema v1 value (zod 4, valibot, arktype…)' })
+    .optional(),
   fn,
   sideEffect: z.boolean({ error: 'true or false' }).optional(),
+  allowEdit: z.boolean({ error: 'true or false' }).optional(),
   needsApproval: z.union([z.boolean(), fn], { error: 'true, false or a function' }).optional(),
   idempotent: z.boolean({ error: 'true or false' }).optional(),
   timeoutMs: timerMs().optional(),

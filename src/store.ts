@@ -7,16 +7,7 @@
  * O(history), and a 10,000-step run writes O(N) bytes in all. Loading joins head and entries
  * and validates the result like any checkpoint.
  */
-import canonicalize from 'canonicalize';
-import type { HistoryEntry, PendingCall, Status } from '../machines/types.js';
-import {
-  CHECKPOINT_FORMAT,
-  CHECKPOINT_VERSION,
-  canonicalEntry,
-  expectedChildren,
-  joinCheckpoint,
-  type PersistedRun,
-} from './checkpoint.js';
+import type { PendingCall, Status } from '../machines/types.js';
 import { ConflictError, OptionsError } from './errors.js';
 
 /** What a store keeps for one run. */
@@ -123,18 +114,5 @@ export function checkLimit(limit: number | undefined): void {
   }
 }
 
-/** The head of a run: its persisted snapshot with an empty history. O(1) in the history. */
-export function headOf(run: Omit<PersistedRun, 'children'>): string {
-  const snapshot = { ...run, context: { ...run.context, history: [] }, children: expectedChildren(run) };
-  return canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot }) as string;
-}
-
-/** A history entry as a store keeps it: canonical JSON (made once per entry). */
-export function entryOf(entry: HistoryEntry): string {
-  return canonicalEntry(entry);
-}
-
-/** The full checkpoint blob from a stored head and entries (validate it with decodeCheckpoint). */
-export function joinRun(head: string, entries: readonly string[]): string {
-  return joinCheckpoint(head, entries);
-}
+/** The journal form of a run (its head and entries), for stores and tools that write runs. */
+export { entryOf, headOf, joinRun } from './checkpoint/index.js';

@@ -381,7 +381,7 @@ export interface HistoryCall {
 export type RunEvent =
   | { type: 'entry'; index: number; entry: HistoryEntry }
   | { type: 'deciding'; step: number }
-  | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number; index: number } }
+  | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number } }
   | { type: 'status'; status: Status };
 
 /** `agent.state`: the whole run, plain JSON (a copy). */
@@ -406,7 +406,7 @@ export interface RunState {
   error: string | null;
   cancelReason: string | null;
   /** The call being executed, while `running` a tool. */
-  inflight: { key: string; tool: string; step: number; index: number } | null;
+  inflight: { key: string; tool: string; step: number } | null;
 }
 
 export type { ApprovalRecord, AssistantCall, BudgetKind, HistoryEntry, Json, JsonObject, Limits, PendingCall, Status };

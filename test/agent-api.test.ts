@@ -78,7 +78,7 @@ describe('errors name the call, the value and the run', () => {
   it('decide with bad arguments', async () => {
     const { agent } = await awaiting();
     const cases: [() => unknown, string][] = [
-      [() => agent.decide(1 as never), 'decide: approved must be true or false, got 1'],
+      [() => agent.decide(1 as never), 'decide: expected true, false or a map of decisions by call id, got 1'],
       [() => agent.decide(true, 5 as never), 'decide: note must be a string (without lone surrogates), got 5'],
       [() => agent.decide(true, 'a\ud800'), 'decide: note must be a string (without lone surrogates), got "a\\ud800"'],
       [

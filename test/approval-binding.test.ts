@@ -3,7 +3,7 @@
  * call; stoppedBy names the budget that stops the run now.
  */
 import { describe, expect, it } from 'vitest';
-import { callIdOf } from '../machines/agent.js';
+import { callIdOf } from '../machines/index.js';
 import { Agent, StaleApprovalError } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
 import { gate, recorder, until } from './support/helpers.js';
@@ -53,7 +53,7 @@ describe('the call id binds the arguments', () => {
     await agent.start('go');
     const blob = agent.checkpoint().replaceAll('"cents":5', '"cents":500000');
     expect(() => Agent.resume(blob, { policy: () => ({ final: 1 }), tools: [pay.tool] })).toThrow(
-      /snapshot\.context\.pending\.id: call id r:1#1@[0-9a-f]{32} does not name this call/,
+      /snapshot\.context\.calls\.0\.id: call id r:1#1@[0-9a-f]{32} does not name this call/,
     );
   });
 });

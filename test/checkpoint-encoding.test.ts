@@ -5,7 +5,7 @@
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { deepFreeze } from '../machines/agent.js';
+import { deepFreeze } from '../machines/index.js';
 import {
   canonicalEntry,
   decodeCheckpoint,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { callIdOf } from '../machines/agent.js';
+import { callIdOf } from '../machines/index.js';
 import { Agent, StaleApprovalError, type Tool } from '../src/index.js';
 import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
 

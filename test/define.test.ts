@@ -34,14 +34,17 @@ describe('the machine diagram', () => {
         'agent.running',
         'agent.running.checking',
         'agent.running.deciding',
+        'agent.running.dispatching',
         'agent.running.executing',
       ].sort(),
     );
     const edge = (from: string, to: string, event: string) =>
       g.edges.some((e) => e.from === `agent.${from}` && e.to === `agent.${to}` && e.event === event);
     expect(edge('running.checking', 'budget_exhausted', 'always')).toBe(true);
-    expect(edge('awaiting_approval', 'running.executing', 'APPROVE')).toBe(true);
-    expect(edge('running.executing', 'awaiting_approval', 'done:tool')).toBe(true);
+    expect(edge('awaiting_approval', 'running.dispatching', 'DECIDE')).toBe(true);
+    expect(edge('running.dispatching', 'running.executing', 'always')).toBe(true);
+    expect(edge('running.dispatching', 'awaiting_approval', 'always')).toBe(true);
+    expect(edge('running.executing', 'running.dispatching', 'done:tool')).toBe(true);
     for (const s of ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed']) {
       expect(edge(s, 'cancelled', 'CANCEL')).toBe(true);
     }

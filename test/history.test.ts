@@ -3,7 +3,7 @@
  * the runtime's O(1) append in place, and what the runtime's in-place growth must never show.
  */
 import { describe, expect, it } from 'vitest';
-import { appendCopy, appendInPlace } from '../machines/agent.js';
+import { appendCopy, appendInPlace } from '../machines/index.js';
 import type { HistoryEntry } from '../machines/types.js';
 import { Agent } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';

@@ -59,7 +59,9 @@ describe('an agent with a store', () => {
     await agent.decide(true, 'fine', { by: 'ann' });
     const head = JSON.parse((seen as { head: string }).head);
     expect(head.snapshot.value).toEqual({ running: 'executing' });
-    expect(head.snapshot.context.inflight).toMatchObject({ key: 'r:1', approval: { approved: true, by: 'ann' } });
+    expect(head.snapshot.context.calls).toMatchObject([
+      { key: 'r:1', state: 'running', approval: { approved: true, by: 'ann' } },
+    ]);
   });
 
   it('decides from another agent instance loaded from the store, and the first one then conflicts', async () => {

@@ -3,7 +3,7 @@
  * `always` transitions are added by hand: `machine.toJSON()` omits them (XState pitfall).
  */
 import type { AnyStateNode } from 'xstate';
-import { agentMachine } from '../../machines/agent.js';
+import { agentMachine } from '../../machines/index.js';
 
 interface Edge {
   from: string;

@@ -64,19 +64,22 @@ export async function drive(agent: Agent, work: () => Promise<Status>, options: 
   const state = agent.state;
   if (options.json) {
     out(
-      `${json({ runId: state.runId, status, steps: state.steps, answer: state.answer, pending: state.pending, usage: state.usage, stoppedBy: state.stoppedBy, error: state.error, cancelReason: state.cancelReason })}\n`,
+      `${json({ runId: state.runId, status, steps: state.steps, answer: state.answer, pending: state.pending, pendingCalls: state.pendingCalls, usage: state.usage, stoppedBy: state.stoppedBy, error: state.error, cancelReason: state.cancelReason })}\n`,
     );
     return exitFor(status);
   }
   out(`${c.bold('status')}    ${statusText(status, c)}   ${c.dim(budgetLine(state))}\n`);
-  if (status === 'awaiting_approval' && state.pending) {
-    for (const line of pendingLines(state.pending, c)) out(`${line}\n`);
-    out(
-      `decide later with:\n${options
-        .decideLater(state.pending.id)
-        .map((line) => `  ${line}\n`)
-        .join('')}`,
-    );
+  if (status === 'awaiting_approval') {
+    // Every undecided call of the step, each with the commands that decide it.
+    for (const pending of state.pendingCalls) {
+      for (const line of pendingLines(pending, c)) out(`${line}\n`);
+      out(
+        `decide later with:\n${options
+          .decideLater(pending.id)
+          .map((line) => `  ${line}\n`)
+          .join('')}`,
+      );
+    }
   }
   if (status === 'budget_exhausted') out(`stopped by the ${state.stoppedBy} budget\n`);
   if (status === 'failed') out(`${c.red(state.error ?? 'failed')}\n`);

@@ -32,6 +32,11 @@ export function entryLine(entry: HistoryEntry, c: Colors): string {
   if (entry.role === 'assistant') {
     if ('final' in entry)
       return `${c.green('answer')}    ${clip(typeof entry.final === 'string' ? entry.final : json(entry.final))}`;
+    if ('calls' in entry) {
+      return entry.calls
+        .map((call) => `${c.cyan('call')}      ${call.tool} ${c.dim(clip(json(call.args)))}`)
+        .join('\n');
+    }
     return `${c.cyan('call')}      ${entry.tool} ${c.dim(clip(json(entry.args)))}`;
   }
   const by = entry.approval

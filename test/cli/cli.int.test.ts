@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { callIdOf } from '../../machines/agent.js';
+import { callIdOf } from '../../machines/index.js';
 import { fixture, workspace } from './workspace.js';
 
 describe('tollgate (built) in child processes', () => {

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { callIdOf } from '../../machines/agent.js';
+import { callIdOf } from '../../machines/index.js';
 import { build, fixture, runNode, workspace } from './workspace.js';
 
 const root = join(import.meta.dirname, '..', '..');

@@ -21,8 +21,8 @@ async function runSuites(variant: Variant | null): Promise<Verdict> {
   vi.resetModules();
   const fault = variant?.machine;
   if (fault) {
-    vi.doMock('../../machines/agent.js', async (importOriginal) => {
-      const real = await importOriginal<typeof import('../../machines/agent.js')>();
+    vi.doMock('../../machines/index.js', async (importOriginal) => {
+      const real = await importOriginal<typeof import('../../machines/index.js')>();
       return { ...real, agentMachine: fault(real.agentMachine) };
     });
   }
@@ -64,7 +64,7 @@ async function runSuites(variant: Variant | null): Promise<Verdict> {
 }
 
 afterEach(() => {
-  vi.doUnmock('../../machines/agent.js');
+  vi.doUnmock('../../machines/index.js');
   vi.resetModules();
 });
 

@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, initialTransition, transition } from 'xstate';
-import { agentMachine, callIdOf, type MachineEvent } from '../../machines/agent.js';
+import { agentMachine, callIdOf, type MachineEvent } from '../../machines/index.js';
 import { type AgentInput, type Decision, STATUSES } from '../../machines/types.js';
 
 const input: AgentInput = {

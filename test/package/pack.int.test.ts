@@ -55,7 +55,7 @@ describe('npm pack', () => {
   });
 
   it('ships the license, the README and the TypeScript sources the maps point at', () => {
-    for (const path of ['LICENSE', 'README.md', 'package.json', 'src/index.ts', 'machines/agent.ts']) {
+    for (const path of ['LICENSE', 'README.md', 'package.json', 'src/index.ts', 'machines/index.ts']) {
       expect(paths()).toContain(path);
     }
   });

@@ -1,8 +1,9 @@
 /** `tollgate import <file>`: adds a run from a checkpoint file to the store. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { pendingCalls } from '../../../machines/calls.js';
 import { Agent } from '../../agent.js';
-import { decodeCheckpoint } from '../../checkpoint.js';
+import { decodeCheckpoint } from '../../checkpoint/index.js';
 import { ConflictError } from '../../errors.js';
 import { entryOf, headOf } from '../../store.js';
 import { CliUsageError, EXIT } from '../exit-codes.js';
@@ -35,7 +36,7 @@ export function importCommand(act: Act): Command {
             head: headOf(run),
             from: 0,
             append: run.context.history.map(entryOf),
-            pending: run.context.pending,
+            pending: pendingCalls(run.context.calls)[0] ?? null,
           };
           try {
             await opened.store.save(runId, write, 0);

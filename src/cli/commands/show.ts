@@ -26,7 +26,7 @@ export function showCommand(act: Act): Command {
           );
           out(`${budgetLine(state)}${state.stoppedBy ? ` · stopped by ${state.stoppedBy}` : ''}\n`);
           for (const entry of state.history) out(`${entryLine(entry, c)}\n`);
-          if (state.pending) for (const line of pendingLines(state.pending, c)) out(`${line}\n`);
+          for (const pending of state.pendingCalls) for (const line of pendingLines(pending, c)) out(`${line}\n`);
           if (state.error) out(`${c.red(`error: ${state.error}`)}\n`);
           if (state.status === 'cancelled') out(`cancelled${state.cancelReason ? `: ${state.cancelReason}` : ''}\n`);
           return EXIT.ok;

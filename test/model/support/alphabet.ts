@@ -4,7 +4,7 @@
  * machine event here; the two halves never share code, so the model stays an independent oracle
  * for the runtime's classification (src/action.ts) and tool handling (src/actors.ts).
  */
-import type { MachineEvent } from '../../../machines/agent.js';
+import type { MachineEvent } from '../../../machines/index.js';
 import type { AgentContext, Decision, JsonObject, Limits, ToolOutcome, Usage } from '../../../machines/types.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');

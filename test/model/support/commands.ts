@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { initialTransition, transition } from 'xstate';
-import { agentMachine } from '../../../machines/agent.js';
+import { agentMachine } from '../../../machines/index.js';
 import type { AgentContext, BudgetKind, Limits } from '../../../machines/types.js';
 import { NoPendingApprovalError, RunStateError, StaleApprovalError } from '../../../src/errors.js';
 import {

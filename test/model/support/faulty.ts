@@ -5,7 +5,7 @@
  * place only. faulty.test.ts runs the suites against each and requires that each is caught.
  */
 import { type AnyStateMachine, createMachine } from 'xstate';
-import type { agentMachine as AgentMachine } from '../../../machines/agent.js';
+import type { agentMachine as AgentMachine } from '../../../machines/index.js';
 import type { AgentContext, Decision } from '../../../machines/types.js';
 import type { Agent } from '../../../src/agent.js';
 import { encodeCheckpoint } from '../../../src/checkpoint.js';

@@ -6,8 +6,8 @@
  */
 import { getShortestPaths, getSimplePaths } from '@xstate/graph';
 import { initialTransition, transition } from 'xstate';
-import type { MachineEvent } from '../../../machines/agent.js';
-import { agentMachine } from '../../../machines/agent.js';
+import type { MachineEvent } from '../../../machines/index.js';
+import { agentMachine } from '../../../machines/index.js';
 import type { AgentInput, Limits } from '../../../machines/types.js';
 import {
   isDeciding,

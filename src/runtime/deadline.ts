@@ -3,7 +3,7 @@
  * its signal aborted when the timer fires. One helper for the policy timeout, the tool timeout
  * and the active-time budget, so every call is bounded the same way.
  */
-import type { Clock } from './clock.js';
+import type { Clock } from '../clock.js';
 
 /**
  * The longest timer Node keeps: a larger delay fires after 1 ms (and warns), so every duration

@@ -1,24 +1,25 @@
 /**
- * The Agent's side of a store: saves the run after every change, in order, each save naming
+ * A run's side of its store: saves the run after every change, in order, each save naming
  * the version it expects. Saves are queued, and each writes the run as it is when the save
  * runs, so a burst of transitions coalesces into fewer writes; `flush()` waits for all of them.
  * The tool actor awaits `flush()` before calling a tool: that is the write-ahead point.
  * After a failed save (a `ConflictError`, a dead connection) every later save fails too:
  * a writer that lost its place never writes again.
  */
-import type { HistoryEntry, PendingCall, Status } from '../machines/types.js';
-import type { PersistedRun } from './checkpoint.js';
-import { type CheckpointStore, entryOf, headOf } from './store.js';
+import type { HistoryEntry, PendingCall, Status } from '../../machines/types.js';
+import { entryOf, headOf, type PersistedRun } from '../checkpoint/index.js';
+import type { CheckpointStore } from '../store.js';
 
 /** The part of a machine snapshot the journal reads. */
 export interface RunView {
   run: Omit<PersistedRun, 'children'>;
   status: Status;
-  pending: PendingCall | null;
+  /** Every undecided call, in call order. */
+  pendingCalls: PendingCall[];
   history: readonly HistoryEntry[];
 }
 
-export class Journal {
+export class Saver {
   readonly store: CheckpointStore;
   readonly runId: string;
   #version: number;
@@ -68,7 +69,7 @@ export class Journal {
     try {
       this.#version = await this.store.save(
         this.runId,
-        { status: view.status, head, from: this.#stored, append, pending: view.pending },
+        { status: view.status, head, from: this.#stored, append, pending: view.pendingCalls[0] ?? null },
         this.#version,
       );
     } catch (error) {

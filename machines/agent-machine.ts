@@ -1,0 +1,254 @@
+/**
+ * The agent run as an XState v5 machine. Pure: no I/O, no clock, no randomness. Time arrives in
+ * events (`at`, `elapsedMs`), and the policy and tool are actors registered by name that the
+ * runtime provides with `machine.provide({ actors })`. Importable by Stately tooling as is; each
+ * state's `description` says the invariant it keeps.
+ */
+import { and, assertEvent, assign, setup } from 'xstate';
+import { exhaustedBudget } from './budget.js';
+import {
+  askAgain,
+  decide,
+  decisionsMatch,
+  expired,
+  isExpiredAt,
+  nextQueued,
+  runningCall,
+  updateCall,
+} from './calls.js';
+import { describeError, elapsedOf } from './describe-error.js';
+import { appendCopy } from './history.js';
+import { actors, historyActions, types } from './history-actions.js';
+import type { AgentContext, StepCall } from './types.js';
+
+export { historyActions } from './history-actions.js';
+
+function withOutcome(context: AgentContext, change: (call: StepCall) => StepCall): Partial<AgentContext> {
+  const call = runningCall(context.calls);
+  return call ? { calls: updateCall(context.calls, call.key, change) } : {};
+}
+
+export const agentMachine = setup({
+  types,
+  actors,
+  guards: {
+    stepsExhausted: ({ context }) => exhaustedBudget(context) === 'steps',
+    tokensExhausted: ({ context }) => exhaustedBudget(context) === 'tokens',
+    timeExhausted: ({ context }) => exhaustedBudget(context) === 'time',
+    hasBudget: ({ context }) => exhaustedBudget(context) === null,
+    isFinal: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'final',
+    isCalls: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'calls',
+    // A policy call cut off by the active-time budget (its deadline) stops the run for time,
+    // not as a failure: raising maxActiveMs and run() asks the policy again.
+    isPolicyError: ({ event }) => event.type === 'xstate.error.actor.policy',
+    activeTimeLimited: ({ context }) => context.limits.maxActiveMs !== null,
+    activeTimeSpentByCall: ({ context, event }) =>
+      event.type === 'xstate.error.actor.policy' &&
+      context.activeMs + elapsedOf(event.error) >= (context.limits.maxActiveMs ?? Number.POSITIVE_INFINITY),
+    hasQueuedCall: ({ context }) => nextQueued(context.calls) !== undefined,
+    hasPendingCall: ({ context }) => context.calls.some((c) => c.state === 'pending'),
+    // Decisions are matched to the exact pending calls by id, never by position: a decision
+    // about another request (superseded, or already decided) changes nothing.
+    decisionsMatch: ({ context, event }) => event.type === 'DECIDE' && decisionsMatch(context.calls, event.decisions),
+    someExpired: ({ context, event }) => event.type === 'EXPIRE' && context.calls.some((c) => isExpiredAt(c, event.at)),
+    outcomeUnknown: ({ event }) => event.type === 'xstate.done.actor.tool' && event.output.type === 'outcome_unknown',
+  },
+  actions: {
+    ...historyActions(appendCopy),
+    markStepsExhausted: assign({ stoppedBy: 'steps' as const }),
+    markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
+    markTimeExhausted: assign({ stoppedBy: 'time' as const }),
+    // Whatever stops the run now (after a change of limits), so stoppedBy is never stale.
+    markExhausted: assign(({ context }) => ({ stoppedBy: exhaustedBudget(context) ?? context.stoppedBy })),
+    clearStop: assign({ stoppedBy: null, error: null }),
+    // Every policy outcome counts one step and adds what it cost.
+    countDecision: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.done.actor.policy');
+      const d = event.output;
+      return {
+        steps: context.steps + 1,
+        activeMs: context.activeMs + d.elapsedMs,
+        usage: d.usage
+          ? {
+              inputTokens: context.usage.inputTokens + d.usage.inputTokens,
+              outputTokens: context.usage.outputTokens + d.usage.outputTokens,
+            }
+          : context.usage,
+      };
+    }),
+    countPolicyTime: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.error.actor.policy');
+      return { activeMs: context.activeMs + elapsedOf(event.error) };
+    }),
+    recordPolicyFailure: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.error.actor.policy');
+      return { error: describeError(event.error), activeMs: context.activeMs + elapsedOf(event.error) };
+    }),
+    // The next queued call, in call order, goes in flight: entering `executing` with it is the
+    // write-ahead record.
+    startNextCall: assign(({ context }) => {
+      const next = nextQueued(context.calls);
+      return next ? { calls: updateCall(context.calls, next.key, (c) => ({ ...c, state: 'running' as const })) } : {};
+    }),
+    recordOutcome: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.done.actor.tool');
+      const o = event.output;
+      if (o.type === 'outcome_unknown') return {};
+      const body = o.type === 'result' ? { result: o.result } : { error: o.error };
+      return {
+        activeMs: context.activeMs + o.elapsedMs,
+        ...withOutcome(context, (c) => ({
+          ...c,
+          state: 'done',
+          done: { ...body, ...(c.approval ? { approval: c.approval } : {}) },
+        })),
+      };
+    }),
+    // The tool actor itself failed (a runtime fault, not the tool's): still an observation.
+    recordToolFault: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.error.actor.tool');
+      const error = describeError(event.error);
+      return {
+        activeMs: context.activeMs + elapsedOf(event.error),
+        ...withOutcome(context, (c) => ({
+          ...c,
+          state: 'done',
+          done: { error, ...(c.approval ? { approval: c.approval } : {}) },
+        })),
+      };
+    }),
+    // Resumed with a non-idempotent side effect in flight: ask a human again, marked unknown.
+    requestAgain: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.done.actor.tool');
+      return withOutcome(context, (c) => askAgain(c, context.approvalTtlMs, event.output.at));
+    }),
+    applyDecisions: assign(({ context, event }) => {
+      assertEvent(event, 'DECIDE');
+      const { calls, granted } = decide(context.calls, event.decisions, event.by, event.at);
+      return {
+        calls,
+        standing: Object.keys(granted).length > 0 ? { ...context.standing, ...granted } : context.standing,
+      };
+    }),
+    expireCalls: assign(({ context, event }) => {
+      assertEvent(event, 'EXPIRE');
+      return { calls: context.calls.map((c) => (isExpiredAt(c, event.at) ? expired(c, null) : c)) };
+    }),
+    assignLimits: assign(({ context, event }) => {
+      assertEvent(event, 'EXTEND_BUDGET');
+      return { limits: { ...context.limits, ...event.limits } };
+    }),
+  },
+}).createMachine({
+  id: 'agent',
+  description:
+    'One agent run. Budgets are checked before every policy call; a side-effecting call runs only with a matching, unexpired approval; the whole run is plain JSON in the context.',
+  context: ({ input }) => ({
+    runId: input.runId,
+    history: [],
+    steps: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    activeMs: 0,
+    limits: input.limits,
+    approvalTtlMs: input.approvalTtlMs,
+    calls: [],
+    standing: {},
+    answer: null,
+    stoppedBy: null,
+    error: null,
+    cancelReason: null,
+  }),
+  initial: 'idle',
+  on: {
+    CANCEL: { target: '.cancelled', actions: 'recordCancel' },
+    EXTEND_BUDGET: { actions: 'assignLimits' },
+  },
+  states: {
+    idle: {
+      description: 'Created, not started: nothing has run.',
+      on: { START: { target: 'running', actions: 'startRun' } },
+    },
+    running: {
+      description: 'Deciding the next step (policy) or carrying out its calls (tools).',
+      initial: 'checking',
+      states: {
+        checking: {
+          description: 'Before every policy call: a step the budget does not allow is never taken (invariant 3).',
+          always: [
+            { guard: 'stepsExhausted', target: '#agent.budget_exhausted', actions: 'markStepsExhausted' },
+            { guard: 'tokensExhausted', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },
+            { guard: 'timeExhausted', target: '#agent.budget_exhausted', actions: 'markTimeExhausted' },
+            { target: 'deciding' },
+          ],
+        },
+        deciding: {
+          description: 'The policy is asked for the next action: one call of it is one step, whatever it returns.',
+          invoke: {
+            id: 'policy',
+            src: 'policy',
+            input: ({ context }) => ({ runId: context.runId, step: context.steps + 1 }),
+            onDone: [
+              { guard: 'isFinal', target: '#agent.done', actions: ['countDecision', 'recordFinal'] },
+              { guard: 'isCalls', target: 'dispatching', actions: ['countDecision', 'takeCalls'] },
+              { target: 'checking', actions: ['countDecision', 'recordMalformed'] },
+            ],
+            onError: [
+              {
+                guard: and(['isPolicyError', 'activeTimeLimited', 'activeTimeSpentByCall']),
+                target: '#agent.budget_exhausted',
+                actions: ['countPolicyTime', 'markTimeExhausted'],
+              },
+              { target: '#agent.failed', actions: 'recordPolicyFailure' },
+            ],
+          },
+        },
+        dispatching: {
+          description:
+            'Carries out the step: queued calls run one at a time in call order; calls that need a human wait; the policy is asked again only when every call has an outcome.',
+          always: [
+            { guard: 'hasQueuedCall', target: 'executing', actions: 'startNextCall' },
+            { guard: 'hasPendingCall', target: '#agent.awaiting_approval' },
+            { target: 'checking', actions: 'finishStep' },
+          ],
+        },
+        executing: {
+          description:
+            'A tool call is in flight. Entering here is the write-ahead record: the checkpoint says its key is in flight, with its approval.',
+          invoke: {
+            id: 'tool',
+            src: 'tool',
+            input: ({ context }) => runningCall(context.calls) as StepCall,
+            onDone: [
+              { guard: 'outcomeUnknown', target: 'dispatching', actions: 'requestAgain' },
+              { target: 'dispatching', actions: 'recordOutcome' },
+            ],
+            onError: { target: 'dispatching', actions: 'recordToolFault' },
+          },
+        },
+      },
+    },
+    awaiting_approval: {
+      description:
+        'Calls wait for a human: each decided by its exact id (approve, deny, edit) or expired; nothing runs without a matching, unexpired approval (invariant 1).',
+      on: {
+        DECIDE: { guard: 'decisionsMatch', target: 'running.dispatching', actions: 'applyDecisions' },
+        EXPIRE: { guard: 'someExpired', target: 'running.dispatching', actions: 'expireCalls' },
+      },
+    },
+    budget_exhausted: {
+      description: 'A budget stopped the run; stoppedBy names the one that stops it now.',
+      on: {
+        RUN: [{ guard: 'hasBudget', target: 'running', actions: 'clearStop' }, { actions: 'markExhausted' }],
+        EXTEND_BUDGET: { actions: ['assignLimits', 'markExhausted'] },
+      },
+    },
+    failed: {
+      description: 'The policy kept failing after its retries; run() tries again.',
+      on: { RUN: { target: 'running', actions: 'clearStop' } },
+    },
+    done: { type: 'final', description: 'The policy answered.' },
+    cancelled: { type: 'final', description: 'Cancelled: calls in flight had their signals aborted.' },
+  },
+});
+
+export type AgentMachine = typeof agentMachine;

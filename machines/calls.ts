@@ -1,0 +1,199 @@
+/**
+ * The calls of a step: each is its own unit of the invariants — its own id, idempotency key,
+ * write-ahead record, approval, expiry and crash rule (ARCHITECTURE.md, "Several calls in a
+ * step"). Pure functions over plain JSON: the machine's actions are built from them.
+ */
+import { sha256 } from '@noble/hashes/sha2';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
+import canonicalize from 'canonicalize';
+import type {
+  AgentContext,
+  ApprovalRecord,
+  CallDecision,
+  ClassifiedCall,
+  JsonObject,
+  PendingCall,
+  StepCall,
+} from './types.js';
+
+/**
+ * The id of one approval request: it names the run and step (the key), the attempt, and — by a
+ * digest of the canonical `[tool, args]` — the exact call. Two requests that differ in anything
+ * (say, two resumes of one checkpoint whose policy answered differently) never share an id, so an
+ * approval given for one can never run the other (invariant 1). 128 bits of SHA-256: a collision
+ * cannot be precomputed by whoever writes the arguments.
+ */
+export function callIdOf(key: string, attempt: number, tool: string, args: JsonObject): string {
+  const digest = bytesToHex(sha256(utf8ToBytes(canonicalize([tool, args]) as string)).subarray(0, 16));
+  return `${key}#${attempt}@${digest}`;
+}
+
+/** The idempotency key of the `index`-th (1-based) of `count` calls of a step. */
+export function keyOf(runId: string, step: number, index: number, count: number): string {
+  return count === 1 ? `${runId}:${step}` : `${runId}:${step}.${index}`;
+}
+
+function expiresAt(ttlMs: number | null, at: string): string | null {
+  return ttlMs === null ? null : new Date(Date.parse(at) + ttlMs).toISOString();
+}
+
+/** True when the call is pending and its approval has expired by `at`. */
+export function isExpiredAt(call: StepCall, at: string): boolean {
+  return call.state === 'pending' && call.expiresAt !== null && Date.parse(at) >= Date.parse(call.expiresAt);
+}
+
+/** A pending call as the human (and the stores) see it. */
+export function pendingOf(call: StepCall): PendingCall {
+  const { id, key, step, tool, args, attempt } = call;
+  return {
+    id,
+    key,
+    step,
+    tool,
+    args,
+    attempt,
+    requestedAt: call.requestedAt as string,
+    expiresAt: call.expiresAt,
+    ...(call.outcome === 'unknown' ? { outcome: 'unknown' as const } : {}),
+  };
+}
+
+/** Every undecided call, in call order. */
+export function pendingCalls(calls: readonly StepCall[]): PendingCall[] {
+  return calls.filter((c) => c.state === 'pending').map(pendingOf);
+}
+
+/** A call asked about (again): pending from `at`, with its expiry. */
+function asked(call: StepCall, ttlMs: number | null, at: string): StepCall {
+  return { ...call, state: 'pending', requestedAt: at, expiresAt: expiresAt(ttlMs, at), approval: null };
+}
+
+/**
+ * The step's calls from the policy's classified calls: refused ones are done at once, calls that
+ * need no approval (or that a standing approval covers) are queued, the others pending.
+ */
+export function stepCalls(context: AgentContext, classified: readonly ClassifiedCall[], at: string): StepCall[] {
+  const step = context.steps;
+  return classified.map((c, i) => {
+    const key = keyOf(context.runId, step, i + 1, classified.length);
+    const id = callIdOf(key, 1, c.tool, c.args);
+    const call: StepCall = {
+      id,
+      key,
+      step,
+      index: i + 1,
+      toolCallId: c.toolCallId ?? key,
+      modelId: c.toolCallId !== null,
+      tool: c.tool,
+      args: c.args,
+      attempt: 1,
+      state: 'queued',
+      requestedAt: null,
+      expiresAt: null,
+      outcome: null,
+      approval: null,
+      done: null,
+    };
+    if (c.verdict.kind === 'refuse') return { ...call, state: 'done', done: { error: c.verdict.error } };
+    if (c.verdict.kind === 'run') return call;
+    const grant = context.standing[c.tool];
+    if (grant) {
+      // A standing approval given earlier in the run covers this call: recorded as the grant's.
+      const { always: _a, args: _e, ...given } = grant;
+      return { ...call, approval: { ...given, callId: id, standing: grant.callId } };
+    }
+    return asked(call, context.approvalTtlMs, at);
+  });
+}
+
+/** The first queued call, in call order: the next to run. */
+export function nextQueued(calls: readonly StepCall[]): StepCall | undefined {
+  return calls.find((c) => c.state === 'queued');
+}
+
+/** The call the tool actor is running. */
+export function runningCall(calls: readonly StepCall[]): StepCall | undefined {
+  return calls.find((c) => c.state === 'running');
+}
+
+/** `calls` with the one whose key is `key` replaced by `change(call)`. */
+export function updateCall(calls: readonly StepCall[], key: string, change: (call: StepCall) => StepCall): StepCall[] {
+  return calls.map((c) => (c.key === key ? change(c) : c));
+}
+
+/**
+ * Resumed with a non-idempotent side effect in flight: a human is asked again, as a new request
+ * (a new attempt, a new id), marked outcome unknown.
+ */
+export function askAgain(call: StepCall, ttlMs: number | null, at: string): StepCall {
+  const attempt = call.attempt + 1;
+  const again = asked({ ...call, attempt, id: callIdOf(call.key, attempt, call.tool, call.args) }, ttlMs, at);
+  return { ...again, outcome: 'unknown' };
+}
+
+/** The approval record of one decision. */
+export function approvalOf(d: CallDecision, by: string, at: string): ApprovalRecord {
+  return {
+    approved: d.approve,
+    by,
+    note: d.note,
+    at,
+    callId: d.callId,
+    ...(d.approve && d.args !== undefined ? { args: d.args } : {}),
+    ...(d.approve && d.always === true ? { always: true } : {}),
+  };
+}
+
+/** A call no longer waiting for a human: its request times belong to the pending state only. */
+const decided = (call: StepCall): StepCall => ({ ...call, requestedAt: null, expiresAt: null });
+
+/** The outcome of a call that ends without running, keeping its approval and unknown outcome. */
+function ended(call: StepCall, error: string, approval: ApprovalRecord | null): StepCall {
+  return {
+    ...decided(call),
+    state: 'done',
+    done: {
+      error,
+      ...(approval ? { approval } : {}),
+      ...(call.outcome === 'unknown' ? { outcome: 'unknown' as const } : {}),
+    },
+  };
+}
+
+/** An expired approval: nothing runs; the model is told, with the decision if one came late. */
+export function expired(call: StepCall, approval: ApprovalRecord | null): StepCall {
+  return ended(call, 'approval expired', approval);
+}
+
+/**
+ * Applies decisions to the pending calls they name (the caller checked that each names one):
+ * an approval queues the call, a denial ends it, and a decision at or after the call's expiry
+ * ends it as expired, runs nothing. Returns the calls and the standing approvals granted.
+ */
+export function decide(
+  calls: readonly StepCall[],
+  decisions: readonly CallDecision[],
+  by: string,
+  at: string,
+): { calls: StepCall[]; granted: Record<string, ApprovalRecord> } {
+  const granted: Record<string, ApprovalRecord> = {};
+  const byId = new Map(decisions.map((d) => [d.callId, d]));
+  const next = calls.map((call) => {
+    const d = call.state === 'pending' ? byId.get(call.id) : undefined;
+    if (!d) return call;
+    const approval = approvalOf(d, by, at);
+    if (isExpiredAt(call, at)) return expired(call, approval);
+    if (!d.approve) return ended(call, `denied by human: ${d.note}`, approval);
+    if (approval.always) granted[call.tool] = approval;
+    return { ...decided(call), state: 'queued' as const, approval };
+  });
+  return { calls: next, granted };
+}
+
+/** True when the decisions name distinct pending calls, and only pending calls. */
+export function decisionsMatch(calls: readonly StepCall[], decisions: readonly CallDecision[]): boolean {
+  if (decisions.length === 0) return false;
+  const ids = new Set(decisions.map((d) => d.callId));
+  if (ids.size !== decisions.length) return false;
+  return decisions.every((d) => calls.some((c) => c.state === 'pending' && c.id === d.callId));
+}

@@ -1,0 +1,155 @@
+/**
+ * Decoding: parse, migrate and validate a checkpoint blob before XState sees it. Restoring a
+ * snapshot whose state does not exist does not throw but kills the process later, and a missing
+ * or renamed invoke hangs the run (ARCHITECTURE.md, "XState pitfalls"): a blob that passes
+ * `decodeCheckpoint` restores to a run that can only do what its state allows.
+ */
+import type { z } from 'zod';
+import { deepFreeze } from '../../machines/history.js';
+import type { HistoryEntry } from '../../machines/types.js';
+import { CheckpointError } from '../errors.js';
+import { MAX_JSON_DEPTH } from '../json.js';
+import { encodeCheckpoint, isObject } from './encode.js';
+import { consistencyProblem } from './rules.js';
+import { entrySchema, envelopeSchema, type PersistedRun, snapshotSchema } from './schema.js';
+import { CHECKPOINT_FORMAT, migrate } from './versions.js';
+
+export function fail(message: string, path?: string): never {
+  throw new CheckpointError(`invalid checkpoint: ${message}`, path);
+}
+
+function pathOf(issue: z.core.$ZodIssue, prefix: string): string {
+  return [prefix, ...issue.path.map(String)].join('.');
+}
+
+const optionalText = (v: unknown) => v === undefined || typeof v === 'string';
+
+/**
+ * The history entries that the quick check accepts are accepted by the `entry` schema too; any
+ * other entry is left to the schema, which decides and words the error. (Values came from
+ * JSON.parse, so they are JSON.)
+ */
+export function plainEntry(e: unknown): boolean {
+  if (!isObject(e)) return false;
+  switch (e.role) {
+    case 'user':
+      return typeof e.content === 'string';
+    case 'assistant':
+      if (e.calls !== undefined) return false; // several calls: the schema checks them
+      return typeof e.tool === 'string'
+        ? isObject(e.args) && optionalText(e.id) && optionalText(e.text)
+        : e.tool === undefined && 'final' in e;
+    case 'tool':
+      return (
+        typeof e.tool === 'string' &&
+        e.approval === undefined &&
+        optionalText(e.id) &&
+        ('result' in e || (typeof e.error === 'string' && (e.outcome === undefined || e.outcome === 'unknown')))
+      );
+    default:
+      return false;
+  }
+}
+
+function checkHistory(history: unknown): void {
+  if (!Array.isArray(history)) return; // the schema reports it
+  for (const [i, e] of history.entries()) {
+    if (plainEntry(e)) continue;
+    const result = entrySchema.safeParse(e);
+    if (!result.success) {
+      const issue = result.error.issues[0] as z.core.$ZodIssue;
+      const path = pathOf(issue, `snapshot.context.history.${i}`);
+      fail(`${path}: ${issue.message}`, path);
+    }
+  }
+}
+
+/**
+ * The deepest a checkpoint may nest: a run's values (`MAX_JSON_DEPTH`) under the envelope's own
+ * levels (`snapshot.context.calls[i].done.approval.args`). Checked on the text, before
+ * `JSON.parse` and zod, which recurse and would overflow the stack on a blob nested a few
+ * thousand levels deep.
+ */
+const MAX_CHECKPOINT_DEPTH = MAX_JSON_DEPTH + 8;
+
+/** The deepest nesting of `[` and `{` in a JSON text, outside strings. O(length), no recursion. */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string: to the next quote that is not escaped.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
+/** Lone surrogates (raw, or as \u escapes) can be parsed but never written back canonically. */
+const SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
+
+function parse(blob: unknown): unknown {
+  if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
+  const depth = nestingDepth(blob);
+  if (depth > MAX_CHECKPOINT_DEPTH) {
+    fail(
+      `nests ${depth} levels deep; a run's values nest at most ${MAX_JSON_DEPTH} (the checkpoint ${MAX_CHECKPOINT_DEPTH})`,
+    );
+  }
+  try {
+    return JSON.parse(blob);
+  } catch (error) {
+    fail(`not JSON (${(error as Error).message})`);
+  }
+}
+
+/**
+ * Parses, migrates and validates a checkpoint blob. Throws `CheckpointError` (with `path`) for
+ * anything that is not a checkpoint this version can resume; never returns a partly valid snapshot.
+ */
+export function decodeCheckpoint(blob: unknown): PersistedRun {
+  const outer = envelopeSchema.safeParse(parse(blob));
+  if (!outer.success) fail('expected an object with format, version and snapshot');
+  const { format, version } = outer.data;
+  if (format !== CHECKPOINT_FORMAT)
+    fail(`format is ${JSON.stringify(format)}, expected "${CHECKPOINT_FORMAT}"`, 'format');
+  const given = migrate(version, outer.data.snapshot);
+  // The history is checked apart, entry by entry, with a quick check before the schema: the
+  // schema alone takes ~5 µs an entry, and a long run has many.
+  const context = isObject(given) && isObject(given.context) ? given.context : null;
+  const history = context?.history;
+  const shallow =
+    context && Array.isArray(history) ? { ...(given as object), context: { ...context, history: [] } } : given;
+  const inner = snapshotSchema.safeParse(shallow);
+  if (!inner.success) {
+    const issue = inner.error.issues[0] as z.core.$ZodIssue;
+    const path = pathOf(issue, 'snapshot');
+    fail(`${path}: ${issue.message}`, path);
+  }
+  checkHistory(history);
+  // The parsed value itself, not zod's copy: zod drops `__proto__` keys from records, and the
+  // run must keep exactly the arguments it recorded (a strict schema passed: nothing extra is in it).
+  const run = shallow as PersistedRun;
+  if (shallow !== given) run.context.history = history as HistoryEntry[];
+  const problem = consistencyProblem(run);
+  if (problem) fail(`${problem[0]}: ${problem[1]}`, problem[0]);
+  if (typeof blob === 'string' && SURROGATE.test(blob)) {
+    try {
+      encodeCheckpoint(run); // e.g. a lone surrogate: parses, but can never be written back
+    } catch (error) {
+      fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+    }
+  }
+  // History entries are frozen while a run is live (machines/history.ts); restore that.
+  deepFreeze(run.context.history);
+  return run;
+}

@@ -1,0 +1,108 @@
+/**
+ * The rules that tie a snapshot's context to its state: what zod's shapes cannot say. A blob that
+ * passes them restores to a run that can only do what its state allows (XState restores a snapshot
+ * whose state is wrong without complaint and fails later: ARCHITECTURE.md, "XState pitfalls").
+ */
+import canonicalize from 'canonicalize';
+import { callIdOf, keyOf } from '../../machines/calls.js';
+import type { Status, StepCall } from '../../machines/types.js';
+import type { PersistedRun } from './schema.js';
+
+/** The status a persisted value stands for. */
+export function statusOfValue(v: PersistedRun['value']): Status {
+  return typeof v === 'string' ? (v as Status) : 'running';
+}
+
+/** The children XState must find to resume the state: the invoke of that state, nothing else. */
+export function expectedChildren(run: Pick<PersistedRun, 'value' | 'context'>): PersistedRun['children'] {
+  const v = run.value;
+  if (typeof v === 'string') return {};
+  const c = run.context;
+  if (v.running === 'deciding') {
+    return {
+      policy: {
+        snapshot: { status: 'active', input: { runId: c.runId, step: c.steps + 1 } },
+        src: 'policy',
+        syncSnapshot: false,
+      },
+    };
+  }
+  const running = c.calls.find((call) => call.state === 'running');
+  return { tool: { snapshot: { status: 'active', input: running }, src: 'tool', syncSnapshot: false } };
+}
+
+type Problem = [path: string, message: string];
+
+function callProblem(call: StepCall, i: number, run: PersistedRun): Problem | null {
+  const c = run.context;
+  const at = `snapshot.context.calls.${i}`;
+  const key = keyOf(c.runId, c.steps, i + 1, c.calls.length);
+  if (call.step !== c.steps || call.index !== i + 1 || call.key !== key) {
+    return [at, `call ${call.key} is not call ${i + 1} of step ${c.steps} of run ${c.runId} (key ${key})`];
+  }
+  // The id names the exact call (its digest of tool and arguments); version 1 wrote `key#attempt`.
+  const legacy = `${call.key}#${call.attempt}`;
+  if (call.id !== legacy && call.id !== callIdOf(call.key, call.attempt, call.tool, call.args)) {
+    return [`${at}.id`, `call id ${call.id} does not name this call (tool, arguments, attempt)`];
+  }
+  const pending = call.state === 'pending';
+  if (pending !== (call.requestedAt !== null)) return [`${at}.requestedAt`, 'set exactly while the call is pending'];
+  if (!pending && call.expiresAt !== null) return [`${at}.expiresAt`, 'set only while the call is pending'];
+  if ((call.state === 'done') !== (call.done !== null)) return [`${at}.done`, 'set exactly when the call is done'];
+  if ((call.state === 'queued' || call.state === 'running') && call.approval && !call.approval.approved) {
+    return [`${at}.approval`, 'a call that runs carries no denial'];
+  }
+  if (!call.modelId && call.toolCallId !== call.key) return [`${at}.toolCallId`, 'without a model id it is the key'];
+  return null;
+}
+
+function callsProblem(run: PersistedRun, status: Status): Problem | null {
+  const calls = run.context.calls;
+  const executing = typeof run.value === 'object' && run.value.running === 'executing';
+  const count = (state: StepCall['state']) => calls.filter((c) => c.state === state).length;
+  if (calls.length > 0 !== (executing || status === 'awaiting_approval')) {
+    return [
+      'snapshot.context.calls',
+      `calls must be set exactly while executing or awaiting approval (state ${status})`,
+    ];
+  }
+  if (executing && count('running') !== 1) return ['snapshot.context.calls', 'exactly one call runs while executing'];
+  if (status === 'awaiting_approval' && (count('pending') === 0 || count('running') + count('queued') > 0)) {
+    return ['snapshot.context.calls', 'awaiting approval: calls pending, none queued or running'];
+  }
+  if (new Set(calls.map((c) => c.toolCallId)).size !== calls.length) {
+    return ['snapshot.context.calls', 'two calls of the step share a tool-call id'];
+  }
+  for (const [i, call] of calls.entries()) {
+    const problem = callProblem(call, i, run);
+    if (problem) return problem;
+  }
+  return null;
+}
+
+/** The first rule the run breaks, as [path, message], or null. */
+export function consistencyProblem(run: PersistedRun): Problem | null {
+  const status = statusOfValue(run.value);
+  const c = run.context;
+  if ((run.status === 'done') !== (status === 'done' || status === 'cancelled')) {
+    return ['snapshot.status', `status ${run.status} does not fit state ${status}`];
+  }
+  const calls = callsProblem(run, status);
+  if (calls) return calls;
+  if ((c.stoppedBy !== null) !== (status === 'budget_exhausted')) {
+    return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
+  }
+  // Only a run that never started has no history (one cancelled before starting included).
+  if (status !== 'idle' && status !== 'cancelled' && c.history.length === 0) {
+    return ['snapshot.context.history', `a ${status} run must have a history`];
+  }
+  for (const [tool, grant] of Object.entries(c.standing)) {
+    if (!grant.approved || grant.always !== true) {
+      return [`snapshot.context.standing.${tool}`, 'a standing approval is an approval given for always'];
+    }
+  }
+  if (canonicalize(run.children) !== canonicalize(expectedChildren(run))) {
+    return ['snapshot.children', `the invoked actors do not match state ${JSON.stringify(run.value)}`];
+  }
+  return null;
+}

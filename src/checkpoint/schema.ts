@@ -1,0 +1,120 @@
+/**
+ * The shape of a version-2 persisted snapshot, as zod schemas. What the shapes cannot say (which
+ * fields go with which state) is in rules.ts.
+ */
+import { z } from 'zod';
+import type { AgentContext } from '../../machines/types.js';
+
+/** The persisted snapshot as XState writes it for the agent machine. */
+export interface PersistedRun {
+  status: 'active' | 'done';
+  value: string | { running: 'deciding' | 'executing' };
+  historyValue: Record<string, never>;
+  context: AgentContext;
+  children: Record<string, { snapshot: { status: 'active'; input: unknown }; src: string; syncSnapshot: false }>;
+}
+
+const count = z.number().int().nonnegative();
+const iso = z.iso.datetime();
+const json = z.json();
+const jsonObject = z.record(z.string(), json);
+
+export const approvalSchema = z.strictObject({
+  approved: z.boolean(),
+  by: z.string(),
+  note: z.string(),
+  at: iso,
+  callId: z.string(),
+  args: jsonObject.optional(),
+  always: z.literal(true).optional(),
+  standing: z.string().optional(),
+});
+
+/** A history entry's schema (exported for the tests of the quick check). */
+export const entrySchema = z.union([
+  z.looseObject({ role: z.literal('user'), content: z.string() }),
+  z.looseObject({
+    role: z.literal('assistant'),
+    tool: z.string(),
+    args: jsonObject,
+    id: z.string().optional(),
+    text: z.string().optional(),
+  }),
+  z.looseObject({
+    role: z.literal('assistant'),
+    calls: z.array(z.strictObject({ id: z.string(), tool: z.string(), args: jsonObject })).min(2),
+    text: z.string().optional(),
+  }),
+  z.looseObject({ role: z.literal('assistant'), final: json }),
+  z.looseObject({
+    role: z.literal('tool'),
+    tool: z.string(),
+    result: json,
+    id: z.string().optional(),
+    approval: approvalSchema.optional(),
+  }),
+  z.looseObject({
+    role: z.literal('tool'),
+    tool: z.string(),
+    error: z.string(),
+    id: z.string().optional(),
+    approval: approvalSchema.optional(),
+    outcome: z.literal('unknown').optional(),
+  }),
+]);
+
+const outcome = z.union([
+  z.strictObject({ result: json, approval: approvalSchema.optional() }),
+  z.strictObject({ error: z.string(), approval: approvalSchema.optional(), outcome: z.literal('unknown').optional() }),
+]);
+
+export const callSchema = z.strictObject({
+  id: z.string().min(1),
+  key: z.string().min(1),
+  step: z.number().int().positive(),
+  index: z.number().int().positive(),
+  toolCallId: z.string().min(1),
+  modelId: z.boolean(),
+  tool: z.string().min(1),
+  args: jsonObject,
+  attempt: z.number().int().positive(),
+  state: z.enum(['queued', 'pending', 'running', 'done']),
+  requestedAt: iso.nullable(),
+  expiresAt: iso.nullable(),
+  outcome: z.literal('unknown').nullable(),
+  approval: approvalSchema.nullable(),
+  done: outcome.nullable(),
+});
+
+const limitOrNull = z.number().nonnegative().nullable();
+
+const context = z.strictObject({
+  runId: z.string().min(1),
+  history: z.array(entrySchema),
+  steps: count,
+  usage: z.strictObject({ inputTokens: count, outputTokens: count }),
+  activeMs: z.number().nonnegative(),
+  limits: z.strictObject({ maxSteps: count, maxTokens: limitOrNull, maxActiveMs: limitOrNull }),
+  approvalTtlMs: z.number().positive().nullable(),
+  calls: z.array(callSchema),
+  standing: z.record(z.string(), approvalSchema),
+  answer: json,
+  stoppedBy: z.enum(['steps', 'tokens', 'time']).nullable(),
+  error: z.string().nullable(),
+  cancelReason: z.string().nullable(),
+});
+
+const value = z.union([
+  z.enum(['idle', 'awaiting_approval', 'budget_exhausted', 'failed', 'done', 'cancelled']),
+  z.strictObject({ running: z.enum(['deciding', 'executing']) }),
+]);
+
+export const snapshotSchema = z.strictObject({
+  status: z.enum(['active', 'done']),
+  value,
+  historyValue: z.strictObject({}),
+  context,
+  children: z.record(z.string(), z.unknown()),
+});
+
+export const envelopeSchema = z.looseObject({ format: z.unknown(), version: z.unknown(), snapshot: z.unknown() });

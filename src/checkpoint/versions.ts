@@ -1,0 +1,28 @@
+/**
+ * The checkpoint format's name and versions. A version this build can read but does not write
+ * is migrated, one step per module (`migrate-v1.ts`: version 1 → 2), before it is validated.
+ */
+import { CheckpointError } from '../errors.js';
+import { migrateV1 } from './migrate-v1.js';
+
+export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
+/** The version this build writes: 2 (several calls per step, standing approvals). */
+export const CHECKPOINT_VERSION = 2;
+/** Versions this build can read. */
+export const READABLE_VERSIONS: readonly number[] = [1, 2];
+
+/** Each migration step: the snapshot of version n → version n + 1. Never throws for bad input. */
+const STEPS: Record<number, (snapshot: unknown) => unknown> = { 1: migrateV1 };
+
+/** The snapshot of a readable version brought to `CHECKPOINT_VERSION` (validation comes after). */
+export function migrate(version: unknown, snapshot: unknown): unknown {
+  if (typeof version !== 'number' || !READABLE_VERSIONS.includes(version)) {
+    throw new CheckpointError(
+      `invalid checkpoint: unsupported version ${JSON.stringify(version)}; this build reads ${READABLE_VERSIONS.join(', ')}`,
+      'version',
+    );
+  }
+  let migrated = snapshot;
+  for (let v = version; v < CHECKPOINT_VERSION; v++) migrated = (STEPS[v] as (s: unknown) => unknown)(migrated);
+  return migrated;
+}

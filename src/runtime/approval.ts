@@ -1,0 +1,40 @@
+/**
+ * Approval rules: whether a call needs a human, asked of the tool's rule with the very value the
+ * tool will get (frozen: the rule cannot change it on the way). A rule that throws, or answers
+ * anything but `false` or `{ deny }`, means yes: the gate fails closed.
+ */
+import { deepFreeze } from '../../machines/history.js';
+import type { JsonObject } from '../../machines/types.js';
+import { safeString } from '../json.js';
+import type { ApprovalContext, Tool } from '../types.js';
+
+/** A rule's answer: run without asking, ask a human, or deny at once (the model is told why). */
+export type RuleAnswer = { kind: 'run' } | { kind: 'ask' } | { kind: 'deny'; reason: string };
+
+const MAX_REASON = 1_000;
+
+/** Reads a `{ deny: reason }` answer, or null for any other value. Never throws. */
+function denial(answer: unknown): string | null {
+  try {
+    if (answer === null || typeof answer !== 'object' || !('deny' in answer)) return null;
+    const reason = (answer as { deny: unknown }).deny;
+    const text = typeof reason === 'string' ? reason : safeString(reason);
+    return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON)}…` : text;
+  } catch {
+    return null;
+  }
+}
+
+/** What the tool's rule says of a call with `args` (the schema's output, when there is one). */
+export async function approvalRule(tool: Tool, args: JsonObject, ctx: ApprovalContext): Promise<RuleAnswer> {
+  const rule = tool.needsApproval ?? tool.sideEffect ?? false;
+  if (typeof rule !== 'function') return rule === true ? { kind: 'ask' } : { kind: 'run' };
+  try {
+    const answer: unknown = await rule(deepFreeze(args), ctx);
+    if (answer === false) return { kind: 'run' };
+    const reason = denial(answer);
+    return reason === null ? { kind: 'ask' } : { kind: 'deny', reason };
+  } catch {
+    return { kind: 'ask' }; // fail closed: never skip an approval because the rule broke
+  }
+}

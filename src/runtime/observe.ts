@@ -1,0 +1,69 @@
+/**
+ * `agent.observe`: reports a run's progress from its snapshots — each history entry as it is
+ * appended, each policy and tool call as it starts, each change of status. A listener that throws
+ * is ignored: an observer never breaks the run it observes.
+ */
+import { runningCall } from '../../machines/calls.js';
+import type { AgentContext, HistoryEntry, Status } from '../../machines/types.js';
+import type { RunEvent } from '../types.js';
+
+/** What has been reported so far. */
+interface Seen {
+  entries: number;
+  /** The step whose policy call was last reported. */
+  deciding: number | null;
+  /** The key of the call last reported as executing. */
+  running: string | null;
+  status: Status | null;
+}
+
+export class Observers {
+  readonly #listeners = new Set<(event: RunEvent) => void>();
+  #seen: Seen | null = null;
+
+  get active(): boolean {
+    return this.#listeners.size > 0;
+  }
+
+  /** Adds a listener; reports what happens from the run as it is now. */
+  add(listener: (event: RunEvent) => void, context: AgentContext, status: Status, deciding: boolean): () => void {
+    if (this.#listeners.size === 0) {
+      this.#seen = {
+        entries: context.history.length,
+        deciding: deciding ? context.steps + 1 : null,
+        running: runningCall(context.calls)?.key ?? null,
+        status,
+      };
+    }
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  notify(context: AgentContext, status: Status, deciding: boolean): void {
+    if (this.#listeners.size === 0) return;
+    const seen = this.#seen ?? { entries: 0, deciding: null, running: null, status: null };
+    const events: RunEvent[] = [];
+    for (let i = seen.entries; i < context.history.length; i++) {
+      events.push({ type: 'entry', index: i, entry: structuredClone(context.history[i] as HistoryEntry) });
+    }
+    const step = deciding ? context.steps + 1 : null;
+    if (step !== null && step !== seen.deciding) events.push({ type: 'deciding', step });
+    const running = runningCall(context.calls);
+    if (running && running.key !== seen.running) {
+      const { key, tool, args, step } = running;
+      events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
+    }
+    // A status event on a change of status only, not on every phase of `running`.
+    if (status !== seen.status) events.push({ type: 'status', status });
+    this.#seen = { entries: context.history.length, deciding: step, running: running?.key ?? null, status };
+    for (const event of events) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(event);
+        } catch {
+          // An observer must never break the run it observes.
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The policy actor: asks the policy for the next action, with bounded retries, a per-attempt
+ * timeout and the active-time deadline, and classifies what comes back. It reaches its run only
+ * through the ports it is handed.
+ */
+import { fromPromise } from 'xstate';
+import type { PolicyInput } from '../../machines/events.js';
+import type { Decision } from '../../machines/types.js';
+import { isoTime } from '../clock.js';
+import { readAction } from './classify.js';
+import { earliest, TimeoutError, withDeadline } from './deadline.js';
+import { activeLeft } from './limits.js';
+import { portsOf } from './ports.js';
+import { unwrap, withElapsed } from './returned.js';
+
+const MAX_RETRY_DELAY_MS = 30_000;
+
+export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, signal, system }) => {
+  const run = portsOf(system);
+  await run.beforeCall();
+  if (signal.aborted) throw signal.reason;
+  const started = run.clock.now();
+  const spent = () => Math.max(0, run.clock.now() - started);
+  // Read live: a budget extended while the call runs moves its deadline.
+  const activeLeftNow = () => activeLeft(run.remaining(), spent());
+  for (let attempt = 0; ; attempt++) {
+    const remaining = run.remaining();
+    const left = activeLeft(remaining, spent());
+    // The back-off ran into the end of the active-time budget: no further try.
+    if (left !== null && left <= 0) {
+      throw withElapsed(new TimeoutError('policy stopped: the active-time budget (maxActiveMs) ran out'), spent());
+    }
+    const ctx = { runId: input.runId, step: input.step, attempt, remaining: { ...remaining, activeMs: left } };
+    let raw: unknown;
+    try {
+      const attemptStarted = spent();
+      const attemptLeft = () => {
+        const limit = run.policyTimeoutMs === null ? null : run.policyTimeoutMs - (spent() - attemptStarted);
+        return earliest(limit, activeLeftNow());
+      };
+      ({ value: raw } = await withDeadline(
+        (callSignal) => unwrap(run.policy(run.history().slice(), { ...ctx, signal: callSignal })),
+        attemptLeft,
+        signal,
+        run.clock,
+        () =>
+          new TimeoutError(
+            (activeLeftNow() ?? 1) > 0
+              ? `policy timed out after ${run.policyTimeoutMs} ms`
+              : 'policy stopped: the active-time budget (maxActiveMs) ran out',
+          ),
+      ));
+    } catch (error) {
+      const timeLeft = activeLeftNow();
+      if (signal.aborted || attempt >= run.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
+        throw withElapsed(error, spent());
+      }
+      // The back-off counts as active time, so it is cut short where the budget ends.
+      const delay = earliest(Math.min(run.retryDelayMs * 2 ** attempt, MAX_RETRY_DELAY_MS), timeLeft) ?? 0;
+      await run.clock.sleep(delay, signal);
+      continue;
+    }
+    // The rules get their own copy of the history, as the policy does: the live one grows in place.
+    const site = { runId: input.runId, step: input.step, tools: run.tools, history: run.history().slice() };
+    const { decision, usage } = await readAction(raw, site);
+    const now = run.clock.now();
+    return { ...decision, usage, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
+  }
+});

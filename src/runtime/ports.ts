@@ -1,0 +1,42 @@
+/**
+ * What the policy and tool actors are handed: ports onto their run, never the Agent. The actors
+ * are provided to the machine once per process (host.ts); each actor system (one per run actor)
+ * is registered here with its ports, and an actor finds them by its system.
+ */
+import type { HistoryEntry } from '../../machines/types.js';
+import { SystemError } from '../errors.js';
+import type { Runtime } from '../options.js';
+import type { Remaining } from './limits.js';
+
+export interface ActorPorts extends Runtime {
+  runId: string;
+  /** The live history (entries are frozen; the array is copied for the policy). */
+  history(): readonly HistoryEntry[];
+  /** The budgets left as the run stands now (before the call about to be made). */
+  remaining(): Remaining;
+  /**
+   * Awaited before every policy and tool call: with a store, the run as it is now (the call in
+   * flight included) is saved first. The write-ahead point; a writer that lost its place
+   * (a conflict, a lost lease) stops here, before calling anything.
+   */
+  beforeCall(): Promise<void>;
+  /**
+   * True once for each key that was in flight in the checkpoint the run was resumed from: a
+   * non-idempotent side effect among them is not called again (its outcome is unknown).
+   */
+  takeRecovered(key: string): boolean;
+}
+
+const registry = new WeakMap<object, ActorPorts>();
+
+/** Registers the ports of one actor system. */
+export function registerPorts(system: object, ports: ActorPorts): void {
+  registry.set(system, ports);
+}
+
+/** The ports of the run an actor works for. */
+export function portsOf(system: object): ActorPorts {
+  const ports = registry.get(system);
+  if (!ports) throw new SystemError('an actor ran outside of its run');
+  return ports;
+}

@@ -1,0 +1,232 @@
+/**
+ * One run's XState actor: it owns the actor, its subscription, its saves and its observers, and
+ * turns events into a settled status. A run restored from a checkpoint does not start its actor
+ * until asked to work, so `Agent.resume(blob).checkpoint() === blob` and loading runs nothing.
+ */
+import { type Actor, createActor } from 'xstate';
+import { pendingCalls } from '../../machines/calls.js';
+import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
+import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
+import { SystemError, TollgateError } from '../errors.js';
+import type { Runtime } from '../options.js';
+import type { CheckpointStore } from '../store.js';
+import type { RunEvent, RunState } from '../types.js';
+import { type RuntimeMachine, runtimeMachine } from './host.js';
+import { remainingOf } from './limits.js';
+import { Observers } from './observe.js';
+import { registerPorts } from './ports.js';
+import { runStateOf } from './run-state.js';
+import { Saver } from './saver.js';
+
+type Snapshot = ReturnType<Actor<RuntimeMachine>['getSnapshot']>;
+
+/** Where a stored run lives: its store, the version read, and what is stored already. */
+export interface StoredPlace {
+  store: CheckpointStore;
+  version: number;
+  stored: number;
+  head: string | null;
+}
+
+/** How a run actor begins: fresh from an input, or from a (validated) persisted run. */
+export type Origin = { input: AgentInput } | { run: PersistedRun };
+
+const statusOf = (snapshot: Snapshot): Status => statusOfValue(snapshot.value as PersistedRun['value']);
+const isDeciding = (snapshot: Snapshot) =>
+  typeof snapshot.value === 'object' && (snapshot.value as { running?: string }).running === 'deciding';
+
+export class RunActor {
+  readonly runId: string;
+  readonly #runtime: Runtime;
+  #actor: Actor<RuntimeMachine>;
+  #started = false;
+  #fault: unknown = undefined;
+  #settling: Promise<Status> | null = null;
+  #saver: Saver | null = null;
+  readonly #observers = new Observers();
+  /** Keys in flight in the checkpoint this run was restored from (write-ahead records). */
+  readonly #recovering = new Set<string>();
+  readonly #details: () => { runId: string; status: Status };
+
+  constructor(runtime: Runtime, runId: string, origin: Origin, place: StoredPlace | null) {
+    this.#runtime = runtime;
+    this.runId = runId;
+    this.#details = () => ({ runId: this.runId, status: this.status });
+    if ('run' in origin) {
+      for (const call of origin.run.context.calls) if (call.state === 'running') this.#recovering.add(call.key);
+    }
+    this.#actor = this.#create(origin);
+    if (place) {
+      this.#saver = new Saver({
+        ...place,
+        runId,
+        read: () => this.#view(),
+        onFailure: (error) => this.#halt(error),
+      });
+    }
+  }
+
+  #create(origin: Origin): Actor<RuntimeMachine> {
+    const actor =
+      'run' in origin
+        ? createActor(runtimeMachine, { snapshot: origin.run as never, input: undefined as never })
+        : createActor(runtimeMachine, { input: origin.input });
+    registerPorts(actor.system, {
+      ...this.#runtime,
+      runId: this.runId,
+      history: () => this.#actor.getSnapshot().context.history,
+      remaining: () => remainingOf(this.#actor.getSnapshot().context),
+      // Write ahead: the run, with this call in flight, is durable before the call is made.
+      beforeCall: () => this.#saver?.flush() ?? Promise.resolve(),
+      takeRecovered: (key) => this.#recovering.delete(key),
+    });
+    return actor;
+  }
+
+  get started(): boolean {
+    return this.#started;
+  }
+
+  get status(): Status {
+    return statusOf(this.#actor.getSnapshot());
+  }
+
+  get context(): AgentContext {
+    return this.#actor.getSnapshot().context;
+  }
+
+  /** The store version this run last saved or loaded; null without a store. */
+  get version(): number | null {
+    return this.#saver?.version ?? null;
+  }
+
+  get state(): RunState {
+    const snapshot = this.#actor.getSnapshot();
+    return runStateOf(snapshot.context, statusOf(snapshot));
+  }
+
+  /** The persisted run: canonical JSON that `Agent.resume` reads. */
+  checkpoint(): string {
+    this.throwIfFaulted();
+    return encodeCheckpoint(this.#actor.getPersistedSnapshot());
+  }
+
+  /** The persisted snapshot, for changes made before the actor starts. */
+  persisted(): PersistedRun {
+    return this.#actor.getPersistedSnapshot() as unknown as PersistedRun;
+  }
+
+  /** Replaces a not-yet-started run (limits changed before it starts: starting would restart a call). */
+  replace(run: PersistedRun): void {
+    if (this.#started) throw new SystemError('a started run cannot be replaced', this.#details());
+    this.#actor = this.#create({ run });
+  }
+
+  observe(listener: (event: RunEvent) => void): () => void {
+    const snapshot = this.#actor.getSnapshot();
+    return this.#observers.add(listener, snapshot.context, statusOf(snapshot), isDeciding(snapshot));
+  }
+
+  /** Sends an event to a started run without waiting (limits changed while it works). */
+  sendNow(event: AgentEvent): void {
+    this.#actor.send(event);
+  }
+
+  /** Saves what changed (without waiting for the run to settle). */
+  save(): Promise<void> {
+    return this.#saver?.flush() ?? Promise.resolve();
+  }
+
+  /** Sends `event` and resolves with the status the run settles in, once that is saved. */
+  async send(event: AgentEvent): Promise<Status> {
+    this.throwIfFaulted();
+    this.#ensureStarted();
+    this.#actor.send(event);
+    return this.settle();
+  }
+
+  /** Resolves with the status once the run is no longer `running` and that is saved. */
+  async settle(): Promise<Status> {
+    this.throwIfFaulted();
+    this.#ensureStarted();
+    if (this.status === 'running') {
+      this.#settling ??= new Promise<Status>((resolve, reject) => {
+        const finish = (settle: () => void) => {
+          subscription.unsubscribe();
+          this.#settling = null;
+          settle();
+        };
+        const fail = () => finish(() => reject(this.#faultError()));
+        const subscription = this.#actor.subscribe({
+          next: (snapshot) => {
+            if (statusOf(snapshot) !== 'running') finish(() => resolve(statusOf(snapshot)));
+          },
+          error: fail,
+          complete: () => {
+            if (this.#fault !== undefined) fail();
+          },
+        });
+      });
+      await this.#settling;
+    }
+    await this.#saver?.flush();
+    this.throwIfFaulted();
+    return this.status;
+  }
+
+  throwIfFaulted(): void {
+    const fault = this.#fault;
+    if (fault === undefined) return;
+    if (fault instanceof TollgateError) throw fault;
+    throw new SystemError(`the run cannot go on in this process: ${String(fault)}`, {
+      ...this.#details(),
+      cause: fault,
+    });
+  }
+
+  #faultError(): unknown {
+    try {
+      this.throwIfFaulted();
+    } catch (error) {
+      return error;
+    }
+    return new SystemError('the run stopped unexpectedly', this.#details());
+  }
+
+  #view() {
+    const s = this.#actor.getSnapshot();
+    if (s.status === 'error' || s.status === 'stopped') return null;
+    const value = s.value as PersistedRun['value'];
+    const run = { status: s.status, value, historyValue: {} as Record<string, never>, context: s.context };
+    return {
+      run,
+      status: statusOfValue(value),
+      pendingCalls: pendingCalls(s.context.calls),
+      history: s.context.history,
+    };
+  }
+
+  /** Stops the run in this process for good: after a failed save nothing may run here. */
+  #halt(error: unknown): void {
+    if (this.#fault !== undefined) return;
+    this.#fault = error;
+    this.#actor.stop();
+  }
+
+  #ensureStarted(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.#actor.subscribe({
+      next: (snapshot) => {
+        this.#observers.notify(snapshot.context, statusOf(snapshot), isDeciding(snapshot));
+        void this.#saver?.flush();
+      },
+      // Always listen for errors: an unobserved actor error is rethrown asynchronously and
+      // would kill the host process (ARCHITECTURE.md, XState pitfalls).
+      error: (error) => {
+        this.#fault ??= error;
+      },
+    });
+    this.#actor.start();
+  }
+}
