@@ -1,8 +1,8 @@
 /**
  * Tools' argument schemas (issue 12): validating a call's arguments with any Standard Schema v1
- * value (zod 4, valibot, hand-made ones), failing closed on every broken schema, and declaring
- * the tools to a model as JSON Schema. The arguments are attacker data: prototype keys, deep and
- * huge values; the schemas may be broken: throwing, rejecting, answering nonsense, hanging.
+ * value (zod 4, valibot, hand-made ones), failing closed on every broken schema, and typing tools
+ * from their schemas. The arguments are attacker data: prototype keys, deep and huge values; the
+ * schemas may be broken: throwing, rejecting, answering nonsense, hanging.
  */
 import fc from 'fast-check';
 import * as v from 'valibot';
@@ -12,14 +12,7 @@ import * as zm from 'zod/mini';
 import { hasLoneSurrogate } from '../machines/strings.js';
 import type { JsonObject } from '../machines/types.js';
 import { OptionsError } from '../src/errors.js';
-import {
-  checkToolSchema,
-  defineTool,
-  MAX_ARGS_ERROR_LENGTH,
-  toolDeclarations,
-  validateArgs,
-} from '../src/tool-schema.js';
-import type { Tool } from '../src/types.js';
+import { checkToolSchema, defineTool, MAX_ARGS_ERROR_LENGTH, validateArgs } from '../src/tool-schema.js';
 import { hostileValue } from './hostile/values.js';
 
 const fn = () => 'ok';
@@ -392,141 +385,6 @@ describe('checkToolSchema', () => {
       },
     });
     expect(checkToolSchema(tool)).toBe('input could not be read (Error: trap)');
-  });
-});
-
-describe('toolDeclarations', () => {
-  const sendEmail: Tool = {
-    name: 'send_email',
-    description: 'Send an email',
-    input: z.object({ to: z.email(), body: z.string(), retries: z.number().int().default(1) }),
-    fn,
-  };
-
-  it("uses the schema's own JSON Schema of its input side, without $schema", () => {
-    const [declaration] = toolDeclarations([sendEmail]);
-    expect(declaration).toEqual({
-      name: 'send_email',
-      description: 'Send an email',
-      parameters: {
-        type: 'object',
-        properties: {
-          to: expect.objectContaining({ type: 'string', format: 'email' }),
-          body: { type: 'string' },
-          retries: expect.objectContaining({ type: 'integer', default: 1 }),
-        },
-        // The model may leave out what has a default: the input side, not the output.
-        required: ['to', 'body'],
-      },
-    });
-  });
-
-  it('asks the schema for the target given (Standard JSON Schema)', () => {
-    const input = z.object({ n: z.number().gt(0) });
-    const spy = vi.spyOn(input['~standard'].jsonSchema, 'input');
-    const [openapi] = toolDeclarations([{ name: 'n', input, fn }], { target: 'openapi-3.0' });
-    expect(spy).toHaveBeenCalledWith({ target: 'openapi-3.0' });
-    // OpenAPI 3.0 writes an exclusive bound as a boolean beside the minimum.
-    expect(openapi?.parameters.properties).toEqual({ n: { type: 'number', minimum: 0, exclusiveMinimum: true } });
-    toolDeclarations([{ name: 'n', input, fn }]);
-    expect(spy).toHaveBeenLastCalledWith({ target: 'draft-2020-12' });
-  });
-
-  it('declares a tool with no schema as taking any object, and leaves out a missing description', () => {
-    expect(toolDeclarations([{ name: 'clock', fn }])).toEqual([{ name: 'clock', parameters: { type: 'object' } }]);
-  });
-
-  it("converts zod 4 schemas that lack Standard JSON Schema (zod/mini) with zod's toJSONSchema", () => {
-    const input = zm.object({ q: zm.string(), limit: zm.optional(zm.number()) });
-    expect('jsonSchema' in input['~standard']).toBe(false);
-    expect(toolDeclarations([{ name: 'search', input, fn }])).toEqual([
-      {
-        name: 'search',
-        parameters: {
-          type: 'object',
-          properties: { q: { type: 'string' }, limit: { type: 'number' } },
-          required: ['q'],
-        },
-      },
-    ]);
-  });
-
-  it('takes a converter for schemas with no JSON Schema of their own (valibot)', () => {
-    const input = v.object({ q: v.string() });
-    const toJsonSchema = vi.fn((schema: unknown) =>
-      schema === input ? { type: 'object', properties: { q: { type: 'string' } } } : undefined,
-    );
-    const tools: Tool[] = [{ name: 'search', input, fn }, { name: 'clock', fn }, sendEmail];
-    const declarations = toolDeclarations(tools, { toJsonSchema });
-    expect(declarations[0]).toEqual({
-      name: 'search',
-      parameters: { type: 'object', properties: { q: { type: 'string' } } },
-    });
-    // Tried first; undefined falls back to the built-in conversion.
-    expect(declarations[2]?.parameters.required).toEqual(['to', 'body']);
-    expect(toJsonSchema).toHaveBeenCalledTimes(2);
-    expect(toJsonSchema).toHaveBeenCalledWith(input, tools[0]);
-  });
-
-  it('throws OptionsError naming the tool when a schema cannot be converted', () => {
-    const cases: [Tool, string][] = [
-      [
-        { name: 'tag', input: v.object({ q: v.string() }), fn },
-        'toolDeclarations: tools[0] ("tag"): its "valibot" schema offers no JSON Schema (Standard JSON Schema): give toolDeclarations a toJsonSchema option',
-      ],
-      [
-        { name: 'big', input: z.object({ n: z.bigint() }), fn },
-        'toolDeclarations: tools[0] ("big"): its input schema cannot be written as JSON Schema (draft-2020-12): Error: BigInt cannot be represented in JSON Schema',
-      ],
-      [
-        { name: 'bigmini', input: zm.object({ n: zm.bigint() }), fn },
-        'toolDeclarations: tools[0] ("bigmini"): its input schema cannot be written as JSON Schema (draft-2020-12): Error: BigInt cannot be represented in JSON Schema',
-      ],
-      [
-        { name: 'word', input: z.string(), fn },
-        'toolDeclarations: tools[0] ("word"): input must describe an object (arguments are a JSON object), its JSON Schema\'s type is "string"',
-      ],
-      [
-        { name: 'fake', input: { parse: fn } as never, fn },
-        'toolDeclarations: tools[0] ("fake"): input must be a Standard Schema v1 value (zod 4, valibot, arktype…): it has no "~standard" object',
-      ],
-      [
-        { name: 'zod3', input: fake(fn, { vendor: 'zod' }), fn },
-        'toolDeclarations: tools[0] ("zod3"): its "zod" schema offers no JSON Schema (Standard JSON Schema): zod 3 schemas have none: use zod 4',
-      ],
-    ];
-    for (const [tool, message] of cases) {
-      expect(() => toolDeclarations([tool])).toThrow(new OptionsError(message));
-      expect(() => toolDeclarations([tool])).toThrow(OptionsError);
-    }
-  });
-
-  it('refuses a converter whose schema is not JSON', () => {
-    const toJsonSchema = () => ({ type: 'object', default: 10n });
-    expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema })).toThrow(
-      /tools\[0\] \("n"\): its input schema cannot be written as JSON Schema \(draft-2020-12\): TypeError: Do not know how to serialize a BigInt/,
-    );
-    const lone = () => ({ type: 'object', description: 'bad \ud800' });
-    expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema: lone })).toThrow(
-      'toolDeclarations: tools[0] ("n"): its JSON Schema is not JSON: schema.description is a string with a lone surrogate',
-    );
-  });
-
-  it('refuses two tools of one name, and a tool without a name', () => {
-    expect(() =>
-      toolDeclarations([
-        { name: 'a', fn },
-        { name: 'a', fn },
-      ]),
-    ).toThrow(new OptionsError('toolDeclarations: two tools are named "a"'));
-    expect(() => toolDeclarations([{ name: '', fn }])).toThrow(
-      new OptionsError('toolDeclarations: tools[0] (""): name must be a non-empty string'),
-    );
-  });
-
-  it('returns plain JSON a model API can take as it is', () => {
-    const declarations = toolDeclarations([sendEmail, { name: 'clock', fn }]);
-    expect(JSON.parse(JSON.stringify(declarations))).toEqual(declarations);
   });
 });
 

@@ -58,7 +58,11 @@ type Tools = typeof tools;
 describe('defineTool', () => {
   it('infers the name literal and the schema types', () => {
     expectTypeOf<ToolName<typeof sendEmail>>().toEqualTypeOf<'send_email'>();
-    expectTypeOf<ToolInput<typeof sendEmail>>().toEqualTypeOf<{ to: string; body: string; cc?: string[] | undefined }>();
+    expectTypeOf<ToolInput<typeof sendEmail>>().toEqualTypeOf<{
+      to: string;
+      body: string;
+      cc?: string[] | undefined;
+    }>();
     expectTypeOf(sendEmail).toExtend<Tool>();
   });
 
@@ -183,7 +187,10 @@ describe('typed policies', () => {
 
   it('check inline policies against the tools the Agent is given', () => {
     new Agent({ tools, policy: () => ({ tool: 'clock' }) });
-    new Agent({ tools, policy: (history) => (history.length > 3 ? { final: 'done' } : { tool: 'search', args: { q: 'x' } }) });
+    new Agent({
+      tools,
+      policy: (history) => (history.length > 3 ? { final: 'done' } : { tool: 'search', args: { q: 'x' } }),
+    });
     // @ts-expect-error: no tool is named 'clok'
     new Agent({ tools, policy: () => ({ tool: 'clok' }) });
     // @ts-expect-error: search's q is a string
@@ -266,7 +273,9 @@ describe('untyped code compiles as before', () => {
   });
 
   it('the runtime can hold typed options as options of any tools', () => {
-    function keep<T extends readonly Tool[]>(options: AgentOptions<T>): { policy: Policy<any>; tools: readonly Tool[] } {
+    function keep<T extends readonly Tool[]>(
+      options: AgentOptions<T>,
+    ): { policy: Policy<any>; tools: readonly Tool[] } {
       const all: AgentOptions<any> = options;
       return { policy: all.policy, tools: options.tools };
     }
