@@ -61,32 +61,44 @@ function noConverter(input: StandardSchemaV1): string {
   return `its ${JSON.stringify(vendor)} schema offers no JSON Schema (Standard JSON Schema): ${hint}`;
 }
 
-/** The JSON Schema of one tool's arguments, as plain JSON. Throws a message (a string) when it cannot. */
-function parametersOf(tool: Tool, options: DeclarationOptions): JsonObject {
+type Parameters = { ok: true; parameters: JsonObject } | { ok: false; why: string };
+
+/** The JSON Schema a converter gives, as the model API will get it (JSON), or why there is none. */
+function convert(input: StandardSchemaV1, tool: Tool, options: DeclarationOptions, target: SchemaTarget): unknown {
+  const schema = options.toJsonSchema?.(input, tool) ?? builtInJsonSchema(input, target);
+  // What JSON.stringify drops (undefined, functions) is dropped; a BigInt throws.
+  return schema === undefined ? undefined : JSON.parse(JSON.stringify(schema));
+}
+
+/** The JSON Schema of one tool's arguments, as plain JSON, or what is wrong. */
+function parametersOf(tool: Tool, options: DeclarationOptions): Parameters {
   const problem = checkToolSchema(tool);
-  if (problem !== null) throw problem;
+  if (problem !== null) return { ok: false, why: problem };
   const input = tool.input;
-  if (input === undefined) return { type: 'object' };
+  if (input === undefined) return { ok: true, parameters: { type: 'object' } };
   const target = options.target ?? 'draft-2020-12';
   let schema: unknown;
   try {
-    schema = options.toJsonSchema?.(input, tool) ?? builtInJsonSchema(input, target);
-    if (schema === undefined) throw noConverter(input);
-    // As the model API will get it: what JSON.stringify drops (undefined, functions) is dropped.
-    schema = JSON.parse(JSON.stringify(schema));
+    schema = convert(input, tool, options, target);
+    if (schema === undefined) return { ok: false, why: noConverter(input) };
   } catch (error) {
-    if (typeof error === 'string') throw error;
-    throw `its input schema cannot be written as JSON Schema (${target}): ${describeThrown(error)}`;
+    return {
+      ok: false,
+      why: `its input schema cannot be written as JSON Schema (${target}): ${describeThrown(error)}`,
+    };
   }
   const json = toJson(schema, 'schema');
-  if (!json.ok) throw `its JSON Schema is not JSON: ${json.reason}`;
-  if (!isPlainObject(json.value)) throw `its JSON Schema must be an object, got ${showValue(json.value)}`;
+  if (!json.ok) return { ok: false, why: `its JSON Schema is not JSON: ${json.reason}` };
+  if (!isPlainObject(json.value)) {
+    return { ok: false, why: `its JSON Schema must be an object, got ${showValue(json.value)}` };
+  }
   const { $schema: _dialect, ...parameters } = json.value as JsonObject;
   const type = parameters.type;
   if (type !== undefined && type !== 'object') {
-    throw `input must describe an object (arguments are a JSON object), its JSON Schema's type is ${JSON.stringify(type)}`;
+    const why = `input must describe an object (arguments are a JSON object), its JSON Schema's type is ${JSON.stringify(type)}`;
+    return { ok: false, why };
   }
-  return parameters;
+  return { ok: true, parameters };
 }
 
 /**
@@ -112,13 +124,9 @@ export function toolDeclarations(tools: readonly Tool[], options: DeclarationOpt
     if (typeof name !== 'string' || name === '') throw new OptionsError(`${where}: name must be a non-empty string`);
     if (seen.has(name)) throw new OptionsError(`toolDeclarations: two tools are named ${JSON.stringify(name)}`);
     seen.add(name);
-    let parameters: JsonObject;
-    try {
-      parameters = parametersOf(tool, options);
-    } catch (error) {
-      if (typeof error !== 'string') throw error;
-      throw new OptionsError(`${where}: ${error}`);
-    }
+    const declared = parametersOf(tool, options);
+    if (!declared.ok) throw new OptionsError(`${where}: ${declared.why}`);
+    const { parameters } = declared;
     const description = tool.description;
     return typeof description === 'string' ? { name, description, parameters } : { name, parameters };
   });

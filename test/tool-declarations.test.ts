@@ -56,7 +56,11 @@ describe('toolDeclarations', () => {
   });
 
   it('declares a tool with no schema as taking any object, and leaves out a missing description', () => {
-    expect(toolDeclarations([{ name: 'clock', fn }])).toEqual([{ name: 'clock', parameters: { type: 'object' } }]);
+    expect(toolDeclarations([{ name: 'clock', fn }])).toStrictEqual([
+      { name: 'clock', parameters: { type: 'object' } },
+    ]);
+    const odd = { name: 'clock', description: 42, fn } as unknown as Tool;
+    expect(toolDeclarations([odd])).toStrictEqual([{ name: 'clock', parameters: { type: 'object' } }]);
   });
 
   it("converts zod 4 schemas that lack Standard JSON Schema (zod/mini) with zod's toJSONSchema", () => {
@@ -72,6 +76,18 @@ describe('toolDeclarations', () => {
         },
       },
     ]);
+  });
+
+  it('declares the input side in the fallback too (a default makes a key optional)', () => {
+    const input = zm.object({ q: zm.string(), limit: zm._default(zm.number(), 5) });
+    expect(toolDeclarations([{ name: 'search', input, fn }])[0]?.parameters.required).toEqual(['q']);
+  });
+
+  it('accepts a schema with no top-level type (a union of objects)', () => {
+    const input = z.union([z.object({ id: z.number() }), z.object({ email: z.email() })]);
+    const parameters = toolDeclarations([{ name: 'find', input, fn }])[0]?.parameters;
+    expect(parameters?.type).toBeUndefined();
+    expect(parameters?.anyOf).toHaveLength(2);
   });
 
   it('takes a converter for schemas with no JSON Schema of their own (valibot)', () => {
@@ -114,6 +130,18 @@ describe('toolDeclarations', () => {
         'toolDeclarations: tools[0] ("fake"): input must be a Standard Schema v1 value (zod 4, valibot, arktype…): it has no "~standard" object',
       ],
       [
+        { name: 'halfway', input: fake(fn, { jsonSchema: {} }), fn },
+        'toolDeclarations: tools[0] ("halfway"): its "fake" schema offers no JSON Schema (Standard JSON Schema): give toolDeclarations a toJsonSchema option',
+      ],
+      [
+        { name: 'lookalike', input: Object.assign(fake(fn), { _zod: { version: { major: 4 } } }), fn },
+        'toolDeclarations: tools[0] ("lookalike"): its "fake" schema offers no JSON Schema (Standard JSON Schema): give toolDeclarations a toJsonSchema option',
+      ],
+      [
+        { name: 'oddzod', input: Object.assign(fake(fn, { vendor: 'zod' }), { _zod: {} }), fn },
+        'toolDeclarations: tools[0] ("oddzod"): its "zod" schema offers no JSON Schema (Standard JSON Schema): give toolDeclarations a toJsonSchema option',
+      ],
+      [
         { name: 'zod3', input: fake(fn, { vendor: 'zod' }), fn },
         'toolDeclarations: tools[0] ("zod3"): its "zod" schema offers no JSON Schema (Standard JSON Schema): zod 3 schemas have none: use zod 4',
       ],
@@ -129,6 +157,10 @@ describe('toolDeclarations', () => {
     expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema })).toThrow(
       /tools\[0\] \("n"\): its input schema cannot be written as JSON Schema \(draft-2020-12\): TypeError: Do not know how to serialize a BigInt/,
     );
+    const list = () => [{ type: 'object' }] as never;
+    expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema: list })).toThrow(
+      'toolDeclarations: tools[0] ("n"): its JSON Schema must be an object, got an array',
+    );
     const lone = () => ({ type: 'object', description: 'bad \ud800' });
     expect(() => toolDeclarations([{ name: 'n', input: v.object({}), fn }], { toJsonSchema: lone })).toThrow(
       'toolDeclarations: tools[0] ("n"): its JSON Schema is not JSON: schema.description is a string with a lone surrogate',
@@ -142,6 +174,9 @@ describe('toolDeclarations', () => {
         { name: 'a', fn },
       ]),
     ).toThrow(new OptionsError('toolDeclarations: two tools are named "a"'));
+    expect(() => toolDeclarations([{ name: 42, fn } as never])).toThrow(
+      new OptionsError('toolDeclarations: tools[0] (42): name must be a non-empty string'),
+    );
     expect(() => toolDeclarations([{ name: '', fn }])).toThrow(
       new OptionsError('toolDeclarations: tools[0] (""): name must be a non-empty string'),
     );

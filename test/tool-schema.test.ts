@@ -4,6 +4,7 @@
  * from their schemas. The arguments are attacker data: prototype keys, deep and huge values; the
  * schemas may be broken: throwing, rejecting, answering nonsense, hanging.
  */
+import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
 import * as v from 'valibot';
 import { describe, expect, it, vi } from 'vitest';
@@ -116,6 +117,69 @@ describe('validateArgs', () => {
     expect(message).toContain('and 40 more');
   });
 
+  it('cuts the whole error at MAX_ARGS_ERROR_LENGTH, saying how much was left out', async () => {
+    const key = 'k-'.repeat(40);
+    const issues = Array.from({ length: 12 }, () => ({ message: 'm'.repeat(500), path: Array(8).fill(key) }));
+    const message = await error(fake(() => ({ issues })));
+    expect(message.length).toBeLessThan(MAX_ARGS_ERROR_LENGTH + 40);
+    expect(message).toMatch(/… \(\d+ more characters\)$/);
+    expect(message.startsWith(`invalid arguments: [${JSON.stringify(`${key.slice(0, 60)}…`)}]`)).toBe(true);
+  });
+
+  it('cuts the error only past MAX_ARGS_ERROR_LENGTH, and says by how much', async () => {
+    // Six issues of 8-segment paths (60-character keys): 6 × 689 + 5 × 2 + 19 = 4,163 characters.
+    const issue = (length: number) => ({ message: 'm'.repeat(length), path: Array(8).fill('k'.repeat(60)) });
+    const exactly = [...Array.from({ length: 5 }, () => issue(200)), issue(37)];
+    const full = await error(fake(() => ({ issues: exactly })));
+    expect(full.length).toBe(MAX_ARGS_ERROR_LENGTH);
+    expect(full.endsWith('m')).toBe(true);
+    const over = await error(fake(() => ({ issues: [...exactly.slice(0, 5), issue(38)] })));
+    expect(over.endsWith('… (1 more characters)')).toBe(true);
+  });
+
+  it('cuts a message past 200 characters, and keys of identifiers past 60', async () => {
+    const at = (message: string, key: string) => error(fake(() => ({ issues: [{ message, path: [key, key] }] })));
+    expect(await at('m'.repeat(200), 'k'.repeat(60))).toBe(
+      `invalid arguments: ${'k'.repeat(60)}.${'k'.repeat(60)}: ${'m'.repeat(200)}`,
+    );
+    const long = `"${'k'.repeat(60)}…"`;
+    expect(await at('m'.repeat(201), 'k'.repeat(61))).toBe(
+      `invalid arguments: [${long}][${long}]: ${'m'.repeat(200)}…`,
+    );
+  });
+
+  it('shows a path of eight segments whole, and elides a longer one', async () => {
+    const at = (path: unknown[]) => error(fake(() => ({ issues: [{ message: 'm', path }] })));
+    expect(await at(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'])).toBe('invalid arguments: a.b.c.d.e.f.g.h: m');
+    expect(await at(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'])).toBe('invalid arguments: a.b.c.d.e….g.h.i: m');
+    expect(await at([null, 0, { key: 'k' }])).toBe('invalid arguments: [?][0].k: m');
+  });
+
+  it('says "and N more" only past ten issues', async () => {
+    const issues = (count: number) => Array.from({ length: count }, (_, i) => ({ message: `m${i}` }));
+    expect(await error(fake(() => ({ issues: issues(10) })))).toBe(
+      'invalid arguments: m0; m1; m2; m3; m4; m5; m6; m7; m8; m9',
+    );
+    expect(await error(fake(() => ({ issues: issues(11) })))).toBe(
+      'invalid arguments: m0; m1; m2; m3; m4; m5; m6; m7; m8; m9; and 1 more',
+    );
+  });
+
+  it('refuses arguments that are not JSON (a caller that did not copy them first)', async () => {
+    expect(await error(z.object({}), { when: new Date(0) } as never)).toBe(
+      'invalid arguments: args.when is an instance of Date, not a plain object',
+    );
+  });
+
+  it('takes any falsy issues as success, as the Standard Schema says', async () => {
+    for (const issues of [undefined, null, 0, '']) {
+      expect(await validateArgs({ input: fake(() => ({ issues, value: { ok: 1 } })) }, {})).toEqual({
+        ok: true,
+        value: { ok: 1 },
+      });
+    }
+  });
+
   it('elides the middle of a deep path', async () => {
     type Tree = { child?: Tree; leaf?: number };
     const tree: z.ZodType<Tree> = z.lazy(() => z.object({ child: tree.optional(), leaf: z.number().optional() }));
@@ -205,6 +269,16 @@ describe('validateArgs', () => {
           }),
         ),
       ).toBe('argument schema failed: Error: a string');
+      const thrown = async (value: unknown) =>
+        error(
+          fake(() => {
+            throw value;
+          }),
+        );
+      expect(await thrown(null)).toBe('argument schema failed: Error: null');
+      expect(await thrown(Symbol('s'))).toBe('argument schema failed: Error: a symbol');
+      expect(await thrown({ message: 'no name' })).toBe('argument schema failed: Error: no name');
+      expect(await thrown({ name: 'Odd', message: {} })).toBe('argument schema failed: Odd: an object');
       const unreadable = new Proxy({}, { get: boom, has: boom, getPrototypeOf: boom });
       expect(
         await error(
@@ -273,6 +347,7 @@ describe('validateArgs', () => {
       const why = (text: string) => `argument schema is not a Standard Schema v1 value: ${text}`;
       expect(await error(42)).toBe(why('got 42'));
       expect(await error({})).toBe(why('it has no "~standard" object'));
+      expect(await error({ '~standard': null })).toBe(why('it has no "~standard" object'));
       expect(await error({ '~standard': { version: 2, validate: fn } })).toBe(
         why('its "~standard".version is 2, not 1'),
       );
@@ -307,6 +382,17 @@ describe('validateArgs', () => {
         error: 'argument validation was aborted',
       });
       expect(validate).not.toHaveBeenCalled();
+    });
+
+    it('leaves no listener on a signal that outlives the validation', async () => {
+      const { signal } = new AbortController();
+      expect(await validateArgs({ input: fake(async () => ({ value: { a: 1 } })) }, {}, { signal })).toEqual({
+        ok: true,
+        value: { a: 1 },
+      });
+      const rejected = await validateArgs({ input: fake(async () => Promise.reject(new Error('no'))) }, {}, { signal });
+      expect(rejected).toEqual({ ok: false, error: 'argument schema failed: Error: no' });
+      expect(getEventListeners(signal, 'abort')).toHaveLength(0);
     });
 
     it('a hand-made Standard Schema is called as a method of its "~standard"', async () => {
