@@ -5,11 +5,12 @@
  */
 import type { StandardJSONSchemaV1, StandardSchemaV1 } from '@standard-schema/spec';
 import { type $ZodType, toJSONSchema as zodToJsonSchema } from 'zod/v4/core';
+import { describeError } from '../machines/describe-error.js';
 import type { JsonObject } from '../machines/types.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject, toJson } from './json.js';
 import { showValue } from './option-keys.js';
-import { checkToolSchema, describeThrown } from './tool-schema.js';
+import { checkToolSchema } from './tool-schema.js';
 import type { Tool } from './types.js';
 
 /** What a function declaration's `parameters` can be written as (see `toolDeclarations`). */
@@ -84,7 +85,7 @@ function parametersOf(tool: Tool, options: DeclarationOptions): Parameters {
   } catch (error) {
     return {
       ok: false,
-      why: `its input schema cannot be written as JSON Schema (${target}): ${describeThrown(error)}`,
+      why: `its input schema cannot be written as JSON Schema (${target}): ${describeError(error)}`,
     };
   }
   const json = toJson(schema, 'schema');

@@ -10,6 +10,7 @@
  * here is bounded and well-formed, because it ends up in the checkpoint as an observation.
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { describeError } from '../machines/describe-error.js';
 import { wellFormed } from '../machines/strings.js';
 import type { JsonObject } from '../machines/types.js';
 import { OptionsError } from './errors.js';
@@ -37,19 +38,6 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-/** `'<ErrorName>: <message>'` for anything a schema throws; never throws itself. */
-export function describeThrown(error: unknown): string {
-  try {
-    if (error !== null && typeof error === 'object') {
-      const { name, message } = error as { name?: unknown; message?: unknown };
-      return `${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : showValue(message)}`;
-    }
-    return `Error: ${typeof error === 'string' ? error : showValue(error)}`;
-  } catch {
-    return 'Error: <unreadable thrown value>';
-  }
-}
-
 type Standard =
   | { ok: true; props: StandardSchemaV1.Props; validate: StandardSchemaV1.Props['validate'] }
   | { ok: false; why: string };
@@ -73,7 +61,7 @@ function readStandard(value: unknown): Standard {
       validate: validate as StandardSchemaV1.Props['validate'],
     };
   } catch (error) {
-    return { ok: false, why: `it could not be read (${describeThrown(error)})` };
+    return { ok: false, why: `it could not be read (${describeError(error)})` };
   }
 }
 
@@ -90,7 +78,7 @@ export function checkToolSchema(tool: Pick<Tool, 'input'>): string | null {
   try {
     input = tool.input;
   } catch (error) {
-    return `input could not be read (${describeThrown(error)})`;
+    return `input could not be read (${describeError(error)})`;
   }
   if (input === undefined) return null;
   const standard = readStandard(input);
@@ -127,7 +115,7 @@ function issueText(issue: unknown): string {
     const where = pathText(path);
     return where === '' ? text : `${where}: ${text}`;
   } catch (error) {
-    return `(an issue that could not be read: ${clip(describeThrown(error), MAX_MESSAGE)})`;
+    return `(an issue that could not be read: ${clip(describeError(error), MAX_MESSAGE)})`;
   }
 }
 
@@ -149,7 +137,7 @@ function issuesError(issues: unknown): ArgsCheck {
     return fail(`invalid arguments: ${shown.join('; ')}${more}`);
   } catch (error) {
     // A Proxy for a list: Array.isArray, length or an index can throw.
-    return fail(`argument schema failed: its issues could not be read (${describeThrown(error)})`);
+    return fail(`argument schema failed: its issues could not be read (${describeError(error)})`);
   }
 }
 
@@ -163,7 +151,7 @@ function readResult(result: unknown): ArgsCheck {
     }
     ({ issues, value } = result as { issues?: unknown; value?: unknown });
   } catch (error) {
-    return fail(`argument schema failed: its result could not be read (${describeThrown(error)})`);
+    return fail(`argument schema failed: its result could not be read (${describeError(error)})`);
   }
   // Standard Schema: a falsy `issues` means success.
   if (issues) return issuesError(issues);
@@ -223,7 +211,7 @@ export async function validateArgs(
   try {
     input = tool.input;
   } catch (error) {
-    return fail(`argument schema could not be read: ${describeThrown(error)}`);
+    return fail(`argument schema could not be read: ${describeError(error)}`);
   }
   if (input === undefined) return { ok: true, value: args };
   const standard = readStandard(input);
@@ -238,7 +226,7 @@ export async function validateArgs(
     result = await untilAborted(standard.validate.call(standard.props, copy.value), signal);
   } catch (error) {
     if (error === ABORTED) return fail('argument validation was aborted');
-    return fail(`argument schema failed: ${describeThrown(error)}`);
+    return fail(`argument schema failed: ${describeError(error)}`);
   }
   return readResult(result);
 }

@@ -276,9 +276,9 @@ describe('validateArgs', () => {
           }),
         );
       expect(await thrown(null)).toBe('argument schema failed: Error: null');
-      expect(await thrown(Symbol('s'))).toBe('argument schema failed: Error: a symbol');
+      expect(await thrown(Symbol('s'))).toBe('argument schema failed: Error: Symbol(s)');
       expect(await thrown({ message: 'no name' })).toBe('argument schema failed: Error: no name');
-      expect(await thrown({ name: 'Odd', message: {} })).toBe('argument schema failed: Odd: an object');
+      expect(await thrown({ name: 'Odd', message: {} })).toBe('argument schema failed: Odd: <an object>');
       const unreadable = new Proxy({}, { get: boom, has: boom, getPrototypeOf: boom });
       expect(
         await error(
