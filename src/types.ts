@@ -51,6 +51,11 @@ export type ApprovalRule<Args = any> = (
 /**
  * A tool the policy may call.
  *
+ * The type parameters are for typed agents (see `defineTool`): `Args` is what `fn` and
+ * `needsApproval` receive (the schema's output), `Name` the tool's name as a literal type, `Input`
+ * what the model writes (the schema's input). They all default to untyped: `Tool`, `Tool<any>` and
+ * `const tools: Tool[] = [...]` accept any tool, as before.
+ *
  * @example
  * const sendEmail: Tool = {
  *   name: 'send_email',
@@ -61,17 +66,17 @@ export type ApprovalRule<Args = any> = (
  *   fn: async ({ to, body }, key) => mailer.send({ to, body, idempotencyKey: key }),
  * };
  */
-export interface Tool<Args = any> {
-  name: string;
+export interface Tool<Args = any, Name extends string = string, Input = Args> {
+  name: Name;
   /** What the tool does, for the model (tool declarations). */
   description?: string;
   /**
    * The arguments' schema: any Standard Schema v1 value (zod 4, valibot, arktype). Arguments are
    * validated before approval is asked and before the call runs; invalid ones are an error
    * observation (`invalid arguments: <issues>`) and nothing runs. The tool, and the approval
-   * rule, get the schema's output. @default none: any JSON object
+   * rule, get the schema's output, which must be a plain JSON object. @default none: any JSON object
    */
-  input?: StandardSchemaV1<unknown, Args>;
+  input?: StandardSchemaV1<Input, Args>;
   /** Returns a JSON value (anything else becomes an error observation). */
   fn(args: Args, key: string, ctx: ToolContext): unknown;
   /** The tool changes the world. @default false */
@@ -91,6 +96,106 @@ export interface Tool<Args = any> {
    */
   timeoutMs?: number;
 }
+
+/** `true` when `T` is `any`. */
+type IsAny<T> = 0 extends 1 & T ? true : false;
+
+/** A tool's schema, when it has one (`unknown` for a tool type with no `input` key). */
+type SchemaOf<T> = T extends { readonly input?: infer S } ? Exclude<S, undefined> : never;
+
+/** What a tool's `fn` takes, read from its signature; any JSON object when it names nothing. */
+type FnArgsOf<T> = T extends { fn(args: infer A, ...rest: any[]): unknown }
+  ? unknown extends A
+    ? JsonObject
+    : A
+  : JsonObject;
+
+/**
+ * A tool's name as a literal type (`string` for an untyped tool).
+ *
+ * @example
+ * type Name = ToolName<typeof sendEmail>; // 'send_email'
+ */
+export type ToolName<T> = T extends { readonly name: infer N extends string } ? N : never;
+
+/**
+ * The arguments a policy writes for a tool: its schema's input type, or what `fn` takes when it
+ * has no schema. A schema may transform (defaults, coercion, trimming): the model writes this
+ * type, the tool receives `ToolArgs`.
+ *
+ * @example
+ * const search = defineTool({ name: 'search', input: z.object({ q: z.string(), limit: z.number().default(5) }), fn });
+ * type In = ToolInput<typeof search>;  // { q: string; limit?: number | undefined }
+ */
+export type ToolInput<T> = [SchemaOf<T>] extends [StandardSchemaV1]
+  ? StandardSchemaV1.InferInput<SchemaOf<T>>
+  : FnArgsOf<T>;
+
+/**
+ * The arguments a tool's `fn` and approval rule receive: its schema's output type, or what `fn`
+ * takes when it has no schema.
+ *
+ * @example
+ * type Args = ToolArgs<typeof search>; // { q: string; limit: number }
+ */
+export type ToolArgs<T> = [SchemaOf<T>] extends [StandardSchemaV1]
+  ? StandardSchemaV1.InferOutput<SchemaOf<T>>
+  : FnArgsOf<T>;
+
+/**
+ * One call of one of `Tools`, as a typed policy writes it: the tool's literal name and its
+ * arguments (required when the tool's input has a required key).
+ *
+ * @example
+ * const call: CallOf<typeof tools> = { tool: 'search', args: { q: 'refunds' } };
+ */
+export type CallOf<Tools extends readonly Tool[]> = CallByName<Tools[number]>;
+
+/** The tool of the union `U` named `N`. */
+type ToolNamed<U, N> = U extends { readonly name: N } ? U : never;
+
+/** `{}`: when it is a valid input, `args` may be left out (the runtime then passes `{}`). */
+type NoArgs = Record<never, never>;
+
+/**
+ * The call types of a union of tools, one per name. A mapped type, not a distributive conditional:
+ * TypeScript keeps `'search'` a literal in an inline policy's result only then (with a deferred
+ * conditional type it widens it to `string` and reports a misleading error).
+ */
+type CallByName<U> = {
+  [N in ToolName<U>]: NoArgs extends ToolInput<ToolNamed<U, N>>
+    ? { tool: N; args?: ToolInput<ToolNamed<U, N>>; id?: string }
+    : { tool: N; args: ToolInput<ToolNamed<U, N>>; id?: string };
+}[ToolName<U>];
+
+/** True when `Tools` has no tool, or a tool whose name is only known as `string`. */
+type IsUntyped<Tools extends readonly Tool[]> = [ToolName<Tools[number]>] extends [never]
+  ? true
+  : string extends ToolName<Tools[number]>
+    ? true
+    : false;
+
+/**
+ * What a policy for `Tools` may return: `Action`, with every tool name one of `Tools`' names and
+ * every `args` of that tool's input type. When any tool of `Tools` is untyped (its name is just
+ * `string`), or there is no tool, it is plain `Action`: typing is all or nothing, and untyped code
+ * compiles as before. `ActionOf<any>` is `any` (a policy of any tools: see `Policy`).
+ *
+ * @example
+ * const tools = [search, sendEmail];
+ * const next: ActionOf<typeof tools> = { tool: 'search', args: { q: 'refunds' } };
+ * // @ts-expect-error: no tool is named 'serch'
+ * const typo: ActionOf<typeof tools> = { tool: 'serch', args: { q: 'refunds' } };
+ */
+export type ActionOf<Tools extends readonly Tool[]> =
+  IsAny<Tools> extends true
+    ? any
+    : IsUntyped<Tools> extends true
+      ? Action
+      :
+          | (CallOf<Tools> & { text?: string; usage?: Usage })
+          | { calls: CallOf<Tools>[]; text?: string; usage?: Usage }
+          | { final: Json; usage?: Usage };
 
 /** Token usage a policy may report with its action. */
 export type { Usage };
@@ -133,13 +238,42 @@ export interface PolicyContext {
   remaining: { steps: number; tokens: number | null; activeMs: number | null };
 }
 
-/** The model: maps a copy of the history to the next action. */
-export type Policy = (history: HistoryEntry[], ctx: PolicyContext) => Action | Promise<Action>;
+/**
+ * The model: maps a copy of the history to the next action.
+ *
+ * `Policy` (untyped) may name any tool; `Policy<typeof tools>` may only name those tools, with
+ * their arguments' types (a misspelt name or a wrong argument is a compile error; see `ActionOf`).
+ * `Policy<any>` is a policy of any tools: an adapter that is not generic over its tools can return
+ * it, and it fits every typed agent (the runtime still checks every action it gets).
+ *
+ * @example
+ * const tools = [search, sendEmail];
+ * const policy: Policy<typeof tools> = (history) =>
+ *   history.length === 1 ? { tool: 'search', args: { q: 'refund policy' } } : { final: 'done' };
+ */
+export type Policy<Tools extends readonly Tool[] = readonly Tool[]> = ((
+  history: HistoryEntry[],
+  ctx: PolicyContext,
+) => ActionOf<Tools> | Promise<ActionOf<Tools>>) &
+  ComparedByStructure<Tools>;
 
-/** Options shared by `new Agent` and `Agent.resume`. */
-export interface RuntimeOptions {
-  policy: Policy;
-  tools: readonly Tool[];
+/**
+ * `{}`, there so that TypeScript compares two `Policy` types by their structure. Otherwise it
+ * compares their `Tools` by the variance it measures for `Policy`, which comes out invariant
+ * (`ActionOf` is made of conditional types): a `Policy<typeof tools>` would not be a `Policy`, nor
+ * a policy of some tools one of more tools, although their actions are. A mapped type with every
+ * key filtered out is `{}`, and comparing two of them marks the variance unmeasurable, so the
+ * structure decides. test/types/typed-tools.test.ts pins this down.
+ */
+type ComparedByStructure<T> = { readonly [K in keyof T as never]?: never };
+
+/**
+ * Options shared by `new Agent` and `Agent.resume`. `Tools` is inferred from `tools`, never from
+ * `policy`, which is then checked against it.
+ */
+export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]> {
+  policy: Policy<Tools>;
+  tools: Tools;
   /** Time source for budgets, expiry, retries and timeouts. @default systemClock */
   clock?: Clock;
   /** How many times a throwing policy is retried before the run fails. @default 2 */
@@ -166,7 +300,7 @@ export interface RuntimeOptions {
 }
 
 /** Options of `new Agent`. */
-export interface AgentOptions extends RuntimeOptions {
+export interface AgentOptions<Tools extends readonly Tool[] = readonly Tool[]> extends RuntimeOptions<Tools> {
   /** Policy calls allowed. @default 8 */
   maxSteps?: number;
   /** Input + output tokens allowed (from the policy's `usage`). @default unlimited */
@@ -182,7 +316,7 @@ export interface AgentOptions extends RuntimeOptions {
 }
 
 /** Options of `Agent.resume`: limits given here replace the checkpoint's. */
-export interface ResumeOptions extends RuntimeOptions {
+export interface ResumeOptions<Tools extends readonly Tool[] = readonly Tool[]> extends RuntimeOptions<Tools> {
   maxSteps?: number;
   maxTokens?: number | null;
   maxActiveMs?: number | null;
@@ -215,6 +349,42 @@ export type Decisions = Record<string, CallDecisionInput>;
 export interface DecideManyOptions {
   /** Who decided. @default 'human' */
   by?: string | undefined;
+}
+
+/** A history entry with the goal (or a user's message): `{ role: 'user', content }`. */
+export type UserEntry = Extract<HistoryEntry, { role: 'user' }>;
+
+/** An assistant entry of a step with one call: `{ role: 'assistant', tool, args, id?, text? }`. */
+export type CallEntry = Extract<HistoryEntry, { role: 'assistant'; tool: string }>;
+
+/** An assistant entry of a step with several calls: `{ role: 'assistant', calls, text? }`. */
+export type CallsEntry = Extract<HistoryEntry, { role: 'assistant'; calls: AssistantCall[] }>;
+
+/** The assistant entry of the final answer: `{ role: 'assistant', final }`. */
+export type FinalEntry = Extract<HistoryEntry, { role: 'assistant'; final: Json }>;
+
+/** A tool entry: the outcome of one call, a result or an error. */
+export type ToolEntry = Extract<HistoryEntry, { role: 'tool' }>;
+
+/** A tool entry with the tool's result: `{ role: 'tool', tool, result, id?, approval? }`. */
+export type ResultEntry = Extract<ToolEntry, { result: Json }>;
+
+/**
+ * A tool entry with an error: the tool threw, the tool is unknown, the arguments were invalid,
+ * a human or a rule denied the call, or its outcome is unknown after a crash (`outcome`).
+ */
+export type ErrorEntry = Extract<ToolEntry, { error: string }>;
+
+/**
+ * One call of an assistant entry, whichever of the two shapes holds it (see `callsOf`). `id` is
+ * the call's id as the history has it: always there in a step of several calls; in a step of one
+ * call only when the model gave one, and `undefined` otherwise (the call's tool entry is then the
+ * next tool entry, without an id either).
+ */
+export interface HistoryCall {
+  id: string | undefined;
+  tool: string;
+  args: JsonObject;
 }
 
 /** What `agent.observe` reports as a run progresses. */
