@@ -23,6 +23,7 @@ import type {
   ResumeOptions,
   RunEvent,
   RunState,
+  Tool,
 } from './types.js';
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
@@ -47,16 +48,16 @@ interface Restored {
  * const again = Agent.resume(blob, { policy, tools });
  * await again.decide(true, 'ok');                   // 'done'
  */
-export class Agent {
+export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   /** The run's id: part of every idempotency key. */
   readonly runId: string;
   readonly #runtime: Runtime;
   readonly #run: RunActor;
 
-  constructor(options: AgentOptions);
+  constructor(options: AgentOptions<Tools>);
   /** @internal Used by `Agent.resume` and `Agent.load`. */
   constructor(restored: Restored);
-  constructor(options: AgentOptions | Restored) {
+  constructor(options: AgentOptions<Tools> | Restored) {
     if ((options as Restored)[RESTORED] === true) {
       const { runtime, run, place } = options as Restored;
       this.#runtime = runtime;
@@ -64,11 +65,11 @@ export class Agent {
       this.#run = new RunActor(runtime, this.runId, { run }, place);
       return;
     }
-    const parsed = parseAgentOptions(options as AgentOptions);
+    const parsed = parseAgentOptions(options as AgentOptions<Tools>);
     this.#runtime = parsed.runtime;
     this.runId = parsed.runId ?? randomUUID();
     const input = { runId: this.runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs };
-    const store = (options as AgentOptions).store;
+    const store = (options as AgentOptions<Tools>).store;
     // The run is claimed before its first save (start): a constructor cannot wait for a store.
     const place = store
       ? { store, version: 0, stored: 0, head: null, lease: parsed.runtime.lease, claimed: null }
@@ -81,8 +82,11 @@ export class Agent {
    * replace the checkpoint's. Nothing runs until `run()`, `decide()` or `cancel()`.
    * @throws CheckpointError when the blob is not a checkpoint this version can resume.
    */
-  static resume(blob: string, options: ResumeOptions): Agent {
-    return Agent.#restore(blob, options, null, 'Agent.resume');
+  static resume<Tools extends readonly Tool[] = readonly Tool[]>(
+    blob: string,
+    options: ResumeOptions<Tools>,
+  ): Agent<Tools> {
+    return Agent.#restore(blob, options, null, 'Agent.resume') as Agent<Tools>;
   }
 
   /**
@@ -91,7 +95,11 @@ export class Agent {
    * @throws RunNotFoundError when the store has no such run.
    * @throws CheckpointError (naming the run) when the stored run is not valid.
    */
-  static async load(store: CheckpointStore, runId: string, options: ResumeOptions): Promise<Agent> {
+  static async load<Tools extends readonly Tool[] = readonly Tool[]>(
+    store: CheckpointStore,
+    runId: string,
+    options: ResumeOptions<Tools>,
+  ): Promise<Agent<Tools>> {
     checkText('Agent.load', 'runId', runId);
     const parsed = parseResumeOptions(options, 'Agent.load');
     const terms = parsed.runtime.lease;
@@ -102,7 +110,7 @@ export class Agent {
       leaseMs: terms.leaseMs,
       ...(terms.waitMs > 0 ? { wait: terms.waitMs } : {}),
     });
-    let agent: Agent;
+    let agent: Agent<Tools>;
     try {
       const record = await store.load(runId);
       if (!record) throw new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
@@ -114,7 +122,13 @@ export class Agent {
         lease: terms,
         claimed: lease,
       };
-      agent = Agent.#restore(() => joinRun(record.head, record.entries), parsed, place, 'Agent.load', runId);
+      agent = Agent.#restore(
+        () => joinRun(record.head, record.entries),
+        parsed,
+        place,
+        'Agent.load',
+        runId,
+      ) as Agent<Tools>;
     } catch (error) {
       await store.release(lease).catch(() => false);
       throw error;
@@ -127,7 +141,7 @@ export class Agent {
 
   static #restore(
     blob: string | (() => string),
-    options: ResumeOptions | ReturnType<typeof parseResumeOptions>,
+    options: ResumeOptions<any> | ReturnType<typeof parseResumeOptions>,
     place: StoredPlace | null,
     call: string,
     runId?: string,

@@ -5,13 +5,14 @@
 import { OptionsError } from './errors.js';
 import { checkKeys, showValue } from './option-keys.js';
 import { AGENT_OPTION_KEYS, parseAgentOptions } from './options.js';
-import type { AgentOptions, ResumeOptions } from './types.js';
+import type { AgentOptions, ResumeOptions, Tool } from './types.js';
 
 // Symbol.for: recognised even when the module was built against another copy of tollgate.
 const BRAND = Symbol.for('tollgate.agent-definition');
 
 /** An agent's definition: everything `new Agent` takes but the run id and store. */
-export interface AgentDefinition extends Omit<AgentOptions, 'runId' | 'store'> {
+export interface AgentDefinition<Tools extends readonly Tool[] = readonly Tool[]>
+  extends Omit<AgentOptions<Tools>, 'runId' | 'store'> {
   /** A short name, shown by the CLI. */
   name: string;
   /** One line on what the agent does. */
@@ -25,7 +26,9 @@ export interface AgentDefinition extends Omit<AgentOptions, 'runId' | 'store'> {
  * // agents/support.js
  * export default defineAgent({ name: 'support', policy, tools, maxSteps: 12 });
  */
-export function defineAgent(definition: AgentDefinition): AgentDefinition {
+export function defineAgent<Tools extends readonly Tool[] = readonly Tool[]>(
+  definition: AgentDefinition<Tools>,
+): AgentDefinition<Tools> {
   const known = [...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store'), 'name', 'description'];
   checkKeys('defineAgent', definition, known);
   if (typeof definition.name !== 'string' || definition.name.trim() === '') {
@@ -39,7 +42,9 @@ export function defineAgent(definition: AgentDefinition): AgentDefinition {
 }
 
 /** The options of `new Agent` that a definition gives: all of it but its name and description. */
-export function agentOptionsOf(definition: AgentDefinition): Omit<AgentDefinition, 'name' | 'description'> {
+export function agentOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
+  definition: AgentDefinition<Tools>,
+): Omit<AgentDefinition<Tools>, 'name' | 'description'> {
   const { name: _n, description: _d, ...options } = definition;
   return options;
 }
@@ -49,8 +54,11 @@ export function agentOptionsOf(definition: AgentDefinition): Omit<AgentDefinitio
  * runtime settings, never its limits. A stored run's limits are the run's own: resuming it with
  * the module's `maxSteps` would reset a budget the run was started with.
  */
-export function resumeOptionsOf(definition: AgentDefinition): ResumeOptions {
-  const { policy, tools, clock, policyRetries, retryDelayMs, policyTimeoutMs } = definition;
+export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
+  definition: AgentDefinition<Tools>,
+): ResumeOptions<Tools> {
+  const { policy, tools, clock, policyRetries, retryDelayMs, policyTimeoutMs, leaseMs, leaseWaitMs, owner } =
+    definition;
   return {
     policy,
     tools,
@@ -58,10 +66,13 @@ export function resumeOptionsOf(definition: AgentDefinition): ResumeOptions {
     ...(policyRetries === undefined ? {} : { policyRetries }),
     ...(retryDelayMs === undefined ? {} : { retryDelayMs }),
     ...(policyTimeoutMs === undefined ? {} : { policyTimeoutMs }),
+    ...(leaseMs === undefined ? {} : { leaseMs }),
+    ...(leaseWaitMs === undefined ? {} : { leaseWaitMs }),
+    ...(owner === undefined ? {} : { owner }),
   };
 }
 
 /** True for a value made by `defineAgent`. */
-export function isAgentDefinition(value: unknown): value is AgentDefinition {
+export function isAgentDefinition(value: unknown): value is AgentDefinition<any> {
   return value !== null && typeof value === 'object' && (value as Record<symbol, unknown>)[BRAND] === true;
 }

@@ -25,6 +25,16 @@ export {
   UserError,
 } from './errors.js';
 export {
+  callsOf,
+  isCallEntry,
+  isCallsEntry,
+  isErrorEntry,
+  isFinalEntry,
+  isResultEntry,
+  isToolEntry,
+  isUserEntry,
+} from './history.js';
+export {
   type CheckpointStore,
   type ClaimOptions,
   checkLimit,
@@ -62,8 +72,16 @@ export {
   pendingCallsOf,
   pendingFields,
 } from './stores/rules.js';
+export {
+  type DeclarationOptions,
+  type SchemaTarget,
+  type ToolDeclaration,
+  toolDeclarations,
+} from './tool-declarations.js';
+export { type ArgsCheck, defineTool, validateArgs } from './tool-schema.js';
 export type {
   Action,
+  ActionOf,
   AgentOptions,
   ApprovalContext,
   ApprovalRecord,
@@ -71,10 +89,16 @@ export type {
   AssistantCall,
   BudgetKind,
   CallDecisionInput,
+  CallEntry,
+  CallOf,
   CallRequest,
+  CallsEntry,
   DecideManyOptions,
   DecideOptions,
   Decisions,
+  ErrorEntry,
+  FinalEntry,
+  HistoryCall,
   HistoryEntry,
   Json,
   JsonObject,
@@ -82,11 +106,17 @@ export type {
   PendingCall,
   Policy,
   PolicyContext,
+  ResultEntry,
   ResumeOptions,
   RunEvent,
   RunState,
   Status,
   Tool,
+  ToolArgs,
   ToolContext,
+  ToolEntry,
+  ToolInput,
+  ToolName,
   Usage,
+  UserEntry,
 } from './types.js';

@@ -14,6 +14,7 @@ import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
 import { MAX_TIMER_MS } from './runtime/deadline.js';
 import { DEFAULT_LEASE_MS, type LeaseTerms, ownerId } from './runtime/lease.js';
+import { checkToolSchema } from './tool-schema.js';
 import type { AgentOptions, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
 /** The longest approval TTL: 10 years, so every expiry time is a representable date. */
@@ -51,16 +52,6 @@ const runId = must('a string of 1 to 200 characters, without control characters 
   ),
 );
 
-/** A Standard Schema v1 value: what a tool's `input` must be. Never throws. */
-function isStandardSchema(value: unknown): boolean {
-  try {
-    const props = (value as { '~standard'?: { version?: unknown; validate?: unknown } } | null)?.['~standard'];
-    return props !== undefined && props.version === 1 && typeof props.validate === 'function';
-  } catch {
-    return false;
-  }
-}
-
 /** The keys a tool may have. */
 export const TOOL_KEYS = [
   'name',
@@ -79,9 +70,6 @@ const tool = z.looseObject({
     z.custom<string>((v) => typeof v === 'string' && v !== '' && !hasLoneSurrogate(v), e),
   ),
   description: z.string({ error: 'a string' }).optional(),
-  input: z
-    .custom<object>((v) => isStandardSchema(v), { error: 'a Standard Schema v1 value (zod 4, valibot, arktype…)' })
-    .optional(),
   fn,
   sideEffect: z.boolean({ error: 'true or false' }).optional(),
   allowEdit: z.boolean({ error: 'true or false' }).optional(),
@@ -172,12 +160,14 @@ export function checkShape<T>(call: string, value: T, shape: z.core.$ZodLooseSha
   throw new OptionsError(`${call}: ${where || 'options'} must be ${issue.message}, got ${got}`);
 }
 
-function runtimeOf(call: string, options: RuntimeOptions): Runtime {
+function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
   const tools = new Map<string, Tool>();
   for (const [i, t] of options.tools.entries()) {
     // A tool literal is strict (a typo such as `sideEfect` must not drop the approval gate); a
     // class-based tool keeps state in fields of its own, so only its known keys are checked.
     if (isPlainObject(t)) checkKeys(`${call}: tools[${i}] (${JSON.stringify(t.name)})`, t, TOOL_KEYS, 'tool option');
+    const schema = checkToolSchema(t);
+    if (schema) throw new OptionsError(`${call}: tools[${i}] (${JSON.stringify(t.name)}): ${schema}`);
     if (tools.has(t.name)) throw new OptionsError(`${call}: tools: two tools are named ${JSON.stringify(t.name)}`);
     tools.set(t.name, t);
   }
@@ -205,7 +195,7 @@ function limitsGiven(options: Partial<Limits>): Partial<Limits> {
   return out;
 }
 
-export function parseAgentOptions(options: AgentOptions, call = 'new Agent') {
+export function parseAgentOptions(options: AgentOptions<any>, call = 'new Agent') {
   const o = checkShape(call, options, agentShape, AGENT_OPTION_KEYS);
   return {
     runtime: runtimeOf(call, o),
@@ -215,7 +205,7 @@ export function parseAgentOptions(options: AgentOptions, call = 'new Agent') {
   };
 }
 
-export function parseResumeOptions(options: ResumeOptions, call: string) {
+export function parseResumeOptions(options: ResumeOptions<any>, call: string) {
   if (options !== null && typeof options === 'object' && 'store' in options) {
     throw new OptionsError(
       `${call}: store is not an option here: Agent.load(store, runId, options) continues a stored run and saves it back (with conflict protection)`,

@@ -15,7 +15,13 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 const iso = z.iso.datetime();
 const jsonObject = z.record(z.string(), z.json());
-const approval = z.strictObject({ approved: z.boolean(), by: z.string(), note: z.string(), at: iso, callId: z.string() });
+const approval = z.strictObject({
+  approved: z.boolean(),
+  by: z.string(),
+  note: z.string(),
+  at: iso,
+  callId: z.string(),
+});
 const call = {
   id: z.string().min(1),
   key: z.string().min(1),
@@ -88,7 +94,8 @@ export function migrateV1(snapshot: unknown): unknown {
     if (JSON.stringify(tool.snapshot.input) !== JSON.stringify(inflight)) {
       refuse('the invoked tool actor does not run the call in flight', 'snapshot.children.tool');
     }
-    if (calls[0]) migratedChildren = { ...children, tool: { ...tool, snapshot: { ...tool.snapshot, input: calls[0] } } };
+    if (calls[0])
+      migratedChildren = { ...children, tool: { ...tool, snapshot: { ...tool.snapshot, input: calls[0] } } };
   }
   return { ...snapshot, context: { ...rest, calls, standing: {} }, children: migratedChildren };
 }

@@ -84,7 +84,10 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
     const expected = assistantEntry(calls, null);
     const { text: _t, ...recorded } = (last ?? {}) as Record<string, unknown>;
     if (canonicalize(recorded) !== canonicalize(expected)) {
-      return ['snapshot.context.calls', "the calls are not the ones the step's assistant entry (the last entry) records"];
+      return [
+        'snapshot.context.calls',
+        "the calls are not the ones the step's assistant entry (the last entry) records",
+      ];
     }
   }
   return null;

@@ -20,6 +20,8 @@ export type Classified = DistributiveOmit<Decision, 'usage' | 'elapsedMs' | 'at'
 /** Where the calls are judged: the run and the step they belong to. */
 export interface CallSite {
   runId: string;
+  /** The policy actor's signal: a schema check left hanging stops with the call. */
+  signal?: AbortSignal;
   step: number;
   tools: ReadonlyMap<string, Tool>;
   history: readonly HistoryEntry[];
@@ -135,7 +137,7 @@ function requestedCalls(calls: unknown): Requested[] {
 async function verdictOf(call: Requested, site: CallSite): Promise<Verdict> {
   const tool = site.tools.get(call.tool);
   if (!tool) return { kind: 'refuse', error: `unknown tool ${call.tool}` };
-  const valid = await validateArgs(tool, call.args);
+  const valid = await validateArgs(tool, call.args, site.signal ? { signal: site.signal } : {});
   if (!valid.ok) return { kind: 'refuse', error: valid.error };
   const ctx = { runId: site.runId, step: site.step, tool: call.tool, history: site.history };
   const answer = await approvalRule(tool, valid.value, ctx);

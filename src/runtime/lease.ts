@@ -4,8 +4,9 @@
  * save carries it, so a worker that lost its lease fails its write-ahead save and never calls a
  * policy or tool after (ARCHITECTURE.md, "Scale-out").
  */
-import { hostname } from 'node:os';
+
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { CheckpointStore, Lease } from '../store.js';
 
 /** How a run holds its lease: who it is, how long a lease lasts, how long to wait for a busy run. */

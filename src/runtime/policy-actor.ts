@@ -61,7 +61,7 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
       continue;
     }
     // The rules get their own copy of the history, as the policy does: the live one grows in place.
-    const site = { runId: input.runId, step: input.step, tools: run.tools, history: run.history().slice() };
+    const site = { runId: input.runId, step: input.step, tools: run.tools, history: run.history().slice(), signal };
     const { decision, usage } = await readAction(raw, site);
     const now = run.clock.now();
     return { ...decision, usage, elapsedMs: Math.max(0, now - started), at: isoTime(now) };

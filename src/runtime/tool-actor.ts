@@ -45,7 +45,7 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   // The tool set given at resume may differ from the one the call was decided with.
   if (!tool) return done({ error: `unknown tool ${call.tool}` });
   // An approver's edit runs instead of the model's arguments; either is validated again here.
-  const valid = await validateArgs(tool, call.approval?.args ?? call.args);
+  const valid = await validateArgs(tool, call.approval?.args ?? call.args, { signal });
   if (!valid.ok) return done({ error: valid.error });
   // Defence in depth for invariant 1: a call that needs approval runs only with one.
   if (call.approval === null) {

@@ -8,6 +8,7 @@ import * as v from 'valibot';
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import type { Json, JsonObject } from '../../machines/types.js';
+import { Agent } from '../../src/agent.js';
 import { defineTool } from '../../src/tool-schema.js';
 import type {
   Action,
@@ -15,7 +16,6 @@ import type {
   AgentOptions,
   CallOf,
   Policy,
-  ResumeOptions,
   Tool,
   ToolArgs,
   ToolContext,
@@ -23,16 +23,8 @@ import type {
   ToolName,
 } from '../../src/types.js';
 
-/**
- * The Agent's typing as `src/agent.ts` is to declare it: one type parameter inferred from
- * `tools` (not `const`: inline tool literals stay untyped), options typed with it.
- */
-class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
-  constructor(readonly options: AgentOptions<Tools>) {}
-  static resume<Tools extends readonly Tool[] = readonly Tool[]>(_blob: string, options: ResumeOptions<Tools>) {
-    return new Agent<Tools>({ ...options });
-  }
-}
+/** A checkpoint to resume in the tests below (they check types; running them is harmless). */
+const blob = new Agent({ tools: [], policy: () => ({ final: 1 }) }).checkpoint();
 
 const sendEmail = defineTool({
   name: 'send_email',
@@ -196,7 +188,7 @@ describe('typed policies', () => {
     // @ts-expect-error: search's q is a string
     new Agent({ tools, policy: (_history, _ctx) => ({ tool: 'search', args: { q: 1 } }) });
     // @ts-expect-error: no tool is named 'clok'
-    Agent.resume('{}', { tools, policy: async () => ({ tool: 'clok' }) });
+    Agent.resume(blob, { tools, policy: async () => ({ tool: 'clok' }) });
   });
 
   it('infer the tools from `tools`, never from the policy', () => {
@@ -232,7 +224,7 @@ describe('untyped code compiles as before', () => {
     new Agent({ tools: [{ name: 'echo', fn: () => 1 }], policy: () => ({ tool: 'not-echo' }) });
     const options: AgentOptions = { tools: [], policy: untyped, maxSteps: 3 };
     new Agent(options);
-    Agent.resume('{}', { tools: literals, policy: untyped });
+    Agent.resume(blob, { tools: literals, policy: untyped });
   });
 
   it('one untyped tool among typed ones makes the agent untyped (all or nothing)', () => {
