@@ -73,6 +73,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
     denials: 0,
     sent: 0,
     conflicts: 0,
+    busy: 0,
     unknownOutcomes: 0,
     applied: 0,
     stale: 0,
@@ -211,6 +212,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         if (entry) entry.applied = true;
       } else if (event.type === 'stale') report.stale++;
       else if (event.type === 'conflict') report.conflicts++;
+      else if (event.type === 'busy') report.busy++;
       else if (event.type === 'stuck') report.violations.push(`run ${event.runId} stuck in ${event.status}`);
     });
     void exited.then(() => {

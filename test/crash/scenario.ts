@@ -29,6 +29,9 @@ export const LIMITS = {
 
 export const GOAL = 'pay the order and ship it';
 
+/** Workers' lease length: short, so a killed worker's runs are taken over within the test. */
+export const LEASE_MS = 400;
+
 const pause = (ms = 3) => new Promise<void>((resolve) => setTimeout(resolve, Math.floor(Math.random() * ms)));
 
 /** Chooses by the number of assistant turns so far, so it continues correctly after a resume. */
@@ -90,6 +93,8 @@ export type WorkerEvent =
   | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string }
   | { type: 'stale'; runId: string; callId: string; reason: string }
   | { type: 'conflict'; runId: string }
+  /** Another live worker holds the run (its lease), or took it over from this one: left to it. */
+  | { type: 'busy'; runId: string }
   | { type: 'stuck'; runId: string; status: string }
   | { type: 'done' };
 
@@ -113,6 +118,8 @@ export interface CrashReport {
   sent: number;
   /** Saves a child lost to the other child: its agent stopped with a ConflictError. */
   conflicts: number;
+  /** Runs left to another live worker: its lease was live (RunBusyError) or it took over (LeaseLostError). */
+  busy: number;
   /** Pending calls re-asked with outcome 'unknown' after a crash mid-call. */
   unknownOutcomes: number;
   /** Decisions the child applied and reported. */

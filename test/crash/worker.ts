@@ -11,13 +11,16 @@ import {
   Agent,
   type CheckpointStore,
   ConflictError,
+  LeaseLostError,
   NoPendingApprovalError,
+  RunBusyError,
   StaleApprovalError,
 } from '../../src/index.js';
 import { openWorld } from './ledger.js';
 import {
   type DecisionMessage,
   GOAL,
+  LEASE_MS,
   LIMITS,
   policy,
   toolsFor,
@@ -30,7 +33,13 @@ const world = await openWorld(config.world);
 const emit = (event: WorkerEvent): void => {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
-const options = { policy, tools: toolsFor(world, (tool, key) => emit({ type: 'effect', tool, key })) };
+// Short leases: a killed worker's runs are taken over soon (the lease lapses), as in production
+// with leaseMs of seconds; live workers renew theirs every third of it.
+const options = {
+  policy,
+  tools: toolsFor(world, (tool, key) => emit({ type: 'effect', tool, key })),
+  leaseMs: LEASE_MS,
+};
 // Every durable save is reported, so the parent can time kills by progress, not by the clock.
 const store: CheckpointStore = {
   load: (runId) => world.store.load(runId),
@@ -62,6 +71,9 @@ function spawn(runId: string, work: () => Promise<void>): void {
         // The other process saved first: this agent has stopped, nothing ran; the next look
         // at the store decides what is left to do.
         if (error instanceof ConflictError) return emit({ type: 'conflict', runId });
+        // Another live worker holds the run, or took it over after this one's lease lapsed:
+        // the run is its; this one called nothing after losing it.
+        if (error instanceof RunBusyError || error instanceof LeaseLostError) return emit({ type: 'busy', runId });
         // Anything else is a failure of the test: say so and stop (exit code 2).
         process.stderr.write(`run ${runId}: ${(error as Error)?.stack ?? String(error)}\n`);
         process.exit(2);

@@ -278,10 +278,10 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
     let step = 0;
     let mark = await lsn();
     const save = store.save.bind(store);
-    store.save = (runId, w, version) => {
+    store.save = (runId, w, version, lease) => {
       const bytes = Buffer.byteLength(w.head) + w.append.reduce((n, e) => n + Buffer.byteLength(e), 0);
       (halves[step <= steps / 2 ? 0 : 1] as { payload: number }).payload += bytes;
-      return save(runId, w, version);
+      return save(runId, w, version, lease);
     };
     const agent = new Agent({
       runId: 'measured',
