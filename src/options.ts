@@ -15,7 +15,7 @@ import { checkKeys, showValue } from './option-keys.js';
 import { MAX_TIMER_MS } from './runtime/deadline.js';
 import { DEFAULT_LEASE_MS, type LeaseTerms, ownerId } from './runtime/lease.js';
 import { checkToolSchema } from './tool-schema.js';
-import type { AgentOptions, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
+import type { AgentOptions, InspectOption, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
 /** The longest approval TTL: 10 years, so every expiry time is a representable date. */
 export const MAX_APPROVAL_TTL_MS = 10 * 365 * 24 * 3_600_000;
@@ -91,6 +91,11 @@ const runtimeShape = {
   leaseWaitMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
     z.number(e).min(0, e).max(MAX_TIMER_MS, e),
   ).optional(),
+  inspect: z
+    .custom<object>((v) => typeof v === 'function' || (v !== null && typeof v === 'object'), {
+      error: 'a function or an observer of inspection events',
+    })
+    .optional(),
   owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
   ).optional(),
@@ -129,6 +134,8 @@ export interface Runtime {
   policyTimeoutMs: number | null;
   /** How the run holds its lease on a store. */
   lease: LeaseTerms;
+  /** XState's inspector for the run's actor, when given. */
+  inspect: InspectOption | undefined;
 }
 
 /** The value at `path` in `value`, read without throwing. */
@@ -178,6 +185,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     policyRetries: options.policyRetries ?? 2,
     retryDelayMs: options.retryDelayMs ?? 250,
     policyTimeoutMs: options.policyTimeoutMs ?? null,
+    inspect: options.inspect,
     lease: {
       owner: options.owner ?? ownerId(),
       leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,

@@ -1,5 +1,6 @@
 /** The public types of the Agent API. */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { InspectionEvent, Observer } from 'xstate';
 import type {
   ApprovalRecord,
   AssistantCall,
@@ -236,7 +237,19 @@ export interface PolicyContext {
    * a whole call.
    */
   remaining: { steps: number; tokens: number | null; activeMs: number | null };
+  /**
+   * Reports what a streaming model has produced so far (text, tool-call pieces): observers see it
+   * as `{ type: 'delta' }` events as it arrives. The history still records only the final action.
+   * Never throws; calls after the policy call ended are ignored.
+   */
+  stream(delta: PolicyDelta): void;
 }
+
+/** A piece of a streaming model's answer, as it arrives. */
+export type PolicyDelta =
+  | { kind: 'text'; text: string }
+  /** A piece of the `index`-th tool call: its id and name when first seen, then argument text. */
+  | { kind: 'call'; index: number; id?: string; tool?: string; argsText?: string };
 
 /**
  * The model: maps a copy of the history to the next action.
@@ -266,6 +279,9 @@ export type Policy<Tools extends readonly Tool[] = readonly Tool[]> = ((
  * structure decides. test/types/typed-tools.test.ts pins this down.
  */
 type ComparedByStructure<T> = { readonly [K in keyof T as never]?: never };
+
+/** An inspector of a run's live machine: a function or an observer of XState inspection events. */
+export type InspectOption = ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
 
 /**
  * Options shared by `new Agent` and `Agent.resume`. `Tools` is inferred from `tools`, never from
@@ -297,6 +313,11 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
   leaseWaitMs?: number;
   /** With a store: this agent's owner id on its leases, unique per holder. @default host:pid:random */
   owner?: string;
+  /**
+   * Passed to XState's `createActor`: an inspector (`@statelyai/inspect`'s `inspector.inspect`,
+   * or any function or observer of inspection events) sees the live machine of this run.
+   */
+  inspect?: InspectOption;
 }
 
 /** Options of `new Agent`. */
@@ -392,7 +413,9 @@ export type RunEvent =
   | { type: 'entry'; index: number; entry: HistoryEntry }
   | { type: 'deciding'; step: number }
   | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number } }
-  | { type: 'status'; status: Status };
+  | { type: 'status'; status: Status }
+  /** A streaming policy's progress on the step it is deciding (not recorded in the history). */
+  | { type: 'delta'; step: number; delta: PolicyDelta };
 
 /** `agent.state`: the whole run, plain JSON (a copy). */
 export interface RunState {

@@ -34,6 +34,10 @@ function show(agent: Agent, c: Colors, live: boolean): () => void {
       spinner?.start(`policy deciding step ${event.step}`);
     } else if (event.type === 'executing') {
       spinner?.start(`running ${event.call.tool} (${event.call.key})`);
+    } else if (event.type === 'delta') {
+      // A streaming model's progress: shown on the spinner, the final action prints as an entry.
+      if (spinner && event.delta.kind === 'call' && event.delta.tool) spinner.text = `model calls ${event.delta.tool}…`;
+      else if (spinner && event.delta.kind === 'text') spinner.text = `model: ${event.delta.text.slice(-60)}`;
     } else if (event.status !== 'running') {
       spinner?.stop();
     }

@@ -5,7 +5,7 @@
  */
 import { runningCall } from '../../machines/calls.js';
 import type { AgentContext, HistoryEntry, Status } from '../../machines/types.js';
-import type { RunEvent } from '../types.js';
+import type { PolicyDelta, RunEvent } from '../types.js';
 
 /** What has been reported so far. */
 interface Seen {
@@ -39,6 +39,18 @@ export class Observers {
     return () => this.#listeners.delete(listener);
   }
 
+  /** A streaming policy's delta: passed on as it is (a copy), never recorded. */
+  delta(step: number, delta: PolicyDelta): void {
+    if (this.#listeners.size === 0) return;
+    let copy: PolicyDelta;
+    try {
+      copy = structuredClone(delta);
+    } catch {
+      return; // not data: dropped, the policy's own business
+    }
+    this.#emit([{ type: 'delta', step, delta: copy }]);
+  }
+
   notify(context: AgentContext, status: Status, deciding: boolean): void {
     if (this.#listeners.size === 0) return;
     const seen = this.#seen ?? { entries: 0, deciding: null, running: null, status: null };
@@ -56,6 +68,10 @@ export class Observers {
     // A status event on a change of status only, not on every phase of `running`.
     if (status !== seen.status) events.push({ type: 'status', status });
     this.#seen = { entries: context.history.length, deciding: step, running: running?.key ?? null, status };
+    this.#emit(events);
+  }
+
+  #emit(events: readonly RunEvent[]): void {
     for (const event of events) {
       for (const listener of this.#listeners) {
         try {

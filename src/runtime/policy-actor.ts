@@ -7,6 +7,7 @@ import { fromPromise } from 'xstate';
 import type { PolicyInput } from '../../machines/events.js';
 import type { Decision } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
+import type { PolicyDelta } from '../types.js';
 import { readAction } from './classify.js';
 import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
@@ -30,8 +31,18 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
     if (left !== null && left <= 0) {
       throw withElapsed(new TimeoutError('policy stopped: the active-time budget (maxActiveMs) ran out'), spent());
     }
-    const ctx = { runId: input.runId, step: input.step, attempt, remaining: { ...remaining, activeMs: left } };
+    const ctx = {
+      runId: input.runId,
+      step: input.step,
+      attempt,
+      remaining: { ...remaining, activeMs: left },
+      stream: (delta: PolicyDelta) => {
+        if (live) run.delta(input.step, delta);
+      },
+    };
     let raw: unknown;
+    // A policy's stream is heard while its call is live: a late delta (after a timeout) is dropped.
+    let live = true;
     try {
       const attemptStarted = spent();
       const attemptLeft = () => {
@@ -51,6 +62,7 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
           ),
       ));
     } catch (error) {
+      live = false;
       const timeLeft = activeLeftNow();
       if (signal.aborted || attempt >= run.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
         throw withElapsed(error, spent());
@@ -61,6 +73,7 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
       continue;
     }
     // The rules get their own copy of the history, as the policy does: the live one grows in place.
+    live = false;
     const site = { runId: input.runId, step: input.step, tools: run.tools, history: run.history().slice(), signal };
     const { decision, usage } = await readAction(raw, site);
     const now = run.clock.now();

@@ -6,6 +6,7 @@
 import type { HistoryEntry } from '../../machines/types.js';
 import { SystemError } from '../errors.js';
 import type { Runtime } from '../options.js';
+import type { PolicyDelta } from '../types.js';
 import type { Remaining } from './limits.js';
 
 export interface ActorPorts extends Runtime {
@@ -25,6 +26,8 @@ export interface ActorPorts extends Runtime {
    * non-idempotent side effect among them is not called again (its outcome is unknown).
    */
   takeRecovered(key: string): boolean;
+  /** Reports a streaming policy's progress on step `step` to the run's observers. */
+  delta(step: number, delta: PolicyDelta): void;
 }
 
 const registry = new WeakMap<object, ActorPorts>();

@@ -71,10 +71,11 @@ export class RunActor {
   }
 
   #create(origin: Origin): Actor<RuntimeMachine> {
+    const inspect = this.#runtime.inspect ? { inspect: this.#runtime.inspect } : {};
     const actor =
       'run' in origin
-        ? createActor(runtimeMachine, { snapshot: origin.run as never, input: undefined as never })
-        : createActor(runtimeMachine, { input: origin.input });
+        ? createActor(runtimeMachine, { snapshot: origin.run as never, input: undefined as never, ...inspect })
+        : createActor(runtimeMachine, { input: origin.input, ...inspect });
     registerPorts(actor.system, {
       ...this.#runtime,
       runId: this.runId,
@@ -83,6 +84,7 @@ export class RunActor {
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       beforeCall: () => this.#saver?.flush() ?? Promise.resolve(),
       takeRecovered: (key) => this.#recovering.delete(key),
+      delta: (step, delta) => this.#observers.delta(step, delta),
     });
     return actor;
   }
