@@ -19,17 +19,26 @@ interface Verdict {
 /** Runs the suites with `variant` in place; returns the first violations each suite reported. */
 async function runSuites(variant: Variant | null): Promise<Verdict> {
   vi.resetModules();
-  const fault = variant?.machine;
-  if (fault) {
-    vi.doMock('../../machines/index.js', async (importOriginal) => {
-      const real = await importOriginal<typeof import('../../machines/index.js')>();
-      return { ...real, agentMachine: fault(real.agentMachine) };
+  const calls = variant?.calls;
+  if (calls) {
+    vi.doMock('../../machines/calls.js', async (importOriginal) => {
+      const real = await importOriginal<typeof import('../../machines/calls.js')>();
+      return { ...real, ...calls(real) };
     });
   }
-  // Imported after the mock: the Agent, the model and the paths all see the variant.
+  const fault = variant?.machine;
+  if (fault) {
+    vi.doMock('../../machines/agent-machine.js', async (importOriginal) => {
+      const real = await importOriginal<typeof import('../../machines/agent-machine.js')>();
+      const helpers = await import('../../machines/calls.js');
+      return { ...real, agentMachine: fault(real.agentMachine, helpers) };
+    });
+  }
+  // Imported after the mocks: the Agent, the model and the paths all see the variant.
   const { shortestPaths, maximalPaths } = await import('./support/paths.js');
   const { runPaths } = await import('./support/path-suite.js');
-  const { commandArbitraries, newCase, setupArbitrary } = await import('./support/commands.js');
+  const { commandArbitraries, setupArbitrary } = await import('./support/arbitraries.js');
+  const { newCase } = await import('./support/commands.js');
   const { Agent } = await import('../../src/agent.js');
   const resume = variant?.resume?.(Agent);
   const caught: string[] = [];
@@ -64,7 +73,8 @@ async function runSuites(variant: Variant | null): Promise<Verdict> {
 }
 
 afterEach(() => {
-  vi.doUnmock('../../machines/index.js');
+  vi.doUnmock('../../machines/calls.js');
+  vi.doUnmock('../../machines/agent-machine.js');
   vi.resetModules();
 });
 
