@@ -141,6 +141,9 @@ function checkStep(world: World, out: string[]): void {
     }
     if (!finished.cancelled) decidingNext(world, out);
   }
+  // The seed's `state.pending` stays: the oldest undecided call, or null.
+  if (!isDeepStrictEqual(state.pending, state.pendingCalls[0] ?? null))
+    out.push(`spec: state.pending ${JSON.stringify(state.pending)} is not the first of state.pendingCalls`);
   const next = expectation(d);
   if (next.kind === 'run') {
     const g = world.gate;

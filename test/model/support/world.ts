@@ -24,7 +24,6 @@ import {
   requestedCalls,
   specUsage,
   T0,
-  TOOL_TIMEOUT_MS,
   TTL_MS,
   toolResult,
 } from './alphabet.js';
@@ -32,7 +31,8 @@ import { type Made, mapDecision, mistakeCall, seedDecision } from './human.js';
 import { Ledger, type LedgerData } from './ledger.js';
 import { earliestExpiry, toolCut, toolObservation } from './model-events.js';
 import { cancelStep, crashCall, decideCalls, endCall, expireCalls } from './spec-step.js';
-import { TOOL_NAMES, TOOLS, type ToolName, WIPE_DENIAL } from './tools.js';
+import type { ToolName } from './tools.js';
+import { wipeRule, worldTools } from './world-tools.js';
 
 /** How a run is resumed: `Agent.resume`, or a faulty stand-in for it. */
 export type ResumeFn = (blob: string, options: ResumeOptions) => Agent;
@@ -119,19 +119,6 @@ export class World {
     return { value: parsed.snapshot.value, context: parsed.snapshot.context };
   }
 
-  /**
-   * The world's tools; `fn` gets the incarnation's behaviour. `wipe` is a class-based tool: a
-   * tool literal with `allowEdit` is refused by the options check (known bug
-   * `allow-edit-rejected`), a class instance has only its known keys checked.
-   */
-  static tools(fn: (name: ToolName) => Tool['fn'], rule: Tool['needsApproval'] = wipeRule): Tool[] {
-    return TOOL_NAMES.map((name) => {
-      const base = { name, sideEffect: TOOLS[name].sideEffect, idempotent: TOOLS[name].idempotent };
-      if (name === 'wipe') return new RuleTool(base, rule, fn(name));
-      return { ...base, timeoutMs: TOOL_TIMEOUT_MS, fn: fn(name) };
-    });
-  }
-
   /** Policy, tools and clock for one incarnation: calls from a dead one are flagged and frozen. */
   #runtime(): Pick<ResumeOptions, 'policy' | 'tools' | 'clock' | 'policyRetries' | 'retryDelayMs'> {
     const me = this.#incarnation;
@@ -188,7 +175,7 @@ export class World {
     };
     return {
       policy,
-      tools: World.tools(fn, rule),
+      tools: worldTools(fn, rule),
       clock,
       policyRetries: this.options.policyRetries,
       retryDelayMs: this.options.retryDelayMs,
@@ -484,37 +471,8 @@ export class World {
     };
     return {
       policy: flag('the policy'),
-      tools: World.tools((name) => flag(name), flag('an approval rule')),
+      tools: worldTools((name) => flag(name), flag('an approval rule')),
       clock: this.clock,
     };
-  }
-}
-
-/** wipe's approval rule, as its owner wrote it: scope `all` is denied, `tmp` needs nobody. */
-export function wipeRule(args: { scope?: unknown }): boolean | { deny: string } {
-  if (args.scope === 'all') return { deny: WIPE_DENIAL };
-  return args.scope !== 'tmp';
-}
-
-/** A tool written as a class, with an approval rule and no edits. */
-class RuleTool implements Tool {
-  readonly name: string;
-  readonly sideEffect: boolean;
-  readonly idempotent: boolean;
-  readonly allowEdit = false;
-  readonly timeoutMs = TOOL_TIMEOUT_MS;
-  readonly needsApproval: Tool['needsApproval'];
-  readonly fn: Tool['fn'];
-
-  constructor(
-    base: { name: string; sideEffect: boolean; idempotent: boolean },
-    rule: Tool['needsApproval'],
-    fn: Tool['fn'],
-  ) {
-    this.name = base.name;
-    this.sideEffect = base.sideEffect;
-    this.idempotent = base.idempotent;
-    this.needsApproval = rule;
-    this.fn = fn;
   }
 }
