@@ -1,9 +1,12 @@
 /**
- * Issue 3, item 3: fast-check command sequences on the real Agent, with the machine's pure
- * `transition()` as the model and a ledger of side effects outside the agent (invariants 1-7).
+ * Issue 3, item 3, and issue 12: fast-check command sequences on the real Agent, with the
+ * machine's pure `transition()` as the model and a ledger of side effects outside the agent
+ * (invariants 1-7, per call of a step): long runs mixing steps of several calls, decisions on any
+ * subset of the pending calls, edits, standing approvals, each call's expiry, crashes anywhere.
  *
  * CI runs a fixed seed; `npm run test:soak` runs far more cases with a fresh seed. To replay a
- * failure: TOLLGATE_SEED=<seed> TOLLGATE_PATH=<path> npx vitest run test/model/commands.test.ts
+ * failure: TOLLGATE_SEED=<seed> TOLLGATE_PATH=<path> TOLLGATE_REPLAY=<replayPath>
+ * npx vitest run test/model/commands.test.ts
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +20,7 @@ const SOAK = process.env.TOLLGATE_SOAK === '1';
 /** Under mutation testing each mutant reruns this: fewer cases, no child process. */
 const MUTATION = process.env.TOLLGATE_MUTATION === '1';
 const SEED = process.env.TOLLGATE_SEED ? Number(process.env.TOLLGATE_SEED) : SOAK ? Date.now() % 2 ** 31 : 20_260_101;
-const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 40 : 300));
+const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 100 : 300));
 const PATH = process.env.TOLLGATE_PATH;
 /** The commands' own replay path, printed with a failure (`replayPath` in the counterexample). */
 const REPLAY = process.env.TOLLGATE_REPLAY;
@@ -28,7 +31,7 @@ const CALL_COUNTS = [
   'decision maps of several calls',
   'partial decisions (others left pending)',
   'edited approvals',
-  'calls run under a standing approval',
+  'calls covered by a standing approval',
   'steps with one call expired, another decided in time',
   'expiries of one call among several pending',
   'crashes between the calls of a step',

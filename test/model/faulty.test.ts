@@ -1,8 +1,11 @@
 /**
- * Issue 3, item 4 (hand-made part): a test of the tests. Each faulty variant replaces the real
- * machine (for the Agent and the model alike, as if the bug had been committed) or the real
- * resume, then the path suite and the command sequences run against it: each variant must be
- * caught, and caught by the invariant it breaks. A control run with no fault must pass.
+ * A test of the tests (issue 3, item 4, hand-made part; issue 12's variants added). Each faulty
+ * variant replaces part of the real machine — a guard, an action, a rewired state, or one of the
+ * pure call helpers of machines/calls.ts its actions are made of — for the Agent and the model
+ * alike, as if the bug had been committed, or the real resume; then the shortest paths
+ * (uninterrupted and with a crash after every step) and 60 command sequences run against it:
+ * each variant must be caught, and caught by the check it breaks. A control run with no fault
+ * must pass the same checks.
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';

@@ -53,7 +53,7 @@ function noteCalls(m: Model, move: Move, was: ModelState): void {
   const note = (what: string) => m.seen.push(what);
   if (move.kind === 'policy' && c.calls.length > 1) note('steps with several calls');
   if (move.kind === 'policy' && c.calls.some((call) => call.approval?.standing !== undefined))
-    note('calls run under a standing approval');
+    note('calls covered by a standing approval');
   if (move.kind === 'decide' || move.kind === 'approve' || move.kind === 'deny' || move.kind === 'approveLate') {
     const decided = was.context.calls.filter(
       (call) => call.state === 'pending' && c.calls.find((n) => n.key === call.key)?.state !== 'pending',
