@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent.js';
 import { EditRejectedError, TollgateError } from '../../src/errors.js';
 import type { Tool } from '../../src/index.js';
+import { MemoryStore } from '../../src/stores/memory.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { KNOWN_BUGS } from './support/known-bugs.js';
 
@@ -16,7 +17,11 @@ const RUN = process.env.TOLLGATE_KNOWN_BUGS === '1';
 const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
 
 it('every known bug has its reproduction here', () => {
-  expect(KNOWN_BUGS.map((b) => b.id).sort()).toEqual(['allow-edit-rejected', 'decide-while-running-dropped']);
+  expect(KNOWN_BUGS.map((b) => b.id).sort()).toEqual([
+    'allow-edit-rejected',
+    'decide-while-running-dropped',
+    'inbox-lists-one-pending-call',
+  ]);
 });
 
 describe.runIf(RUN)('open runtime bugs (support/known-bugs.ts): each fails until it is fixed', () => {
@@ -78,5 +83,27 @@ describe.runIf(RUN)('open runtime bugs (support/known-bugs.ts): each fails until
     await expect(agent.decide({ [id]: { approve: true, args: { scope: 'all' } } })).rejects.toBeInstanceOf(
       EditRejectedError,
     );
+  });
+
+  it('inbox-lists-one-pending-call: the approval inbox lists every pending call of a run', async () => {
+    const store = new MemoryStore();
+    const policy = () => ({
+      calls: [
+        { tool: 'send', args: { to: 'a' } },
+        { tool: 'send', args: { to: 'b' } },
+      ],
+    });
+    const agent = new Agent({
+      runId: 'r',
+      store,
+      policy,
+      tools: [{ name: 'send', sideEffect: true, fn: () => 'sent' }],
+    });
+    expect(await agent.start('g')).toBe('awaiting_approval');
+    expect(agent.state.pendingCalls).toHaveLength(2);
+    const [listed] = await store.list({ status: 'awaiting_approval' });
+    // Today a summary has `pending` (the first call) and nothing naming the second.
+    const ids = JSON.stringify(listed);
+    for (const call of agent.state.pendingCalls) expect(ids).toContain(call.id);
   });
 });
