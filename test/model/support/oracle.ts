@@ -139,6 +139,16 @@ function checkStep(world: World, out: string[]): void {
           `spec: step ${finished.step}, call ${i + 1}: tool entry ${JSON.stringify(actual)}, expected ${JSON.stringify(want)}`,
         );
     }
+    // The assistant entry before them still holds the model's own calls: an edit changes only
+    // what ran (the approval's `args`), never what the model said.
+    const said = state.history[state.history.length - finished.entries.length - 1] as Record<string, unknown>;
+    const calls = Array.isArray(said?.calls)
+      ? said.calls
+      : [{ id: said?.id ?? finished.asked[0]?.id, tool: said?.tool, args: said?.args }];
+    if (!isDeepStrictEqual(calls, finished.asked))
+      out.push(
+        `spec: step ${finished.step}'s calls are recorded as ${JSON.stringify(said)}, the model asked for ${JSON.stringify(finished.asked)}`,
+      );
     if (!finished.cancelled) decidingNext(world, out);
   }
   // The seed's `state.pending` stays: the oldest undecided call, or null.

@@ -59,6 +59,8 @@ export interface SpecStep {
 /** The tool entries a step that just ended must have added (for the oracle, once). */
 export interface FinishedStep {
   step: number;
+  /** The step's calls as the model asked for them (its assistant entry must still say so). */
+  asked: { id: string; tool: string; args: JsonObject }[];
   entries: Record<string, unknown>[];
   /** Ended by a cancel: only the calls that had their outcome are recorded. */
   cancelled: boolean;
@@ -86,7 +88,8 @@ function finish(d: LedgerData, cancelled: boolean): void {
   const step = d.step;
   if (!step) return;
   const done = step.calls.filter((c) => c.state === 'done');
-  d.finished = { step: step.step, entries: done.map((c) => entryOf(step, c)), cancelled };
+  const asked = step.calls.map((c) => ({ id: c.pairId, tool: c.tool, args: c.args }));
+  d.finished = { step: step.step, asked, entries: done.map((c) => entryOf(step, c)), cancelled };
   d.step = null;
 }
 
@@ -217,6 +220,13 @@ export function decideCalls(
     always?: boolean;
   }[],
 ): void {
+  for (const dec of decisions) {
+    const call = d.step?.calls.find((c) => c.key === dec.key);
+    if (call?.state !== 'waiting')
+      d.violations.push(
+        `calls: the human was shown ${dec.key} as pending; the step record has it ${call?.state ?? 'absent'}`,
+      );
+  }
   // Taken in call order, whatever the order of the map (two standing grants for one tool in one
   // map: the later call's stands).
   for (const call of d.step?.calls ?? []) {
