@@ -1,14 +1,18 @@
 /**
- * Issue 3, item 3: fast-check command sequences on the real Agent, with the machine's pure
- * `transition()` as the model and a ledger of side effects outside the agent (invariants 1-7).
+ * Issue 3, item 3, and issue 12: fast-check command sequences on the real Agent, with the
+ * machine's pure `transition()` as the model and a ledger of side effects outside the agent
+ * (invariants 1-7, per call of a step): long runs mixing steps of several calls, decisions on any
+ * subset of the pending calls, edits, standing approvals, each call's expiry, crashes anywhere.
  *
  * CI runs a fixed seed; `npm run test:soak` runs far more cases with a fresh seed. To replay a
- * failure: TOLLGATE_SEED=<seed> TOLLGATE_PATH=<path> npx vitest run test/model/commands.test.ts
+ * failure: TOLLGATE_SEED=<seed> TOLLGATE_PATH=<path> TOLLGATE_REPLAY=<replayPath>
+ * npx vitest run test/model/commands.test.ts
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent.js';
-import { commandArbitraries, type Model, newCase, setupArbitrary } from './support/commands.js';
+import { commandArbitraries, setupArbitrary } from './support/arbitraries.js';
+import { type Model, newCase } from './support/commands.js';
 import { inFreshProcess } from './support/spawn.js';
 import { World } from './support/world.js';
 
@@ -16,9 +20,22 @@ const SOAK = process.env.TOLLGATE_SOAK === '1';
 /** Under mutation testing each mutant reruns this: fewer cases, no child process. */
 const MUTATION = process.env.TOLLGATE_MUTATION === '1';
 const SEED = process.env.TOLLGATE_SEED ? Number(process.env.TOLLGATE_SEED) : SOAK ? Date.now() % 2 ** 31 : 20_260_101;
-const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 40 : 100));
+const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 100 : 300));
 const PATH = process.env.TOLLGATE_PATH;
-const MAX_COMMANDS = SOAK ? 300 : 150;
+/** The commands' own replay path, printed with a failure (`replayPath` in the counterexample). */
+const REPLAY = process.env.TOLLGATE_REPLAY;
+const MAX_COMMANDS = SOAK ? 600 : 300;
+/** What the commands did to the steps' calls (support/commands.ts, `noteCalls`): each must happen. */
+const CALL_COUNTS = [
+  'steps with several calls',
+  'decision maps of several calls',
+  'partial decisions (others left pending)',
+  'edited approvals',
+  'calls covered by a standing approval',
+  'steps with one call expired, another decided in time',
+  'expiries of one call among several pending',
+  'crashes between the calls of a step',
+];
 
 describe('command sequences on the real Agent, against the machine as model', () => {
   it(`hold invariants 1-7 and match the model (seed ${SEED}, ${RUNS} cases)`, {
@@ -29,6 +46,7 @@ describe('command sequences on the real Agent, against the machine as model', ()
     );
     const blobs: string[] = [];
     const executed = new Map<string, number>();
+    const calls = new Map<string, number>();
     const statuses = new Set<string>();
     let commands = 0;
     let longest = 0;
@@ -36,7 +54,11 @@ describe('command sequences on the real Agent, against the machine as model', ()
     const started = Date.now();
     const property = fc.asyncProperty(
       setupArbitrary,
-      fc.commands(commandArbitraries(), { size: 'max', maxCommands: MAX_COMMANDS }),
+      fc.commands(commandArbitraries(), {
+        size: 'max',
+        maxCommands: MAX_COMMANDS,
+        ...(REPLAY ? { replayPath: REPLAY } : {}),
+      }),
       async (setup, cmds) => {
         const c: { model: Model; real: World } = newCase(setup);
         const seen: string[] = [];
@@ -49,6 +71,7 @@ describe('command sequences on the real Agent, against the machine as model', ()
         await fc.asyncModelRun(() => c, cmds);
         for (const s of seen) statuses.add(s);
         for (const kind of c.model.executed) executed.set(kind, (executed.get(kind) ?? 0) + 1);
+        for (const what of c.model.seen) calls.set(what, (calls.get(what) ?? 0) + 1);
         commands += c.model.executed.length;
         longest = Math.max(longest, c.model.executed.length);
         blobs.push(c.real.agent.checkpoint());
@@ -57,14 +80,17 @@ describe('command sequences on the real Agent, against the machine as model', ()
     const details = await fc.check(property, { seed: SEED, numRuns: RUNS, ...(PATH ? { path: PATH } : {}) });
     if (details.failed) {
       throw new Error(
-        `fast-check failed: replay with TOLLGATE_SEED=${details.seed} TOLLGATE_PATH=${details.counterexamplePath}\n` +
+        `fast-check failed: replay with TOLLGATE_SEED=${details.seed} TOLLGATE_PATH=${details.counterexamplePath} ` +
+          `TOLLGATE_REPLAY=<the replayPath of the counterexample below>\n` +
           `${fc.defaultReportMessage(details)}\n${String(details.errorInstance)}`,
       );
     }
     const kinds = [...executed].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`);
+    const stepCounts = CALL_COUNTS.map((k) => `${k} ${calls.get(k) ?? 0}`);
     console.log(
       `[model] fast-check: ${details.numRuns} cases, ${commands} commands run (longest ${longest}), ` +
-        `${crashesMidCall} crashes mid-call, in ${Date.now() - started} ms\n[model]   ${kinds.join(', ')}`,
+        `${crashesMidCall} crashes mid-call, in ${Date.now() - started} ms\n[model]   ${kinds.join(', ')}\n` +
+        `[model]   ${stepCounts.join(', ')}`,
     );
     // Not vacuous: long runs, every status, crashes mid-call, the loops simple paths miss.
     expect(details.numRuns).toBe(RUNS);
@@ -73,9 +99,14 @@ describe('command sequences on the real Agent, against the machine as model', ()
       [...new Set(['running', 'awaiting_approval', 'budget_exhausted', 'done', 'failed', 'cancelled', 'idle'])].sort(),
     );
     expect(crashesMidCall).toBeGreaterThan(0);
-    for (const kind of ['approve', 'deny', 'crash', 'extend', 'decideStale', 'decideNothing', 'startAgain', 'wait']) {
+    const everyMove = ['approve', 'deny', 'approveLate', 'decide', 'expire', 'crash', 'crash(after)', 'extend', 'wait'];
+    for (const kind of [...everyMove, 'decideStale', 'decideExpired', 'decideEditForbidden', 'decideUnnamed']) {
       expect(executed.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(MUTATION ? 1 : 5);
     }
+    for (const kind of ['decideNothing', 'startAgain', 'policy:call', 'policy:calls']) {
+      expect(executed.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(MUTATION ? 1 : 5);
+    }
+    for (const what of CALL_COUNTS) expect(calls.get(what) ?? 0, what).toBeGreaterThanOrEqual(MUTATION ? 0 : 3);
 
     // Invariant 5: every final checkpoint loads in a new process and writes itself back.
     if (MUTATION) return;

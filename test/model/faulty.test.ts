@@ -1,8 +1,11 @@
 /**
- * Issue 3, item 4 (hand-made part): a test of the tests. Each faulty variant replaces the real
- * machine (for the Agent and the model alike, as if the bug had been committed) or the real
- * resume, then the path suite and the command sequences run against it: each variant must be
- * caught, and caught by the invariant it breaks. A control run with no fault must pass.
+ * A test of the tests (issue 3, item 4, hand-made part; issue 12's variants added). Each faulty
+ * variant replaces part of the real machine — a guard, an action, a rewired state, or one of the
+ * pure call helpers of machines/calls.ts its actions are made of — for the Agent and the model
+ * alike, as if the bug had been committed, or the real resume; then the shortest paths
+ * (uninterrupted and with a crash after every step) and 60 command sequences run against it:
+ * each variant must be caught, and caught by the check it breaks. A control run with no fault
+ * must pass the same checks.
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -19,17 +22,26 @@ interface Verdict {
 /** Runs the suites with `variant` in place; returns the first violations each suite reported. */
 async function runSuites(variant: Variant | null): Promise<Verdict> {
   vi.resetModules();
-  const fault = variant?.machine;
-  if (fault) {
-    vi.doMock('../../machines/index.js', async (importOriginal) => {
-      const real = await importOriginal<typeof import('../../machines/index.js')>();
-      return { ...real, agentMachine: fault(real.agentMachine) };
+  const calls = variant?.calls;
+  if (calls) {
+    vi.doMock('../../machines/calls.js', async (importOriginal) => {
+      const real = await importOriginal<typeof import('../../machines/calls.js')>();
+      return { ...real, ...calls(real) };
     });
   }
-  // Imported after the mock: the Agent, the model and the paths all see the variant.
+  const fault = variant?.machine;
+  if (fault) {
+    vi.doMock('../../machines/agent-machine.js', async (importOriginal) => {
+      const real = await importOriginal<typeof import('../../machines/agent-machine.js')>();
+      const helpers = await import('../../machines/calls.js');
+      return { ...real, agentMachine: fault(real.agentMachine, helpers) };
+    });
+  }
+  // Imported after the mocks: the Agent, the model and the paths all see the variant.
   const { shortestPaths, maximalPaths } = await import('./support/paths.js');
   const { runPaths } = await import('./support/path-suite.js');
-  const { commandArbitraries, newCase, setupArbitrary } = await import('./support/commands.js');
+  const { commandArbitraries, setupArbitrary } = await import('./support/arbitraries.js');
+  const { newCase } = await import('./support/commands.js');
   const { Agent } = await import('../../src/agent.js');
   const resume = variant?.resume?.(Agent);
   const caught: string[] = [];
@@ -64,7 +76,8 @@ async function runSuites(variant: Variant | null): Promise<Verdict> {
 }
 
 afterEach(() => {
-  vi.doUnmock('../../machines/index.js');
+  vi.doUnmock('../../machines/calls.js');
+  vi.doUnmock('../../machines/agent-machine.js');
   vi.resetModules();
 });
 

@@ -1,15 +1,22 @@
 /**
  * The machine on its own, through the pure `transition()`: guards and actions that the Agent
- * never exercises because it checks first (a stale call id, an early EXPIRE), inputs that only
- * a hand-made actor can send (an error without elapsed time), and the placeholder actors that
- * `setup` registers. Stately tooling and other hosts drive the machine directly: these hold
- * there too.
+ * never exercises because it checks first (a stale call id, a decision map naming a call twice,
+ * an early EXPIRE), inputs that only a hand-made actor can send (an error without elapsed time),
+ * and the placeholder actors that `setup` registers. Stately tooling and other hosts drive the
+ * machine directly: these hold there too.
  */
 
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, initialTransition, transition } from 'xstate';
 import { agentMachine, callIdOf, type MachineEvent } from '../../machines/index.js';
-import { type AgentInput, type Decision, STATUSES } from '../../machines/types.js';
+import {
+  type AgentInput,
+  type CallDecision,
+  type ClassifiedCall,
+  type Decision,
+  STATUSES,
+  type Verdict,
+} from '../../machines/types.js';
 
 const input: AgentInput = {
   runId: 'r',
@@ -17,14 +24,40 @@ const input: AgentInput = {
   approvalTtlMs: 1_000,
 };
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
-const send = (tool = 'send'): Decision => ({
-  type: 'call',
+const ask: Verdict = { kind: 'ask' };
+const runs: Verdict = { kind: 'run' };
+const call = (
+  tool: string,
+  args: ClassifiedCall['args'],
+  verdict: Verdict = ask,
+  toolCallId: string | null = null,
+) => ({
   tool,
-  args: { to: 'x' },
-  needsApproval: true,
-  usage: null,
-  elapsedMs: 0,
-  at: at(0),
+  args,
+  toolCallId,
+  verdict,
+});
+const calls = (list: ClassifiedCall[], ms = 0, text: string | null = null, elapsedMs = 0): MachineEvent => ({
+  type: 'xstate.done.actor.policy',
+  output: { type: 'calls', calls: list, text, usage: null, elapsedMs, at: at(ms) },
+});
+const send = (): MachineEvent => calls([call('send', { to: 'x' })]);
+const decide = (decisions: CallDecision[], ms = 0, by = 'a'): MachineEvent => ({
+  type: 'DECIDE',
+  decisions,
+  by,
+  at: at(ms),
+});
+const yes = (callId: string, extra: Partial<CallDecision> = {}): CallDecision => ({
+  callId,
+  approve: true,
+  note: '',
+  ...extra,
+});
+const no = (callId: string): CallDecision => ({ callId, approve: false, note: 'n' });
+const result = (ms: number, value: unknown = 'ok'): MachineEvent => ({
+  type: 'xstate.done.actor.tool',
+  output: { type: 'result', result: value as never, elapsedMs: 1, at: at(ms) },
 });
 
 function run(events: MachineEvent[], given: AgentInput = input) {
@@ -32,42 +65,80 @@ function run(events: MachineEvent[], given: AgentInput = input) {
   for (const e of events) [s] = transition(agentMachine, s, e);
   return s;
 }
+const pending = (s: ReturnType<typeof run>) => s.context.calls.filter((c) => c.state === 'pending');
 
-/** The ids the machine gives the first and second request for the send call. */
+/** The ids the machine gives the first and second request for the one-call send step. */
 const first = callIdOf('r:1', 1, 'send', { to: 'x' });
 const second = callIdOf('r:1', 2, 'send', { to: 'x' });
 
-const awaiting = (): MachineEvent[] => [
-  { type: 'START', goal: 'g' },
-  { type: 'xstate.done.actor.policy', output: send() },
-];
+const awaiting = (): MachineEvent[] => [{ type: 'START', goal: 'g' }, send()];
 
-describe('approvals at the machine level', () => {
-  it('ignores an APPROVE or DENY for a call id that is not the pending one', () => {
+/** A step of two calls that need approval: send (r:1.1) and charge (r:1.2). */
+const pair = (): MachineEvent[] => [
+  { type: 'START', goal: 'g' },
+  calls([call('send', { to: 'x' }), call('charge', { amount: 1 })]),
+];
+const sendId = callIdOf('r:1.1', 1, 'send', { to: 'x' });
+const chargeId = callIdOf('r:1.2', 1, 'charge', { amount: 1 });
+
+describe('decisions at the machine level: by exact id, atomically', () => {
+  it('ignores a DECIDE that names no pending call (another attempt, the v1 form, a key), leaving the run as it was', () => {
     const s = run(awaiting());
     expect(s.value).toBe('awaiting_approval');
-    for (const type of ['APPROVE', 'DENY'] as const) {
-      // The second request's id, and the first's in the format of version 1: neither is this call.
-      for (const callId of [second, 'r:1#1']) {
-        const after = transition(agentMachine, s, { type, callId, by: 'a', note: '', at: at(0) })[0];
+    for (const callId of [second, 'r:1#1', 'r:1', '']) {
+      for (const d of [yes(callId), no(callId)]) {
+        const after = transition(agentMachine, s, decide([d]))[0];
         expect(after.value).toBe('awaiting_approval');
         expect(after.context).toEqual(s.context);
       }
-      const after = transition(agentMachine, s, { type, callId: second, by: 'a', note: '', at: at(0) })[0];
+    }
+  });
+
+  it('ignores a whole DECIDE with one bad decision in it: an unknown id, a call named twice, no decision at all', () => {
+    const s = run(pair());
+    for (const decisions of [[yes(sendId), yes(second)], [yes(sendId), no(sendId)], []]) {
+      const after = transition(agentMachine, s, decide(decisions))[0];
       expect(after.value).toBe('awaiting_approval');
       expect(after.context).toEqual(s.context);
     }
   });
 
-  it('ignores a stale call id even once the call has expired', () => {
-    const s = run(awaiting());
-    for (const type of ['APPROVE', 'DENY'] as const) {
-      const after = transition(agentMachine, s, { type, callId: second, by: 'a', note: '', at: at(5_000) })[0];
-      expect(after.value).toBe('awaiting_approval');
-      expect(after.context).toEqual(s.context);
-    }
+  it('ignores a decision about a call that was already decided', () => {
+    const s = run([...pair(), decide([no(sendId)])]);
+    expect(pending(s).map((c) => c.id)).toEqual([chargeId]);
+    const after = transition(agentMachine, s, decide([yes(sendId)]))[0];
+    expect(after.context).toEqual(s.context);
   });
 
+  it('applies each decision to the call it names, whatever the order of the list', () => {
+    const s = run([...pair(), decide([yes(chargeId, { args: { amount: 2 } }), no(sendId)], 5, 'eve')]);
+    expect(s.value).toEqual({ running: 'executing' });
+    const [sent, charged] = s.context.calls;
+    expect(sent?.done).toEqual({
+      error: 'denied by human: n',
+      approval: { approved: false, by: 'eve', note: 'n', at: at(5), callId: sendId },
+    });
+    expect(charged?.state).toBe('running');
+    expect(charged?.args).toEqual({ amount: 1 }); // the model's, kept; the edit is the approval's
+    expect(charged?.approval).toEqual({
+      approved: true,
+      by: 'eve',
+      note: '',
+      at: at(5),
+      callId: chargeId,
+      args: { amount: 2 },
+    });
+  });
+
+  it('leaves the undecided calls pending, each with its own request time and expiry', () => {
+    const s = run([...pair(), decide([yes(sendId)]), result(7)]);
+    expect(s.value).toBe('awaiting_approval');
+    expect(pending(s).map((c) => [c.id, c.requestedAt, c.expiresAt])).toEqual([[chargeId, at(0), at(1_000)]]);
+    expect(s.context.history).toHaveLength(2); // the step's tool entries come when every call has its outcome
+  });
+});
+
+describe('expiry at the machine level', () => {
   it('ignores an EXPIRE before the expiry, and any EXPIRE without a TTL', () => {
     const early = run([...awaiting(), { type: 'EXPIRE', at: at(999) }]);
     expect(early.value).toBe('awaiting_approval');
@@ -78,39 +149,126 @@ describe('approvals at the machine level', () => {
     expect(late.context.history.at(-1)).toEqual({ role: 'tool', tool: 'send', error: 'approval expired' });
   });
 
-  it('runs nothing for an approval given at or after the expiry, and says so with the approval', () => {
-    for (const event of ['APPROVE', 'DENY'] as const) {
-      const s = run([...awaiting(), { type: event, callId: first, by: 'ann', note: 'n', at: at(1_000) }]);
+  it('runs nothing for a decision given at or after the expiry, and says so with the decision', () => {
+    for (const approve of [true, false]) {
+      const s = run([...awaiting(), decide([{ callId: first, approve, note: 'n' }], 1_000, 'ann')]);
       expect(s.value).toEqual({ running: 'deciding' });
-      expect(s.context.inflight).toBeNull();
-      expect(s.context.pending).toBeNull();
+      expect(s.context.calls).toEqual([]);
       expect(s.context.history.at(-1)).toEqual({
         role: 'tool',
         tool: 'send',
         error: 'approval expired',
-        approval: { approved: event === 'APPROVE', by: 'ann', note: 'n', at: at(1_000), callId: first },
+        approval: { approved: approve, by: 'ann', note: 'n', at: at(1_000), callId: first },
       });
     }
   });
 
-  it('asks again, outcome unknown, for a side effect whose outcome is unknown', () => {
+  it('expires only the calls whose own time is up', () => {
+    // send is approved, in flight at a crash, and asked again at 400: its deadline moves to 1 400.
     const s = run([
-      ...awaiting(),
-      { type: 'APPROVE', callId: first, by: 'a', note: '', at: at(5) },
-      { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: at(50) } },
+      ...pair(),
+      decide([yes(sendId)]),
+      { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: at(400) } },
+      { type: 'EXPIRE', at: at(1_000) },
     ]);
     expect(s.value).toBe('awaiting_approval');
-    expect(s.context.pending).toEqual({
-      id: second,
-      key: 'r:1',
-      step: 1,
-      tool: 'send',
-      args: { to: 'x' },
-      attempt: 2,
-      requestedAt: at(50),
-      expiresAt: at(1_050),
-      outcome: 'unknown',
+    expect(pending(s).map((c) => [c.key, c.attempt, c.expiresAt, c.outcome])).toEqual([
+      ['r:1.1', 2, at(1_400), 'unknown'],
+    ]);
+    expect(s.context.calls[1]?.done).toEqual({ error: 'approval expired' });
+  });
+});
+
+describe('the calls of a step at the machine level', () => {
+  it('refuses, queues and asks per call, runs the queued ones in call order, then waits', () => {
+    const s = run([
+      { type: 'START', goal: 'g' },
+      calls(
+        [
+          call('send', { to: 'x' }, ask, 'm1'),
+          call('lookup', { q: 1 }, runs),
+          call('teleport', {}, { kind: 'refuse', error: 'unknown tool teleport' }),
+          call('lookup', { q: 2 }, runs),
+        ],
+        0,
+        'two lookups',
+      ),
+    ]);
+    expect(s.value).toEqual({ running: 'executing' });
+    expect(s.context.calls.map((c) => [c.key, c.state, c.toolCallId])).toEqual([
+      ['r:1.1', 'pending', 'm1'],
+      ['r:1.2', 'running', 'r:1.2'],
+      ['r:1.3', 'done', 'r:1.3'],
+      ['r:1.4', 'queued', 'r:1.4'],
+    ]);
+    expect(s.context.history.at(-1)).toEqual({
+      role: 'assistant',
+      calls: [
+        { id: 'm1', tool: 'send', args: { to: 'x' } },
+        { id: 'r:1.2', tool: 'lookup', args: { q: 1 } },
+        { id: 'r:1.3', tool: 'teleport', args: {} },
+        { id: 'r:1.4', tool: 'lookup', args: { q: 2 } },
+      ],
+      text: 'two lookups',
     });
+    const after = transition(agentMachine, s, result(3))[0];
+    expect(after.context.calls.map((c) => c.state)).toEqual(['pending', 'done', 'done', 'running']);
+    const waiting = transition(agentMachine, after, result(4))[0];
+    expect(waiting.value).toBe('awaiting_approval');
+  });
+
+  it('asks again, outcome unknown, for a side effect in flight at a crash, and runs the next queued call first', () => {
+    const s = run([
+      { type: 'START', goal: 'g' },
+      calls([call('send', { to: 'x' }, runs), call('lookup', {}, runs)]),
+      { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: at(50) } },
+    ]);
+    expect(s.value).toEqual({ running: 'executing' });
+    expect(s.context.calls.map((c) => [c.state, c.attempt, c.outcome])).toEqual([
+      ['pending', 2, 'unknown'],
+      ['running', 1, null],
+    ]);
+    expect(s.context.calls[0]?.id).toBe(callIdOf('r:1.1', 2, 'send', { to: 'x' }));
+    expect(s.context.calls[0]?.requestedAt).toBe(at(50));
+  });
+
+  it('keeps a standing approval for later steps only, without the edit it was given with', () => {
+    const s = run([
+      ...pair(),
+      decide([yes(sendId, { always: true, args: { to: 'y' } })], 3),
+      result(4),
+      decide([no(chargeId)], 5),
+      calls([call('send', { to: 'z' }), call('charge', { amount: 9 })], 6),
+    ]);
+    expect(s.context.standing).toEqual({
+      send: { approved: true, by: 'a', note: '', at: at(3), callId: sendId, args: { to: 'y' }, always: true },
+    });
+    const [later, other] = s.context.calls;
+    expect(later?.state).toBe('running');
+    expect(later?.approval).toEqual({
+      approved: true,
+      by: 'a',
+      note: '',
+      at: at(3),
+      callId: callIdOf('r:2.1', 1, 'send', { to: 'z' }),
+      standing: sendId,
+    });
+    expect(other?.state).toBe('pending');
+  });
+
+  it('records the calls that finished when cancelled mid-step, and nothing pending', () => {
+    const s = run([...pair(), decide([no(sendId)]), { type: 'CANCEL', reason: 'stop' }]);
+    expect(s.value).toBe('cancelled');
+    expect(s.context.calls).toEqual([]);
+    expect(s.context.history.slice(2)).toEqual([
+      {
+        role: 'tool',
+        tool: 'send',
+        id: 'r:1.1',
+        error: 'denied by human: n',
+        approval: { approved: false, by: 'a', note: 'n', at: at(0), callId: sendId },
+      },
+    ]);
   });
 });
 
@@ -156,18 +314,9 @@ describe('decisions and outcomes at the machine level', () => {
   });
 
   it('counts the time a failing tool actor reports', () => {
-    const lookup: Decision = {
-      type: 'call',
-      tool: 'lookup',
-      args: {},
-      needsApproval: false,
-      usage: null,
-      elapsedMs: 1,
-      at: at(1),
-    };
     const s = run([
       { type: 'START', goal: 'g' },
-      { type: 'xstate.done.actor.policy', output: lookup },
+      calls([call('lookup', {}, runs)], 1, null, 1),
       { type: 'xstate.error.actor.tool', error: { name: 'Fault', message: 'broke', elapsedMs: 4 } },
     ]);
     expect(s.value).toEqual({ running: 'deciding' });
@@ -194,19 +343,18 @@ describe('the placeholder actors of an unprovided machine', () => {
 
   it('turn a failing tool actor into an observation (nothing in flight, no time counted)', async () => {
     const decision: Decision = {
-      type: 'call',
-      tool: 'lookup',
-      args: {},
-      needsApproval: false,
+      type: 'calls',
+      calls: [call('lookup', {}, runs)],
+      text: null,
       usage: null,
       elapsedMs: 3,
       at: at(3),
     };
-    let calls = 0;
+    let count = 0;
     const machine = agentMachine.provide({
       actors: {
         policy: fromPromise(async () =>
-          calls++ === 0 ? decision : ({ ...decision, type: 'final', final: 'ok' } as Decision),
+          count++ === 0 ? decision : ({ type: 'final', final: 'ok', usage: null, elapsedMs: 3, at: at(6) } as Decision),
         ),
       },
     });
@@ -219,7 +367,7 @@ describe('the placeholder actors of an unprovided machine', () => {
     const c = actor.getSnapshot().context;
     expect(actor.getSnapshot().value).toBe('done');
     expect(c.history[2]).toEqual({ role: 'tool', tool: 'lookup', error: 'Error: the tool actor was not provided' });
-    expect(c.inflight).toBeNull();
+    expect(c.calls).toEqual([]);
     expect(c.activeMs).toBe(6);
     actor.stop();
   });
@@ -238,38 +386,37 @@ describe('budgets at the machine level', () => {
   });
 
   it('RUN continues once every budget has room again', () => {
-    const spent = run([{ type: 'START', goal: 'g' }], {
-      ...input,
-      limits: { maxSteps: 1, maxTokens: 10, maxActiveMs: 10 },
-    });
+    const limits = { maxSteps: 1, maxTokens: 10, maxActiveMs: 10 };
+    const spent = run([{ type: 'START', goal: 'g' }], { ...input, limits });
+    const refused: Decision = {
+      type: 'calls',
+      calls: [call('t', {}, { kind: 'refuse', error: 'unknown tool t' })],
+      text: null,
+      usage: { inputTokens: 5, outputTokens: 5 },
+      elapsedMs: 10,
+      at: at(10),
+    };
     const s = run(
       [
         { type: 'START', goal: 'g' },
-        {
-          type: 'xstate.done.actor.policy',
-          output: {
-            type: 'unknown_tool',
-            tool: 't',
-            args: {},
-            usage: { inputTokens: 5, outputTokens: 5 },
-            elapsedMs: 10,
-            at: at(10),
-          },
-        },
+        { type: 'xstate.done.actor.policy', output: refused },
       ],
-      { ...input, limits: { maxSteps: 1, maxTokens: 10, maxActiveMs: 10 } },
+      {
+        ...input,
+        limits,
+      },
     );
     expect(spent.value).toEqual({ running: 'deciding' });
     expect(s.value).toBe('budget_exhausted');
-    for (const [limits, moves] of [
+    for (const [given, moves] of [
       [{ maxSteps: 2 }, false],
       [{ maxSteps: 2, maxTokens: 11 }, false],
       [{ maxSteps: 2, maxTokens: 11, maxActiveMs: 11 }, true],
       [{ maxSteps: 2, maxTokens: null, maxActiveMs: null }, true],
     ] as const) {
-      const [extended] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits });
+      const [extended] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: given });
       const [after] = transition(agentMachine, extended, { type: 'RUN' });
-      expect(after.value, JSON.stringify(limits)).toEqual(moves ? { running: 'deciding' } : 'budget_exhausted');
+      expect(after.value, JSON.stringify(given)).toEqual(moves ? { running: 'deciding' } : 'budget_exhausted');
     }
   });
 });

@@ -1,11 +1,11 @@
 /**
- * The test alphabet: the moves a test can make on a run, and for each the event the machine
- * would see. A move is performed on the real Agent by the `World` (world.ts) and turned into a
- * machine event here; the two halves never share code, so the model stays an independent oracle
- * for the runtime's classification (src/action.ts) and tool handling (src/actors.ts).
+ * The test alphabet: the moves a test can make on a run. A move is performed on the real Agent
+ * by the `World` (world.ts) and turned into machine events by model-events.ts; the two halves
+ * never share code, so the model stays an independent oracle for the runtime's classification
+ * (src/runtime/classify.ts) and its tool and decision handling (src/runtime/).
  */
-import type { MachineEvent } from '../../../machines/index.js';
-import type { AgentContext, Decision, JsonObject, Limits, ToolOutcome, Usage } from '../../../machines/types.js';
+import type { AgentContext, JsonObject, Limits, Usage } from '../../../machines/types.js';
+import { argsOf, type CallTool, toolNameOf } from './tools.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 export const RUN_ID = 'run-m';
@@ -14,26 +14,37 @@ export const GOAL = 'settle the refund';
 export const TTL_MS = 60_000;
 /** Every tool aborts after this many ms (the `timeout` outcome). */
 export const TOOL_TIMEOUT_MS = 50;
+/** What the model says beside its calls, when it says something. */
+export const TEXT = 'checking two things first';
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** The tools of the test world: one pure, one side effect, one deduplicating side effect. */
-export const TOOLS = {
-  lookup: { sideEffect: false, idempotent: false },
-  send: { sideEffect: true, idempotent: false },
-  charge: { sideEffect: true, idempotent: true },
-} as const;
-export type ToolName = keyof typeof TOOLS;
-export const isToolName = (name: string): name is ToolName => Object.hasOwn(TOOLS, name);
+/** The id the model gives the i-th (0-based) call of a step, when it gives one. */
+export const modelCallId = (i: number): string => `tc_${i + 1}`;
 
-export type PolicyKind = 'final' | 'lookup' | 'send' | 'charge' | 'unknown' | 'malformed' | 'throws';
+/** One call a policy asks for: the tool, its arguments' variant, and whether the model names it. */
+export interface CallSpec {
+  tool: CallTool;
+  variant: number;
+  id: boolean;
+}
+
+/**
+ * `call`: one call in the seed's form `{ tool, args, id?, text? }`; `calls`: the form
+ * `{ calls: [...], text? }` (one or more calls); `final`, `malformed`, `throws`.
+ */
+export type PolicyKind = 'final' | 'call' | 'calls' | 'malformed' | 'throws';
 
 /** What the policy does on one call. */
 export interface PolicySpec {
   kind: PolicyKind;
+  /** The calls of a `call` (exactly one) or `calls` action. */
+  calls: CallSpec[];
+  /** The model says `TEXT` beside its calls. */
+  text: boolean;
   /** Clock time the call takes (advanced by the world while the call is in flight). */
   elapsedMs: number;
   usage: Usage | null;
-  /** Varies arguments, answers and the kind of malformation. */
+  /** Varies answers, the kind of malformation and unreadable usage. */
   variant: number;
 }
 
@@ -47,6 +58,122 @@ export interface ToolSpec {
   variant?: number;
 }
 
+/** One decision of a `decide({ [callId]: … })` map, naming a pending call by position. */
+export interface Pick {
+  /** Which of the open (unexpired) pending calls, modulo their number. */
+  at: number;
+  approve: boolean;
+  /** Approve with edited arguments (this variant), where the tool allows edits. */
+  edit?: number;
+  /** Approve every later call of this tool in the run (a standing approval). */
+  always?: boolean;
+}
+
+/** One thing that can happen to a run. */
+export type Move =
+  | { kind: 'start' }
+  | { kind: 'policy'; spec: PolicySpec }
+  | { kind: 'tool'; spec: ToolSpec }
+  /**
+   * Checkpoint, lose the process, resume from the blob with fresh tool instances; `afterMs` of
+   * clock time pass first (with a call in flight, short of its deadline).
+   */
+  | { kind: 'crash'; maxSteps?: number; afterMs?: number }
+  /** The seed's `decide(approved, note, { callId })` on the `pick`-th pending call. */
+  | { kind: 'approve' | 'deny'; pick?: number }
+  /** Time passes beyond the call's expiry, then the human approves it anyway (seed's form). */
+  | { kind: 'approveLate'; pick?: number }
+  /** `decide(map)`: some of the pending calls at once, in call order or reversed. */
+  | { kind: 'decide'; picks: Pick[]; reverse: boolean; name?: string }
+  /** Time passes beyond every expiry (or, `first`, to the earliest one only), then `run()`. */
+  | { kind: 'expire'; first?: boolean }
+  | { kind: 'cancel' }
+  | { kind: 'extend'; limits: Partial<Limits> }
+  | { kind: 'run' }
+  /** Time passes while nothing runs (a human thinking): not active time. */
+  | { kind: 'wait'; ms: number }
+  /** Mistakes a caller can make; each must throw a typed error and change nothing. */
+  | Mistake;
+
+export type Mistake =
+  /** A decision naming a call id that is not pending (superseded, or never issued). */
+  | { kind: 'decideStale'; legacy: boolean }
+  /** A decision map naming an expired call (beside a valid decision). */
+  | { kind: 'decideExpired' }
+  /** A decision map editing a call whose tool forbids edits or whose outcome is unknown. */
+  | { kind: 'decideEditForbidden' }
+  /** The seed's `decide(true)` with several calls pending and no `callId`. */
+  | { kind: 'decideUnnamed' }
+  | { kind: 'decideNothing'; legacy: boolean }
+  | { kind: 'startAgain' };
+
+export type MistakeKind = Mistake['kind'];
+export const MISTAKES: readonly MistakeKind[] = [
+  'decideStale',
+  'decideExpired',
+  'decideEditForbidden',
+  'decideUnnamed',
+  'decideNothing',
+  'startAgain',
+];
+export const isMistake = (move: Move): move is Mistake => (MISTAKES as readonly string[]).includes(move.kind);
+
+function describeCalls(spec: PolicySpec): string {
+  const calls = spec.calls.map((c) => `${c.tool}#${c.variant}${c.id ? '@' : ''}`).join(',');
+  return `${calls}${spec.text ? '+text' : ''}`;
+}
+
+function describePick(p: Pick): string {
+  const how = p.approve ? `ok${p.edit === undefined ? '' : `+edit${p.edit}`}${p.always ? '+always' : ''}` : 'no';
+  return `${p.at}:${how}`;
+}
+
+export function describeMove(move: Move): string {
+  switch (move.kind) {
+    case 'policy': {
+      const { kind, elapsedMs, usage, variant } = move.spec;
+      const u = usage ? ` tokens=${usage.inputTokens + usage.outputTokens}` : '';
+      const what = kind === 'call' || kind === 'calls' ? `${kind}(${describeCalls(move.spec)})` : `${kind}#${variant}`;
+      return `policy:${what}(${elapsedMs}ms${u})`;
+    }
+    case 'tool':
+      return `tool:${move.spec.kind}${move.spec.kind === 'nonjson' ? `#${move.spec.variant ?? 0}` : ''}(${move.spec.elapsedMs}ms)`;
+    case 'extend':
+      return `extend${JSON.stringify(move.limits)}`;
+    case 'crash': {
+      const opts = [
+        ...(move.maxSteps === undefined ? [] : [`maxSteps=${move.maxSteps}`]),
+        ...(move.afterMs === undefined ? [] : [`after ${move.afterMs}ms`]),
+      ];
+      return opts.length === 0 ? 'crash' : `crash(${opts.join(', ')})`;
+    }
+    case 'approve':
+    case 'deny':
+    case 'approveLate':
+      return move.pick === undefined ? move.kind : `${move.kind}(#${move.pick})`;
+    case 'decide': {
+      const name = move.name === undefined ? '' : `:${move.name}`;
+      return `decide${name}{${move.picks.map(describePick).join(' ')}}${move.reverse ? '(reversed)' : ''}`;
+    }
+    case 'expire':
+      return move.first ? 'expire(first)' : 'expire';
+    case 'wait':
+      return `wait(${move.ms}ms)`;
+    case 'decideStale':
+    case 'decideNothing':
+      return move.legacy ? `${move.kind}(seed form)` : move.kind;
+    default:
+      return move.kind;
+  }
+}
+
+/** The move's name in the per-move counts a run prints. */
+export function moveLabel(move: Move): string {
+  if (move.kind === 'policy') return `policy:${move.spec.kind}`;
+  if (move.kind === 'crash' && move.afterMs !== undefined) return 'crash(after)';
+  return move.kind;
+}
+
 /** Results a tool may return that are not JSON, and why the runtime must say they are not. */
 const NON_JSON: [() => unknown, string][] = [
   [() => 10n, 'result is a bigint'],
@@ -56,89 +183,76 @@ const NON_JSON: [() => unknown, string][] = [
   [() => ({ '\uD800': 1 }), 'result has a key with a lone surrogate'],
   [() => ({ nested: [undefined] }), 'result.nested[0] is undefined'],
 ];
-const nonJson = (spec: ToolSpec) => NON_JSON[(spec.variant ?? 0) % NON_JSON.length] as [() => unknown, string];
-
-/** One thing that can happen to a run. */
-export type Move =
-  | { kind: 'start' }
-  | { kind: 'policy'; spec: PolicySpec }
-  | { kind: 'tool'; spec: ToolSpec }
-  /** Checkpoint now, lose the process, resume from the blob with fresh tool instances. */
-  | { kind: 'crash'; maxSteps?: number }
-  | { kind: 'approve' }
-  | { kind: 'deny' }
-  /** Time passes beyond the approval's expiry, then `run()`. */
-  | { kind: 'expire' }
-  /** Time passes beyond the approval's expiry, then the human approves anyway. */
-  | { kind: 'approveLate' }
-  | { kind: 'cancel' }
-  | { kind: 'extend'; limits: Partial<Limits> }
-  | { kind: 'run' }
-  /** Time passes while nothing runs (a human thinking): not active time. */
-  | { kind: 'wait'; ms: number }
-  /** Mistakes a caller can make; each must throw a typed error and change nothing. */
-  | { kind: 'decideStale' }
-  | { kind: 'decideNothing' }
-  | { kind: 'startAgain' };
-
-export function describeMove(move: Move): string {
-  switch (move.kind) {
-    case 'policy': {
-      const { kind, elapsedMs, usage, variant } = move.spec;
-      const u = usage ? ` tokens=${usage.inputTokens + usage.outputTokens}` : '';
-      return `policy:${kind}#${variant}(${elapsedMs}ms${u})`;
-    }
-    case 'tool':
-      return `tool:${move.spec.kind}${move.spec.kind === 'nonjson' ? `#${move.spec.variant ?? 0}` : ''}(${move.spec.elapsedMs}ms)`;
-    case 'extend':
-      return `extend${JSON.stringify(move.limits)}`;
-    case 'crash':
-      return move.maxSteps === undefined ? 'crash' : `crash(maxSteps=${move.maxSteps})`;
-    case 'wait':
-      return `wait(${move.ms}ms)`;
-    default:
-      return move.kind;
-  }
-}
+export const nonJson = (spec: ToolSpec) => NON_JSON[(spec.variant ?? 0) % NON_JSON.length] as [() => unknown, string];
 
 /**
- * Variants 4 and 5 report a usage the runtime must ignore (not a non-negative integer);
- * malformed actions come in five kinds.
+ * The malformed actions the contract names: the raw action (given the usage to carry, where it
+ * can), and the tool and reason the observation must give.
  */
-const MALFORMED_KINDS = 5;
-const badUsage = (spec: PolicySpec) => spec.kind !== 'malformed' && spec.variant >= 4;
+export const MALFORMED: [raw: (usage: object) => unknown, tool: string, why: string][] = [
+  [(u) => ({ tool: 'lookup', final: 'both', ...u }), 'lookup', 'has both tool and final'],
+  [(u) => ({ tool: 'lookup', args: ['not', 'an', 'object'], ...u }), 'lookup', 'args must be an object'],
+  [() => 'not an action', '', 'expected an object, got string'],
+  [(u) => ({ tool: '', args: {}, ...u }), '', 'tool must be a non-empty string'],
+  [(u) => ({ tool: 7, ...u }), '', 'tool must be a non-empty string'],
+  [(u) => ({ calls: [], ...u }), '', 'calls must be a non-empty array'],
+  [
+    (u) => ({
+      calls: [
+        { tool: 'lookup', id: 'x' },
+        { tool: 'send', args: { to: 'a' }, id: 'x' },
+      ],
+      ...u,
+    }),
+    '',
+    'calls[1].id repeats the id of an earlier call',
+  ],
+  [(u) => ({ tool: 'lookup', calls: [{ tool: 'lookup' }], ...u }), 'lookup', 'has both tool and calls'],
+  [(u) => ({ calls: [{ tool: 'lookup' }], text: 5, ...u }), '', 'text must be a string (without lone surrogates)'],
+];
+/** The index of the malformed action that is a bare string. */
+const STRING_ACTION = 2;
+export const malformedOf = (spec: PolicySpec) => MALFORMED[spec.variant % MALFORMED.length] as (typeof MALFORMED)[0];
+
+/** Variants 4 and 5 of an action that is not malformed report a usage the runtime must ignore. */
+const badUsage = (spec: PolicySpec) => spec.kind !== 'malformed' && (spec.variant === 4 || spec.variant === 5);
+
+/** The calls of a spec as the model writes them (`{ tool, args, id? }`). */
+export function requestedCalls(spec: PolicySpec): { tool: string; args: JsonObject; id: string | null }[] {
+  return spec.calls.map((c, i) => ({
+    tool: toolNameOf(c.tool),
+    args: argsOf(c.tool, c.variant),
+    id: c.id ? modelCallId(i) : null,
+  }));
+}
 
 /** What the policy returns (or throws) for a spec: the raw action, as a model would. */
 export function rawAction(spec: PolicySpec): unknown {
   const v = spec.variant;
   const u = spec.usage;
   const usage = u ? { usage: badUsage(spec) ? { ...u, outputTokens: v === 4 ? 1.5 : -1 } : u } : {};
+  const text = spec.text ? { text: TEXT } : {};
   switch (spec.kind) {
     case 'final':
       // An explicit `tool: undefined` is no tool: still a final answer.
       return v % 2 === 1 ? { final: `answer-${v}`, tool: undefined, ...usage } : { final: `answer-${v}`, ...usage };
-    case 'lookup':
-      return { tool: 'lookup', args: { q: `q${v}` }, ...usage };
-    case 'send':
-      return { tool: 'send', args: { to: `ops${v}@example.com` }, ...usage };
-    case 'charge':
-      return { tool: 'charge', args: { amount: v + 1 }, ...usage };
-    case 'unknown':
-      return { tool: 'teleport', args: { to: 'mars' }, ...usage };
+    case 'call': {
+      const [c] = requestedCalls(spec);
+      if (!c) throw new Error('test error: a call action has one call');
+      return { tool: c.tool, args: c.args, ...(c.id === null ? {} : { id: c.id }), ...text, ...usage };
+    }
+    case 'calls':
+      return {
+        calls: requestedCalls(spec).map((c) => ({
+          tool: c.tool,
+          args: c.args,
+          ...(c.id === null ? {} : { id: c.id }),
+        })),
+        ...text,
+        ...usage,
+      };
     case 'malformed':
-      // The malformations the contract names; a bare string cannot carry usage.
-      switch (v % MALFORMED_KINDS) {
-        case 0:
-          return { tool: 'lookup', final: 'both', ...usage };
-        case 1:
-          return { tool: 'lookup', args: ['not', 'an', 'object'], ...usage };
-        case 2:
-          return 'not an action';
-        case 3:
-          return { tool: '', args: {}, ...usage };
-        default:
-          return { tool: 7, ...usage };
-      }
+      return malformedOf(spec)[0](usage);
     case 'throws':
       // A policy may throw anything: an Error, or a plain object with a message (no name).
       if (v % 2 === 1) throw { message: 'policy down' };
@@ -148,48 +262,9 @@ export function rawAction(spec: PolicySpec): unknown {
 
 /** The usage the runtime can read off the raw action. */
 export function specUsage(spec: PolicySpec): Usage | null {
-  if (spec.kind === 'malformed' && spec.variant % MALFORMED_KINDS === 2) return null;
+  // A bare string cannot carry usage.
+  if (spec.kind === 'malformed' && spec.variant % MALFORMED.length === STRING_ACTION) return null;
   return badUsage(spec) ? null : spec.usage;
-}
-
-/** The decision the runtime must hand the machine for a spec: written out, not computed. */
-function expectedDecision(spec: PolicySpec, elapsedMs: number, at: string): Decision {
-  const cost = { usage: specUsage(spec), elapsedMs, at };
-  const v = spec.variant;
-  switch (spec.kind) {
-    case 'final':
-      return { type: 'final', final: `answer-${v}`, ...cost };
-    case 'lookup':
-      return { type: 'call', tool: 'lookup', args: { q: `q${v}` }, needsApproval: false, ...cost };
-    case 'send':
-      return { type: 'call', tool: 'send', args: { to: `ops${v}@example.com` }, needsApproval: true, ...cost };
-    case 'charge':
-      return { type: 'call', tool: 'charge', args: { amount: v + 1 }, needsApproval: true, ...cost };
-    case 'unknown':
-      return { type: 'unknown_tool', tool: 'teleport', args: { to: 'mars' }, ...cost };
-    case 'malformed': {
-      const m = (tool: string, why: string): Decision => ({
-        type: 'malformed',
-        tool,
-        error: `malformed action: ${why}`,
-        ...cost,
-      });
-      switch (v % MALFORMED_KINDS) {
-        case 0:
-          return m('lookup', 'has both tool and final');
-        case 1:
-          return m('lookup', 'args must be an object');
-        case 2:
-          return m('', 'expected an object, got string');
-        case 3:
-          return m('', 'tool must be a non-empty string');
-        default:
-          return m('', 'tool must be a non-empty string');
-      }
-    }
-    case 'throws':
-      throw new Error('a throwing policy has no decision');
-  }
 }
 
 /** The tool result for a spec (the world returns it from `fn`). */
@@ -197,80 +272,13 @@ export function toolResult(tool: string, spec: ToolSpec): unknown {
   return spec.kind === 'nonjson' ? nonJson(spec)[0]() : { ok: true, tool, ms: spec.elapsedMs };
 }
 
-/** Active time left in state `s` for a call that has spent `spent` ms so far; null: no time budget. */
-export function activeLeft(c: AgentContext, spent = 0): number | null {
-  return c.limits.maxActiveMs === null ? null : c.limits.maxActiveMs - c.activeMs - spent;
-}
-
-/**
- * Where the run's active-time deadline cuts a policy call short (the rest of the budget, which the
- * deadline reaches at or before the call would end: a tie goes to the deadline), or null.
- */
-export function policyCut(spec: PolicySpec, c: AgentContext, policyElapsedMs = 0): number | null {
-  const left = activeLeft(c, policyElapsedMs);
-  return left !== null && spec.elapsedMs >= left ? left : null;
-}
-
-/** A tool call's deadline: the tool's timeout or, when sooner, the active time left. */
-export function toolDeadline(c: AgentContext): { ms: number; budget: boolean } {
-  const left = activeLeft(c);
-  return left !== null && left < TOOL_TIMEOUT_MS ? { ms: left, budget: true } : { ms: TOOL_TIMEOUT_MS, budget: false };
-}
-
-/** Where a tool call is cut by its deadline (a `timeout` tool never answers), or null. */
-export function toolCut(spec: ToolSpec, c: AgentContext): number | null {
-  const { ms } = toolDeadline(c);
-  return spec.kind === 'timeout' || spec.elapsedMs >= ms ? ms : null;
-}
-
-function expectedOutcome(tool: string, spec: ToolSpec, at: string, c: AgentContext): ToolOutcome {
-  if (toolCut(spec, c) !== null) {
-    const { ms, budget } = toolDeadline(c);
-    const error = budget
-      ? `TimeoutError: tool ${tool} stopped after ${ms} ms: the active-time budget (maxActiveMs) ran out`
-      : `TimeoutError: tool ${tool} timed out after ${ms} ms`;
-    return { type: 'error', error, elapsedMs: ms, at };
-  }
-  switch (spec.kind) {
-    case 'result':
-      return { type: 'result', result: { ok: true, tool, ms: spec.elapsedMs }, elapsedMs: spec.elapsedMs, at };
-    case 'throw':
-      return { type: 'error', error: 'Error: boom', elapsedMs: spec.elapsedMs, at };
-    case 'nonjson':
-      return {
-        type: 'error',
-        error: `TypeError: tool result is not JSON: ${nonJson(spec)[1]}`,
-        elapsedMs: spec.elapsedMs,
-        at,
-      };
-    case 'timeout':
-      throw new Error('a timeout is always cut by its deadline');
-  }
-}
-
-/**
- * How far the world moves the clock while performing a move in state `s`: a call cut by its
- * deadline takes until the deadline.
- */
-export function advanceOf(move: Move, s: ModelState, policyElapsedMs = 0): number {
-  switch (move.kind) {
-    case 'policy':
-      return policyCut(move.spec, s.context, policyElapsedMs) ?? move.spec.elapsedMs;
-    case 'tool':
-      return toolCut(move.spec, s.context) ?? move.spec.elapsedMs;
-    case 'expire':
-    case 'approveLate':
-      return TTL_MS;
-    default:
-      return 0;
-  }
-}
-
-/** The approver and notes the world uses: they end up in history. */
+/** The approvers and notes the world uses: they end up in history. */
 export const APPROVER = 'alice';
 export const APPROVE_NOTE = 'ok';
 export const DENIER = 'bob';
 export const DENY_NOTE = 'not today';
+/** Who decides with a decision map. */
+export const DECIDER = 'carol';
 export const CANCEL_REASON = 'user stop';
 
 /** A snapshot as far as the model needs it. */
@@ -281,68 +289,7 @@ export interface ModelState {
 
 export type Status = 'idle' | 'running' | 'awaiting_approval' | 'budget_exhausted' | 'done' | 'failed' | 'cancelled';
 export const statusOf = (value: unknown): Status => (typeof value === 'string' ? (value as Status) : 'running');
-export const isDeciding = (s: ModelState) => JSON.stringify(s.value) === '{"running":"deciding"}';
-export const isExecuting = (s: ModelState) => JSON.stringify(s.value) === '{"running":"executing"}';
-
-/**
- * The machine event a move stands for, in state `s` with the clock at `now` (before the move),
- * or null when the move changes nothing the machine sees (a crash that restarts a call).
- * `policyElapsedMs` is clock time already spent on this policy call (retries).
- */
-export function modelEvent(move: Move, s: ModelState, now: number, policyElapsedMs = 0): MachineEvent | null {
-  const after = now + advanceOf(move, s, policyElapsedMs);
-  const c = s.context;
-  switch (move.kind) {
-    case 'start':
-      return { type: 'START', goal: GOAL };
-    case 'policy': {
-      const cut = policyCut(move.spec, c, policyElapsedMs);
-      if (cut !== null) {
-        // The deadline aborted the call: an error whose time spends the budget.
-        const error = { name: 'TimeoutError', message: 'active-time budget', elapsedMs: policyElapsedMs + cut };
-        return { type: 'xstate.error.actor.policy', error };
-      }
-      const elapsedMs = policyElapsedMs + move.spec.elapsedMs;
-      if (move.spec.kind === 'throws') {
-        return { type: 'xstate.error.actor.policy', error: { name: 'Error', message: 'policy down', elapsedMs } };
-      }
-      return { type: 'xstate.done.actor.policy', output: expectedDecision(move.spec, elapsedMs, iso(after)) };
-    }
-    case 'tool': {
-      const tool = c.inflight?.tool ?? '?';
-      return { type: 'xstate.done.actor.tool', output: expectedOutcome(tool, move.spec, iso(after), c) };
-    }
-    case 'crash': {
-      // The write-ahead rule: a non-idempotent side effect in flight is not called again.
-      const t = c.inflight?.tool;
-      if (isExecuting(s) && t !== undefined && isToolName(t) && TOOLS[t].sideEffect && !TOOLS[t].idempotent) {
-        return { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: iso(now) } };
-      }
-      return null;
-    }
-    case 'approve':
-    case 'approveLate':
-      return { type: 'APPROVE', callId: c.pending?.id ?? '?', by: APPROVER, note: APPROVE_NOTE, at: iso(after) };
-    case 'deny':
-      return { type: 'DENY', callId: c.pending?.id ?? '?', by: DENIER, note: DENY_NOTE, at: iso(after) };
-    case 'expire':
-      return { type: 'EXPIRE', at: iso(after) };
-    case 'cancel':
-      return { type: 'CANCEL', reason: CANCEL_REASON };
-    case 'extend':
-      return { type: 'EXTEND_BUDGET', limits: move.limits };
-    case 'run': {
-      // Agent.run() on a run awaiting approval expires the call if its time is up, else waits.
-      if (statusOf(s.value) !== 'awaiting_approval') return { type: 'RUN' };
-      const expiresAt = c.pending?.expiresAt;
-      return expiresAt && now >= Date.parse(expiresAt) ? { type: 'EXPIRE', at: iso(now) } : null;
-    }
-    case 'wait':
-    case 'decideStale':
-    case 'decideNothing':
-    case 'startAgain':
-      return null;
-  }
-}
+export const isDeciding = (s: { value: unknown }) => JSON.stringify(s.value) === '{"running":"deciding"}';
+export const isExecuting = (s: { value: unknown }) => JSON.stringify(s.value) === '{"running":"executing"}';
 
 export type { JsonObject };

@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from '../../../src/agent.js';
 import { continueFrom, type Handoff } from './drive.js';
+import { worldTools } from './world-tools.js';
 
 const [input, output] = process.argv.slice(2);
 if (!input || !output) throw new Error('usage: child.ts <job.json> <out.json>');
@@ -23,7 +24,7 @@ const refuse = () => {
 for (const [index, blob] of (job.blobs ?? []).entries()) {
   let problem: string | null = null;
   try {
-    const tools = ['lookup', 'send', 'charge'].map((name) => ({ name, fn: refuse }));
+    const tools = worldTools(() => refuse, refuse);
     if (Agent.resume(blob, { policy: refuse, tools }).checkpoint() !== blob)
       problem = 'resume(blob).checkpoint() !== blob';
   } catch (error) {

@@ -1,35 +1,28 @@
 /**
- * fast-check command sequences over a real Agent (the `World`), with the machine's pure
- * `transition()` as the model. They reach what simple paths miss: loops from approval back to
- * running, long runs against every budget, many approvals and denials, crashes at any moment
- * (mid policy call, mid tool call, while waiting for a human), limits changed at resume, and
- * the mistakes a caller can make.
+ * fast-check commands over a real Agent (the `World`), with the machine's pure `transition()` as
+ * the model (model-events.ts). Each command's `check` reads only the model; `run` performs the
+ * move on the world, steps the model, and throws on any difference, spec violation or broken
+ * invariant; `toString` names the move in a shrunk counterexample.
  */
-import { isDeepStrictEqual } from 'node:util';
-import fc from 'fast-check';
-import { initialTransition, transition } from 'xstate';
+import type fc from 'fast-check';
+import { initialTransition } from 'xstate';
 import { agentMachine } from '../../../machines/index.js';
 import type { AgentContext, BudgetKind, Limits } from '../../../machines/types.js';
-import { NoPendingApprovalError, RunStateError, StaleApprovalError } from '../../../src/errors.js';
 import {
-  activeLeft,
-  advanceOf,
   describeMove,
   isDeciding,
   isExecuting,
+  type Mistake,
   type ModelState,
   type Move,
-  modelEvent,
-  type PolicySpec,
-  policyCut,
+  moveLabel,
   RUN_ID,
   statusOf,
   T0,
-  type ToolSpec,
-  TTL_MS,
 } from './alphabet.js';
 import { describeDifference } from './drive.js';
 import { checkWorld } from './invariants.js';
+import { activeLeft, applyEvent, applyMove, policyCut } from './model-events.js';
 import { before, checkMove } from './oracle.js';
 import { World, type WorldOptions } from './world.js';
 
@@ -44,8 +37,56 @@ export interface Model {
   policyElapsedMs: number;
   retries: number;
   retryDelayMs: number;
-  /** Commands run, for the case counts. */
+  /** Moves run, by label, for the counts a run prints. */
   executed: string[];
+  /** What the moves did to the steps' calls (several calls, partial decisions, …), for the counts. */
+  seen: string[];
+}
+
+/**
+ * What a move did to the step's calls, read off the model before and after it: the counts that
+ * show the new contract was exercised, not just offered.
+ */
+function noteCalls(m: Model, move: Move, was: ModelState): void {
+  const c = m.snapshot.context;
+  const pendingNow = c.calls.filter((call) => call.state === 'pending');
+  const note = (what: string) => m.seen.push(what);
+  if (move.kind === 'policy' && c.calls.length > 1) note('steps with several calls');
+  if (move.kind === 'policy' && c.calls.some((call) => call.approval?.standing !== undefined))
+    note('calls covered by a standing approval');
+  if (move.kind === 'decide' || move.kind === 'approve' || move.kind === 'deny' || move.kind === 'approveLate') {
+    const decided = was.context.calls.filter(
+      (call) => call.state === 'pending' && c.calls.find((n) => n.key === call.key)?.state !== 'pending',
+    );
+    if (decided.length > 0 && pendingNow.length > 0) note('partial decisions (others left pending)');
+    if (move.kind === 'decide' && decided.length > 1) note('decision maps of several calls');
+    if (
+      c.calls.some(
+        (call) =>
+          call.approval?.args !== undefined && was.context.calls.find((w) => w.key === call.key)?.state === 'pending',
+      )
+    )
+      note('edited approvals');
+  }
+  const expiredNow = c.calls.filter(
+    (call) => call.done && 'error' in call.done && call.done.error === 'approval expired' && !call.done.approval,
+  );
+  const expiredBefore = was.context.calls.filter(
+    (call) => call.done && 'error' in call.done && call.done.error === 'approval expired' && !call.done.approval,
+  );
+  if (expiredNow.length > expiredBefore.length && pendingNow.length > 0)
+    note('expiries of one call among several pending');
+  // A step that ended with one call expired and another decided in time: each its own clock.
+  if (was.context.calls.length > 1 && c.calls.length === 0) {
+    const added = c.history.slice(was.context.history.length);
+    const expired = added.some((e) => 'error' in e && e.error === 'approval expired');
+    const inTime = added.some(
+      (e) => 'approval' in e && e.approval && !('error' in e && e.error === 'approval expired'),
+    );
+    if (expired && inTime) note('steps with one call expired, another decided in time');
+  }
+  if (move.kind === 'crash' && isExecuting(was) && was.context.calls.length > 1)
+    note('crashes between the calls of a step');
 }
 
 /** The first spent budget, in the order the machine checks them (steps, tokens, time). */
@@ -57,9 +98,9 @@ function spentBudget(c: AgentContext): BudgetKind | null {
   return null;
 }
 
-const state = (m: Readonly<Model>): ModelState => ({ value: m.snapshot.value, context: m.snapshot.context });
-const status = (m: Readonly<Model>) => statusOf(m.snapshot.value);
-const isFinal = (m: Readonly<Model>) => status(m) === 'done' || status(m) === 'cancelled';
+export const state = (m: Readonly<Model>): ModelState => ({ value: m.snapshot.value, context: m.snapshot.context });
+export const status = (m: Readonly<Model>) => statusOf(m.snapshot.value);
+export const isFinal = (m: Readonly<Model>) => status(m) === 'done' || status(m) === 'cancelled';
 
 /** Checks the real world against the model and the invariants; throws with every difference. */
 function verify(m: Model, world: World, label: string, spec: string[] = []): void {
@@ -74,14 +115,6 @@ function verify(m: Model, world: World, label: string, spec: string[] = []): voi
   if (problems.length > 0) throw new Error(`after ${label}:\n  ${problems.join('\n  ')}`);
 }
 
-/** Applies a move's machine event to the model (if it has one) and moves the model's clock. */
-function step(m: Model, move: Move): void {
-  const event = modelEvent(move, state(m), m.now, m.policyElapsedMs);
-  const advance = move.kind === 'wait' ? move.ms : advanceOf(move, state(m), m.policyElapsedMs);
-  if (event) m.snapshot = transition(agentMachine, m.snapshot, event)[0];
-  m.now += advance;
-}
-
 /**
  * Whether a throwing policy call is tried again: retries left, and neither the call nor its
  * back-off reaches the end of the active-time budget (the runtime stops there for time).
@@ -92,7 +125,7 @@ function retries(m: Readonly<Model>, move: Move): boolean {
   return left === null || move.spec.elapsedMs + m.retryDelayMs * 2 ** m.attempt < left;
 }
 
-class MoveCommand implements fc.AsyncCommand<Model, World> {
+export class MoveCommand implements fc.AsyncCommand<Model, World> {
   constructor(
     readonly move: Move,
     readonly when: (m: Readonly<Model>) => boolean,
@@ -103,8 +136,8 @@ class MoveCommand implements fc.AsyncCommand<Model, World> {
   }
 
   async run(m: Model, world: World): Promise<void> {
-    m.executed.push(this.move.kind);
     const move = this.move;
+    m.executed.push(moveLabel(move));
     const was = before(world);
     const cutInBackOff =
       move.kind === 'policy' &&
@@ -117,8 +150,8 @@ class MoveCommand implements fc.AsyncCommand<Model, World> {
       const left = activeLeft(m.snapshot.context, m.policyElapsedMs) as number;
       await world.perform(move);
       const error = { name: 'TimeoutError', message: 'active-time budget', elapsedMs: m.policyElapsedMs + left };
-      m.snapshot = transition(agentMachine, m.snapshot, { type: 'xstate.error.actor.policy', error })[0];
       m.now += left;
+      m.snapshot = applyEvent(agentMachine, m.snapshot, { type: 'xstate.error.actor.policy', error }, m.now);
       m.attempt = 0;
       m.policyElapsedMs = 0;
     } else if (move.kind === 'policy' && retries(m, move)) {
@@ -133,10 +166,12 @@ class MoveCommand implements fc.AsyncCommand<Model, World> {
       if (move.kind === 'crash' && move.maxSteps !== undefined && !isFinal(m)) {
         // Limits given at resume replace the checkpoint's (as an EXTEND_BUDGET would); a run
         // resumed mid policy call whose budget is now spent stops instead of asking again.
-        m.snapshot = transition(agentMachine, m.snapshot, {
-          type: 'EXTEND_BUDGET',
-          limits: { maxSteps: move.maxSteps },
-        })[0];
+        m.snapshot = applyEvent(
+          agentMachine,
+          m.snapshot,
+          { type: 'EXTEND_BUDGET', limits: { maxSteps: move.maxSteps } },
+          m.now,
+        );
         const stoppedBy = spentBudget(m.snapshot.context);
         if (restartsPolicy && stoppedBy) {
           m.snapshot = agentMachine.resolveState({
@@ -146,9 +181,10 @@ class MoveCommand implements fc.AsyncCommand<Model, World> {
         }
       }
       await world.perform(move.kind === 'crash' && isFinal(m) ? { kind: 'crash' } : move);
-      const endsPolicyCall = move.kind === 'policy' || restartsPolicy;
-      step(m, move);
-      if (endsPolicyCall) {
+      const prior = state(m);
+      ({ snapshot: m.snapshot, now: m.now } = applyMove(agentMachine, m.snapshot, move, m.now, m.policyElapsedMs));
+      noteCalls(m, move, prior);
+      if (move.kind === 'policy' || restartsPolicy) {
         m.attempt = 0;
         m.policyElapsedMs = 0;
       }
@@ -162,9 +198,9 @@ class MoveCommand implements fc.AsyncCommand<Model, World> {
 }
 
 /** A caller's mistake: must throw the typed error and change nothing. */
-class MistakeCommand implements fc.AsyncCommand<Model, World> {
+export class MistakeCommand implements fc.AsyncCommand<Model, World> {
   constructor(
-    readonly move: Extract<Move, { kind: 'decideStale' | 'decideNothing' | 'startAgain' }>,
+    readonly move: Mistake,
     readonly when: (m: Readonly<Model>) => boolean,
     readonly expected: new (...args: never[]) => Error,
   ) {}
@@ -177,94 +213,19 @@ class MistakeCommand implements fc.AsyncCommand<Model, World> {
     m.executed.push(this.move.kind);
     const was = before(world);
     await world.perform(this.move);
-    if (!(world.mistakeError instanceof this.expected)) {
-      throw new Error(`${this.move.kind}: expected ${this.expected.name}, got ${String(world.mistakeError)}`);
+    if (!(world.mistakeError instanceof this.expected) || world.mistakeError.constructor !== this.expected) {
+      throw new Error(`${describeMove(this.move)}: expected ${this.expected.name}, got ${String(world.mistakeError)}`);
     }
-    verify(m, world, this.move.kind, checkMove(this.move, was, world));
+    verify(m, world, describeMove(this.move), checkMove(this.move, was, world));
   }
 
   toString(): string {
-    return this.move.kind;
+    return describeMove(this.move);
   }
 }
 
-const policySpec: fc.Arbitrary<PolicySpec> = fc.record({
-  // A final answer ends the run: rare, so runs get long.
-  // (fast-check biases towards the first of a oneof and of a constantFrom: a final comes last.)
-  kind: fc.oneof(
-    { weight: 18, arbitrary: fc.constantFrom('lookup', 'send', 'charge', 'unknown', 'malformed', 'throws') },
-    { weight: 1, arbitrary: fc.constant('final' as const) },
-  ),
-  elapsedMs: fc.integer({ min: 0, max: 30 }),
-  usage: fc.option(
-    fc.record({ inputTokens: fc.integer({ min: 0, max: 40 }), outputTokens: fc.integer({ min: 0, max: 40 }) }),
-    {
-      nil: null,
-    },
-  ),
-  variant: fc.integer({ min: 0, max: 5 }),
-});
-
-const toolSpec: fc.Arbitrary<ToolSpec> = fc.record({
-  kind: fc.constantFrom('result', 'result', 'throw', 'timeout', 'nonjson'),
-  elapsedMs: fc.integer({ min: 0, max: 20 }),
-  variant: fc.integer({ min: 0, max: 5 }),
-});
-
-const awaiting = (m: Readonly<Model>) => status(m) === 'awaiting_approval';
-const quiet = (m: Readonly<Model>) => status(m) !== 'running';
-const cancellable = (m: Readonly<Model>) => !isFinal(m);
-
-/** The command arbitraries. Policy and tool outcomes come often: runs get long. */
-export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>>[] {
-  const policy = policySpec.map((spec) => new MoveCommand({ kind: 'policy', spec }, (m) => isDeciding(state(m))));
-  const tool = toolSpec.map((spec) => new MoveCommand({ kind: 'tool', spec }, (m) => isExecuting(state(m))));
-  const move = (mv: Move, when: (m: Readonly<Model>) => boolean) => fc.constant(new MoveCommand(mv, when));
-  const times = <T>(n: number, arb: T): T[] => Array.from({ length: n }, () => arb);
-  // fc.commands picks uniformly among these and skips those whose check() fails: the repeats
-  // are weights, so that runs get long (most commands apply only in one status).
-  return [
-    ...times(4, fc.constant(new MoveCommand({ kind: 'start' }, (m) => status(m) === 'idle'))),
-    ...times(16, policy),
-    ...times(10, tool),
-    ...times(6, move({ kind: 'approve' }, awaiting)),
-    ...times(3, move({ kind: 'deny' }, awaiting)),
-    ...times(
-      2,
-      move({ kind: 'run' }, (m) => status(m) !== 'idle'),
-    ),
-    // One slot shared by waiting and (rarer) cancelling, which ends the run.
-    fc.oneof(
-      {
-        weight: 3,
-        arbitrary: fc
-          .integer({ min: 1, max: 3 })
-          .map((n) => new MoveCommand({ kind: 'wait', ms: n === 3 ? TTL_MS : n * 20_000 }, quiet)),
-      },
-      { weight: 1, arbitrary: move({ kind: 'cancel' }, cancellable) },
-    ),
-    // Crashes at any moment: mid policy call, mid tool call, waiting for a human, after the end.
-    fc.constant(new MoveCommand({ kind: 'crash' }, () => true)),
-    fc.constant(new MoveCommand({ kind: 'crash' }, (m) => status(m) === 'running')),
-    fc.integer({ min: 0, max: 12 }).map((maxSteps) => new MoveCommand({ kind: 'crash', maxSteps }, () => true)),
-    ...times(
-      2,
-      fc
-        .record({
-          steps: fc.integer({ min: 0, max: 4 }),
-          tokens: fc.integer({ min: 0, max: 200 }),
-          ms: fc.integer({ min: 0, max: 200 }),
-        })
-        .map(({ steps, tokens, ms }) => new ExtendCommand(steps, tokens, ms)),
-    ),
-    fc.constant(new MistakeCommand({ kind: 'decideStale' }, awaiting, StaleApprovalError)),
-    fc.constant(new MistakeCommand({ kind: 'decideNothing' }, (m) => !awaiting(m), NoPendingApprovalError)),
-    fc.constant(new MistakeCommand({ kind: 'startAgain' }, (m) => status(m) !== 'idle', RunStateError)),
-  ];
-}
-
 /** Raises the limits relative to the current ones (so it helps a budget_exhausted run). */
-class ExtendCommand implements fc.AsyncCommand<Model, World> {
+export class ExtendCommand implements fc.AsyncCommand<Model, World> {
   constructor(
     readonly steps: number,
     readonly tokens: number,
@@ -295,15 +256,6 @@ export interface RunSetup {
   approvalTtlMs: number | null;
 }
 
-export const setupArbitrary: fc.Arbitrary<RunSetup> = fc.record({
-  limits: fc.record({
-    maxSteps: fc.integer({ min: 1, max: 12 }),
-    maxTokens: fc.option(fc.integer({ min: 20, max: 400 }), { nil: null }),
-    maxActiveMs: fc.option(fc.integer({ min: 30, max: 400 }), { nil: null }),
-  }),
-  approvalTtlMs: fc.option(fc.constant(TTL_MS), { nil: null }),
-});
-
 export const RETRIES = 1;
 export const RETRY_DELAY_MS = 5;
 
@@ -332,9 +284,8 @@ export function newCase(generated: RunSetup, resume?: WorldOptions['resume']): {
       retries: RETRIES,
       retryDelayMs: RETRY_DELAY_MS,
       executed: [],
+      seen: [],
     },
     real: new World(options),
   };
 }
-
-export { isDeepStrictEqual };

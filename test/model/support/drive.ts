@@ -3,11 +3,13 @@
  * state equals the path's state (value and whole context) and that the invariants hold.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { describeMove, isExecuting, isToolName, type ModelState, type Move, TOOLS, TTL_MS } from './alphabet.js';
+import { describeMove, isExecuting, type ModelState, type Move, TTL_MS } from './alphabet.js';
 import { checkWorld } from './invariants.js';
 import type { LedgerData } from './ledger.js';
+import { runningOf } from './model-events.js';
 import { before, checkMove } from './oracle.js';
-import { clockAt, PATH_LIMITS } from './paths.js';
+import { PATH_LIMITS, type PathStep } from './paths.js';
+import { asksAgainAfterCrash } from './tools.js';
 import { type ResumeFn, World, type WorldOptions } from './world.js';
 
 export const PATH_WORLD: WorldOptions = {
@@ -59,15 +61,15 @@ function diff(actual: ModelState, expected: ModelState): string {
  * called again after a resume (the write-ahead rule), so the run goes back to a human.
  */
 export function crashChangesCourse(s: ModelState): boolean {
-  const t = s.context.inflight?.tool;
-  return isExecuting(s) && t !== undefined && isToolName(t) && TOOLS[t].sideEffect && !TOOLS[t].idempotent;
+  const running = runningOf(s.context);
+  return isExecuting(s) && running !== undefined && asksAgainAfterCrash(running.tool);
 }
 
 /** Runs `moves` on `world`, comparing with `states` after each. */
 async function follow(
   world: World,
   moves: Move[],
-  states: ModelState[] | null,
+  states: PathStep[] | null,
   options: DriveOptions,
   label: string,
   run: PathRun,
@@ -87,7 +89,8 @@ async function follow(
     if (expected) {
       const d = diff(world.snapshot() as unknown as ModelState, expected);
       if (d) run.violations.push(`${where}: ${d}`);
-      if (world.clock.now() !== clockAt(expected)) run.violations.push(`${where}: test clock drifted`);
+      if (world.clock.now() !== expected.now)
+        run.violations.push(`${where}: test clock ${world.clock.now()}, the path says ${expected.now}`);
     }
     for (const v of checkMove(move, was, world)) run.violations.push(`${where}: ${v}`);
     for (const v of checkWorld(world, i + 1 === moves.length))
@@ -118,7 +121,7 @@ async function follow(
 
 /** Drives one path from idle. */
 export async function drivePath(
-  path: { id: string; moves: Move[]; states: ModelState[] | null },
+  path: { id: string; moves: Move[]; states: PathStep[] | null },
   options: DriveOptions = {},
 ): Promise<PathRun> {
   const world = new World({ ...PATH_WORLD, ...(options.resume ? { resume: options.resume } : {}) });

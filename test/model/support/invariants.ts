@@ -1,27 +1,26 @@
 /**
  * Invariant checks on a world at a quiet moment. Each returns violations as strings (never
  * throws), so a test of the tests can collect what a faulty variant trips. The ledger's own
- * checks (made as calls happen) are included.
+ * checks (made as calls happen) are included. Every check is per call: a step's calls are each
+ * their own unit of the invariants.
  */
 
-import type { AgentContext, HistoryEntry } from '../../../machines/types.js';
+import type { AgentContext, Json, StepCall } from '../../../machines/types.js';
 import { Agent } from '../../../src/agent.js';
-import { decodeCheckpoint, encodeCheckpoint } from '../../../src/checkpoint.js';
-import { isToolName, TOOLS } from './alphabet.js';
+import { decodeCheckpoint, encodeCheckpoint } from '../../../src/checkpoint/index.js';
+import { statusOf } from './alphabet.js';
+import { historyProblem } from './history-shape.js';
+import { isIdempotent, isSideEffect, ruleOf } from './tools.js';
 import type { World } from './world.js';
 
-const SHAPES: Record<string, (e: Record<string, unknown>) => boolean> = {
-  user: (e) => typeof e.content === 'string',
-  assistant: (e) => ('tool' in e ? typeof e.tool === 'string' && isObject(e.args) && !('final' in e) : 'final' in e),
-  tool: (e) =>
-    typeof e.tool === 'string' && 'result' in e !== 'error' in e && (!('error' in e) || typeof e.error === 'string'),
-};
-
-function isObject(v: unknown): boolean {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
+/** Every observation the run holds: the history's tool entries and the finished calls of the step. */
+function observations(
+  c: AgentContext,
+): { tool: string; error?: string; result?: Json; approval?: StepCall['approval'] }[] {
+  const entries = c.history.flatMap((e) => (e.role === 'tool' ? [e as never] : []));
+  const done = c.calls.flatMap((call) => (call.done ? [{ tool: call.tool, ...call.done } as never] : []));
+  return [...entries, ...done];
 }
-
-const needsApproval = (tool: string) => isToolName(tool) && TOOLS[tool].sideEffect;
 
 /** Everything checked at a quiet moment, plus the ledger's violations so far. */
 export function checkWorld(world: World, full = false): string[] {
@@ -50,14 +49,13 @@ export function checkWorld(world: World, full = false): string[] {
     out.push(`inv5: the checkpoint does not load: ${String(error)}`);
   }
   const c = parsed.snapshot.context;
+  const status = statusOf(parsed.snapshot.value);
   const ledger = world.ledger.data;
 
-  // Invariant 6: history keeps the contract shapes, whatever the policy and tools did.
-  for (const [i, e] of c.history.entries()) {
-    const shape = SHAPES[(e as { role: string }).role];
-    if (!shape?.(e as unknown as Record<string, unknown>))
-      out.push(`inv6: history[${i}] has no contract shape: ${JSON.stringify(e)}`);
-  }
+  // Invariant 6: history keeps the contract's shapes and pairs every call with its observation.
+  const mode = status === 'cancelled' ? 'cancelled' : c.calls.length > 0 ? 'inProgress' : 'complete';
+  const shape = historyProblem(c.history, mode);
+  if (shape) out.push(`inv6: ${shape}`);
 
   // Invariant 3 (the agent's count): every answered policy call is counted, across resumes.
   if (c.steps !== ledger.completedSteps.length) {
@@ -68,33 +66,49 @@ export function checkWorld(world: World, full = false): string[] {
   if (c.activeMs !== ledger.activeMs)
     out.push(`inv3: the run counts ${c.activeMs} active ms, calls took ${ledger.activeMs}`);
 
-  // Invariant 1 at the write-ahead record: a call that needs approval is in flight only approved.
-  if (c.inflight && needsApproval(c.inflight.tool)) {
-    const approval = c.inflight.approval;
-    const human = approval ? ledger.decisions[approval.callId] : undefined;
-    if (!approval?.approved || !human?.approved) {
-      out.push(`inv1: ${c.inflight.tool} key ${c.inflight.key} is in flight without a human's approval`);
+  // Invariant 1 at the write-ahead record: a call that needs a human is in flight only approved
+  // by one, or under a standing approval a human gave.
+  const running = c.calls.find((call) => call.state === 'running');
+  if (running && isSideEffect(running.tool)) {
+    const spec = ledger.step?.calls.find((s) => s.key === running.key);
+    if (spec?.verdict !== 'run' || spec.unknown) {
+      const a = running.approval;
+      const human = a ? ledger.decisions[a.callId] : undefined;
+      const standing = a?.standing !== undefined && a.standing === ledger.standing[running.tool]?.callId;
+      if (!a?.approved || !(human?.approved || standing)) {
+        out.push(`inv1: ${running.tool} key ${running.key} is in flight without a human's approval`);
+      }
     }
   }
-  // A pure tool is never held for a human (the approval rule read the other way round).
-  if (c.pending && !needsApproval(c.pending.tool))
-    out.push(`approval: ${c.pending.tool} awaits approval but needs none`);
+  for (const [tool, grant] of Object.entries(c.standing)) {
+    const given = ledger.decisions[grant.callId];
+    if (!given?.approved || !given.always || given.tool !== tool)
+      out.push(`inv1: a standing approval for ${tool} (${grant.callId}) that no human gave`);
+  }
+  // Only calls the rule sends to a human wait for one (or calls a crash left unknown).
+  for (const call of c.calls) {
+    if (call.state === 'pending' && ruleOf(call.tool, call.args) !== 'ask' && call.outcome !== 'unknown')
+      out.push(`approval: ${call.tool} ${JSON.stringify(call.args)} awaits approval but needs none`);
+  }
+  const seen = observations(c);
   // The runtime's last line of defence firing means the machine tried to run an unapproved call.
-  for (const e of c.history) {
-    if ('error' in e && e.error.startsWith('refused:'))
-      out.push(`inv1: the machine put an unapproved call in flight: ${e.error}`);
+  for (const e of seen) {
+    if (e.error?.startsWith('refused:')) out.push(`inv1: the machine put an unapproved call in flight: ${e.error}`);
   }
 
-  // Invariant 7: each denial in time reaches the model as an observation.
+  // Invariant 7: each denial in time, a human's or a rule's, reaches the model as an observation.
   const denials = Object.values(ledger.decisions).filter(
     (d) => !d.approved && (d.expiresAt === null || d.at < d.expiresAt),
   );
-  const seen = c.history.filter((e: HistoryEntry) => 'error' in e && e.error.startsWith('denied by human:')).length;
-  if (seen !== denials.length) out.push(`inv7: ${denials.length} denials, ${seen} denial observations`);
+  const human = seen.filter((e) => e.error?.startsWith('denied by human:')).length;
+  if (human !== denials.length) out.push(`inv7: ${denials.length} denials, ${human} denial observations`);
+  const byRule = seen.filter((e) => e.error?.startsWith('denied by rule:')).length;
+  if (byRule !== ledger.ruleDenials.length)
+    out.push(`inv7: ${ledger.ruleDenials.length} calls denied by rule, ${byRule} such observations`);
 
   // Invariant 2: a deduplicating tool's approved call that completed took effect exactly once.
-  for (const e of c.history) {
-    if (e.role === 'tool' && 'result' in e && e.approval?.approved && isToolName(e.tool) && TOOLS[e.tool].idempotent) {
+  for (const e of seen) {
+    if ('result' in e && e.approval?.approved && isIdempotent(e.tool)) {
       const key = e.approval.callId.split('#')[0] as string;
       if (!ledger.applied.includes(key)) out.push(`inv2: ${e.tool} key ${key} completed but never took effect`);
     }

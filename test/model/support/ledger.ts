@@ -1,26 +1,39 @@
 /**
  * The ledger: what happened in the world outside the agent, written down by the test's own
  * policy, tools and human, never read from the agent. Invariants 1, 2, 3 and 7 are checked
- * against it, so a bug that the machine and the model share (the model *is* the machine) is
- * still caught: the ledger does not take the machine's word for anything.
+ * against it, per call, so a bug that the machine and the model share (the model *is* the
+ * machine) is still caught: the ledger does not take the machine's word for anything.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { JsonObject, Limits } from '../../../machines/types.js';
-import { isToolName, TOOLS } from './alphabet.js';
+import type { HistoryEntry, JsonObject, Limits } from '../../../machines/types.js';
+import { historyProblem } from './history-shape.js';
+import { beginStep, type FinishedStep, type SpecStep, startCall } from './spec-step.js';
+import { isIdempotent, isSideEffect } from './tools.js';
 
 /** A human's decision, as the human saw the pending call. */
 export interface HumanDecision {
   callId: string;
   key: string;
   tool: string;
+  /** The call's arguments as shown, and what the human approved it to run with (an edit). */
   args: JsonObject;
+  runArgs: JsonObject;
   approved: boolean;
+  always: boolean;
   /** Clock time of the decision and of the call's expiry (null: never expires). */
   at: number;
   expiresAt: number | null;
 }
 
-/** One call of a side-effecting tool's `fn`. */
+/** A standing approval a human gave (`always: true`). */
+export interface Grant {
+  callId: string;
+  by: string;
+  note: string;
+  at: number;
+}
+
+/** One call of a tool's `fn`. */
 export interface EffectCall {
   tool: string;
   key: string;
@@ -39,6 +52,10 @@ export interface LedgerData {
   latestRequest: Record<string, string>;
   /** Keys a human denied (in time), with the time of the denial. */
   denied: Record<string, number>;
+  /** Keys of calls an approval rule denied (nobody asked). */
+  ruleDenials: string[];
+  /** Standing approvals the human gave, by tool. */
+  standing: Record<string, Grant>;
   effects: EffectCall[];
   /** Keys the deduplicating tool has applied. */
   applied: string[];
@@ -49,15 +66,20 @@ export interface LedgerData {
   /** Tokens reported by completed policy calls; clock time spent in calls. */
   tokens: number;
   activeMs: number;
-  /** The limits the test set (at creation, by extendBudget, at resume). */
+  /** The limits the test set (at creation, by extendBudget, at resume), and the approval TTL. */
   limits: Limits;
+  ttlMs: number | null;
   crashes: number;
+  /** The step in progress, as the world knows it (spec-step.ts). */
+  step: SpecStep | null;
+  /** The step that ended last, until the oracle has checked its entries. */
+  finished: FinishedStep | null;
 }
 
 export class Ledger {
   data: LedgerData;
 
-  constructor(limits: Limits, from?: LedgerData) {
+  constructor(limits: Limits, ttlMs: number | null, from?: LedgerData) {
     this.data = from
       ? structuredClone(from)
       : {
@@ -65,6 +87,8 @@ export class Ledger {
           decisions: {},
           latestRequest: {},
           denied: {},
+          ruleDenials: [],
+          standing: {},
           effects: [],
           applied: [],
           completedSteps: [],
@@ -73,7 +97,10 @@ export class Ledger {
           tokens: 0,
           activeMs: 0,
           limits: { ...limits },
+          ttlMs,
           crashes: 0,
+          step: null,
+          finished: null,
         };
   }
 
@@ -81,8 +108,11 @@ export class Ledger {
     this.data.violations.push(message);
   }
 
-  /** Invariant 3, checked as the policy is called: the budget allowed this call. */
-  policyCalled(step: number): void {
+  /**
+   * Invariant 3, checked as the policy is called: the budget allowed this call. And the policy is
+   * asked again only when every call of the step has an outcome, each in its history.
+   */
+  policyCalled(step: number, history: readonly HistoryEntry[]): void {
     const d = this.data;
     d.policyCalls++;
     const l = d.limits;
@@ -99,28 +129,43 @@ export class Ledger {
     if (l.maxActiveMs !== null && d.activeMs >= l.maxActiveMs) {
       this.violation(`inv3: policy call after ${d.activeMs} active ms (maxActiveMs ${l.maxActiveMs})`);
     }
+    const open = d.step?.calls.find((c) => c.state !== 'done');
+    if (open) {
+      this.violation(`calls: the policy was asked for step ${step} while ${open.tool} key ${open.key} has no outcome`);
+    }
+    const shape = historyProblem(history, 'complete');
+    if (shape) this.violation(`calls: the policy was shown a history where ${shape}`);
   }
 
-  policyAnswered(step: number, tokens: number): void {
+  /** The policy answered `step`; with calls, the step begins (clock `now`). */
+  policyAnswered(
+    step: number,
+    tokens: number,
+    calls: { tool: string; args: JsonObject; id: string | null }[] | null,
+    now: number,
+  ): void {
     this.data.completedSteps.push(step);
     this.data.tokens += tokens;
+    if (calls) beginStep(this.data, step, calls, now);
   }
 
-  /** Invariants 1, 2 and 7, checked as a side effect happens. Returns whether it takes effect. */
+  /** Invariants 1, 2 and 7, checked as a tool is called. Returns whether it takes effect. */
   toolCalled(call: Omit<EffectCall, 'applied'>): boolean {
     const d = this.data;
     d.toolCalls++;
+    const spec = startCall(d, call.key, call.args, call.approvedCallId);
     const t = call.tool;
-    if (!isToolName(t) || !TOOLS[t].sideEffect) return true;
+    if (!isSideEffect(t)) return true;
     const where = `${t}(${JSON.stringify(call.args)}) key ${call.key}`;
+    if (d.ruleDenials.includes(call.key)) this.violation(`inv7: ${where} ran, but its approval rule denied it`);
+    // Needs a human: the rule says ask, or a crash left its outcome unknown.
+    const needsHuman = spec === null || spec.verdict !== 'run' || spec.unknown;
     const approval = call.approvedCallId === null ? undefined : d.decisions[call.approvedCallId];
-    if (!approval) {
-      this.violation(`inv1: ${where} ran without a human approval (approvedCallId ${call.approvedCallId})`);
-    } else {
+    if (approval) {
       if (!approval.approved) this.violation(`inv1/7: ${where} ran on a call the human denied (${approval.callId})`);
-      if (approval.tool !== t || approval.key !== call.key || !isDeepStrictEqual(approval.args, call.args)) {
+      if (approval.tool !== t || approval.key !== call.key || !isDeepStrictEqual(approval.runArgs, call.args)) {
         this.violation(
-          `inv1: ${where} is not the call approved as ${approval.callId} (${approval.tool} ${JSON.stringify(approval.args)})`,
+          `inv1: ${where} is not the call approved as ${approval.callId} (${approval.tool} key ${approval.key} ${JSON.stringify(approval.runArgs)})`,
         );
       }
       if (approval.expiresAt !== null && approval.at >= approval.expiresAt) {
@@ -129,14 +174,28 @@ export class Ledger {
       if (d.latestRequest[call.key] !== undefined && d.latestRequest[call.key] !== approval.callId) {
         this.violation(`inv1: ${where} ran on approval ${approval.callId}, superseded by ${d.latestRequest[call.key]}`);
       }
+    } else if (needsHuman) {
+      // No human approved this id: only a standing approval for the tool, given before the call
+      // was asked for, may stand in; the id is then the call's own.
+      const standing = spec?.approval?.standing !== undefined && !spec.unknown && d.standing[t] !== undefined;
+      const own = call.approvedCallId?.startsWith(`${call.key}#`) ?? false;
+      if (!standing || !own) {
+        this.violation(`inv1: ${where} ran without a human approval (approvedCallId ${call.approvedCallId})`);
+      }
     }
     if (d.denied[call.key] !== undefined) this.violation(`inv7: ${where} ran after the human denied key ${call.key}`);
     let applied = true;
-    if (TOOLS[t].idempotent) {
+    if (isIdempotent(t)) {
       applied = !d.applied.includes(call.key);
       if (applied) d.applied.push(call.key);
-    } else if (call.approvedCallId !== null) {
-      const before = d.effects.filter((e) => e.tool === t && e.approvedCallId === call.approvedCallId).length;
+    } else {
+      // Inv 2: at most once per approval; a call that needed none at most once per key.
+      const same = (e: EffectCall) =>
+        e.tool === t &&
+        (call.approvedCallId === null
+          ? e.key === call.key && e.approvedCallId === null
+          : e.approvedCallId === call.approvedCallId);
+      const before = d.effects.filter(same).length;
       if (before > 0) this.violation(`inv2: ${where} ran ${before + 1} times on approval ${call.approvedCallId}`);
     }
     d.effects.push({ ...call, applied });

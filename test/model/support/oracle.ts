@@ -1,30 +1,33 @@
 /**
- * The spec oracle: what the contract (issue 2, ARCHITECTURE.md) says must follow a move, from
- * what the world knows (the ledger, the gates, what the human saw), never from the machine.
- * The model is the machine, so a wrong guard or action is in the model too; comparing with the
- * model cannot catch it, the invariants catch only the unsafe ones, and this catches the rest:
- * a run that stops when it should go on, goes on when it should stop, asks the wrong question.
+ * The spec oracle: what the contract (issues 2 and 12, ARCHITECTURE.md) says must follow a move,
+ * from what the world knows (the ledger, its record of the step, the gates, what the human saw),
+ * never from the machine. The model is the machine, so a wrong guard or action is in the model
+ * too; comparing with the model cannot catch it, the invariants catch only the unsafe ones, and
+ * this catches the rest: a run that stops when it should go on, goes on when it should stop, runs
+ * the wrong call of a step or with the wrong arguments, asks the wrong question, records the
+ * wrong observation.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { HistoryEntry, PendingCall } from '../../../machines/types.js';
 import {
   CANCEL_REASON,
-  DENY_NOTE,
-  isToolName,
+  GOAL,
+  isMistake,
   type Move,
+  malformedOf,
   RUN_ID,
   rawAction,
+  requestedCalls,
   type Status,
-  TOOL_TIMEOUT_MS,
-  TOOLS,
+  TEXT,
 } from './alphabet.js';
+import { expectation } from './spec-step.js';
 import type { World } from './world.js';
 
 export interface Before {
   status: Status;
-  pending: PendingCall | null;
+  pendingCalls: PendingCall[];
   gate: { kind: 'policy' | 'tool'; tool: string; key: string; step: number; attempt: number } | null;
-  inflight: { key: string; tool: string } | null;
   entries: number;
   /** The active time the run had left before the move (less the policy call's time so far). */
   activeLeft: number | null;
@@ -36,9 +39,8 @@ export function before(world: World): Before {
   const max = state.limits.maxActiveMs;
   return {
     status: state.status,
-    pending: state.pending,
+    pendingCalls: state.pendingCalls,
     gate: g && { kind: g.kind, tool: g.tool, key: g.key, step: g.step, attempt: g.attempt },
-    inflight: state.inflight && { key: state.inflight.key, tool: state.inflight.tool },
     entries: state.history.length,
     activeLeft: max === null ? null : max - state.activeMs - world.inCallMs,
   };
@@ -82,33 +84,120 @@ function decidingNext(world: World, out: string[]): void {
   }
 }
 
-function lastIs(history: HistoryEntry[], expected: Partial<Record<string, unknown>>, out: string[], why: string): void {
-  const last = history.at(-1) as Record<string, unknown> | undefined;
-  const ok =
-    last !== undefined &&
-    Object.entries(expected).every(([k, v]) =>
-      v instanceof RegExp ? v.test(String(last[k])) : isDeepStrictEqual(last[k], v),
-    );
-  if (!ok) out.push(`spec: ${why}: last history entry ${JSON.stringify(last)}`);
+function lastIs(history: HistoryEntry[], expected: Record<string, unknown>, out: string[], why: string): void {
+  const last = history.at(-1);
+  if (!isDeepStrictEqual(last, expected))
+    out.push(`spec: ${why}: last history entry ${JSON.stringify(last)}, expected ${JSON.stringify(expected)}`);
 }
 
 function sameStatus(b: Before, world: World, out: string[], why: string): void {
   if (world.status !== b.status) out.push(`spec: ${why} changed the status ${b.status} → ${world.status}`);
 }
 
-/** The approval decided by the last decide(), as the ledger has it. */
-function lastDecisionInTime(world: World, pending: PendingCall): boolean {
-  const d = world.ledger.data.decisions[pending.id];
-  return d !== undefined && (d.expiresAt === null || d.at < d.expiresAt);
+/** The assistant entry a policy's calls must add (`step` names the keys of unnamed calls). */
+function assistantEntry(move: Extract<Move, { kind: 'policy' }>, step: number): Record<string, unknown> {
+  const calls = requestedCalls(move.spec);
+  const text = move.spec.text ? { text: TEXT } : {};
+  const [only] = calls;
+  if (calls.length === 1 && only) {
+    return {
+      role: 'assistant',
+      tool: only.tool,
+      args: only.args,
+      ...(only.id === null ? {} : { id: only.id }),
+      ...text,
+    };
+  }
+  const listed = calls.map((c, i) => ({ id: c.id ?? `${RUN_ID}:${step}.${i + 1}`, tool: c.tool, args: c.args }));
+  return { role: 'assistant', calls: listed, ...text };
+}
+
+/**
+ * Where the step stands after a move, against the world's record of it: the call the contract
+ * runs next is in flight; or the calls that wait for a human are pending, exactly those, in call
+ * order; or the step ended, its tool entries are the last in the history, in call order, and
+ * the policy is asked next (unless a budget is spent).
+ */
+function checkStep(world: World, out: string[]): void {
+  const d = world.ledger.data;
+  const state = world.state();
+  const finished = d.finished;
+  d.finished = null;
+  if (finished) {
+    const tail = state.history.slice(state.history.length - finished.entries.length);
+    for (const [i, expected] of finished.entries.entries()) {
+      const actual = tail[i] as Record<string, unknown> | undefined;
+      const approval = expected.approval as { callId: string | null } | undefined;
+      const own = (actual?.approval as { callId?: unknown } | undefined)?.callId;
+      // A call run under a standing approval carries its own id, which only the runtime names.
+      const want =
+        approval && approval.callId === null && typeof own === 'string'
+          ? { ...expected, approval: { ...approval, callId: own } }
+          : expected;
+      if (!isDeepStrictEqual(actual, want))
+        out.push(
+          `spec: step ${finished.step}, call ${i + 1}: tool entry ${JSON.stringify(actual)}, expected ${JSON.stringify(want)}`,
+        );
+    }
+    // The assistant entry before them still holds the model's own calls: an edit changes only
+    // what ran (the approval's `args`), never what the model said.
+    const said = state.history[state.history.length - finished.entries.length - 1] as Record<string, unknown>;
+    const calls = Array.isArray(said?.calls)
+      ? said.calls
+      : [{ id: said?.id ?? finished.asked[0]?.id, tool: said?.tool, args: said?.args }];
+    if (!isDeepStrictEqual(calls, finished.asked))
+      out.push(
+        `spec: step ${finished.step}'s calls are recorded as ${JSON.stringify(said)}, the model asked for ${JSON.stringify(finished.asked)}`,
+      );
+    if (!finished.cancelled) decidingNext(world, out);
+  }
+  // The seed's `state.pending` stays: the oldest undecided call, or null.
+  if (!isDeepStrictEqual(state.pending, state.pendingCalls[0] ?? null))
+    out.push(`spec: state.pending ${JSON.stringify(state.pending)} is not the first of state.pendingCalls`);
+  const next = expectation(d);
+  if (next.kind === 'run') {
+    const g = world.gate;
+    if (state.status !== 'running' || g?.kind !== 'tool' || g.key !== next.call.key || g.tool !== next.call.tool)
+      out.push(
+        `spec: ${next.call.tool} key ${next.call.key} should be in flight; the run is ${state.status}, ${g ? `${g.kind} ${g.tool} ${g.key}` : 'nothing'} in flight`,
+      );
+  } else if (next.kind === 'await') {
+    const expected = next.waiting.map((c) => ({
+      key: c.key,
+      tool: c.tool,
+      args: c.args,
+      attempt: c.attempt,
+      expiresAt: d.ttlMs === null ? null : new Date((c.requestedAt as number) + d.ttlMs).toISOString(),
+      ...(c.unknown ? { outcome: 'unknown' } : {}),
+    }));
+    const actual = state.pendingCalls.map(({ key, tool, args, attempt, expiresAt, outcome }) => ({
+      key,
+      tool,
+      args,
+      attempt,
+      expiresAt,
+      ...(outcome ? { outcome } : {}),
+    }));
+    if (state.status !== 'awaiting_approval' || world.gate !== null || !isDeepStrictEqual(actual, expected))
+      out.push(
+        `spec: the run should await ${JSON.stringify(expected)}; it is ${state.status} with ${JSON.stringify(actual)} pending`,
+      );
+  }
 }
 
 export function checkMove(move: Move, b: Before, world: World): string[] {
   const out: string[] = [];
   const state = world.state();
   const h = state.history;
+  if (isMistake(move)) {
+    sameStatus(b, world, out, move.kind);
+    if (h.length !== b.entries || !isDeepStrictEqual(state.pendingCalls, b.pendingCalls))
+      out.push(`spec: a refused ${move.kind} changed the run`);
+    return out;
+  }
   switch (move.kind) {
     case 'start':
-      lastIs(h, { role: 'user' }, out, 'start records the goal');
+      lastIs(h, { role: 'user', content: GOAL }, out, 'start records the goal');
       decidingNext(world, out);
       break;
     case 'policy': {
@@ -128,103 +217,45 @@ export function checkMove(move: Move, b: Before, world: World): string[] {
         } else if (state.status !== 'failed' || state.error !== 'Error: policy down') {
           out.push(`spec: a policy that keeps throwing fails the run with its error (${state.status}, ${state.error})`);
         }
-        break;
-      }
-      const raw = rawAction(spec) as { tool?: string; args?: unknown; final?: unknown };
-      if (spec.kind === 'final') {
-        if (state.status !== 'done' || !isDeepStrictEqual(state.answer, raw.final))
+      } else if (spec.kind === 'final') {
+        const { final } = rawAction(spec) as { final: unknown };
+        if (state.status !== 'done' || !isDeepStrictEqual(state.answer, final))
           out.push(`spec: a final answer ends the run (${state.status})`);
-        lastIs(h, { role: 'assistant', final: raw.final }, out, 'the answer is recorded');
-      } else if (spec.kind === 'lookup') {
-        if (world.gate?.kind !== 'tool' || world.gate.tool !== 'lookup')
-          out.push('spec: a pure tool call runs without approval');
-        lastIs(h, { role: 'assistant', tool: 'lookup', args: raw.args }, out, 'the call is recorded');
-      } else if (spec.kind === 'send' || spec.kind === 'charge') {
-        const p = state.pending;
-        if (
-          state.status !== 'awaiting_approval' ||
-          p?.tool !== spec.kind ||
-          !isDeepStrictEqual(p.args, raw.args) ||
-          p.key !== `${RUN_ID}:${b.gate?.step}`
-        ) {
-          out.push(`spec: a side-effecting call waits for a human (${state.status}, pending ${JSON.stringify(p)})`);
-        }
-      } else if (spec.kind === 'unknown') {
+        lastIs(h, { role: 'assistant', final }, out, 'the answer is recorded');
+      } else if (spec.kind === 'malformed') {
+        const [, tool, why] = malformedOf(spec);
         lastIs(
           h,
-          { role: 'tool', tool: 'teleport', error: 'unknown tool teleport' },
+          { role: 'tool', tool, error: `malformed action: ${why}` },
           out,
-          'an unknown tool is an observation',
+          'a malformed action is an observation',
         );
         decidingNext(world, out);
       } else {
-        lastIs(h, { role: 'tool', error: /^malformed action: / }, out, 'a malformed action is an observation');
-        decidingNext(world, out);
+        const entry = assistantEntry(move, b.gate?.step ?? 0);
+        if (!isDeepStrictEqual(h[b.entries], entry))
+          out.push(`spec: the calls are recorded as ${JSON.stringify(entry)}, not ${JSON.stringify(h[b.entries])}`);
+        checkStep(world, out);
       }
       break;
     }
-    case 'tool': {
-      const tool = b.gate?.tool ?? '';
-      // A tool's deadline: its timeout, or the active time left when that is sooner.
-      const budgetFirst = b.activeLeft !== null && b.activeLeft < TOOL_TIMEOUT_MS;
-      const deadline = budgetFirst ? (b.activeLeft as number) : TOOL_TIMEOUT_MS;
-      const cut = move.spec.kind === 'timeout' || move.spec.elapsedMs >= deadline;
-      const expected = cut
-        ? {
-            role: 'tool',
-            tool,
-            error: budgetFirst ? /^TimeoutError: .*active-time budget/ : /^TimeoutError: .*timed out/,
-          }
-        : move.spec.kind === 'result'
-          ? { role: 'tool', tool, result: { ok: true, tool, ms: move.spec.elapsedMs } }
-          : { role: 'tool', tool, error: /: / };
-      lastIs(h, expected, out, `a tool's ${move.spec.kind} is an observation`);
-      decidingNext(world, out);
-      break;
-    }
+    case 'tool':
     case 'approve':
-    case 'approveLate':
     case 'deny':
+    case 'approveLate':
+    case 'decide':
     case 'expire':
-    case 'run': {
-      if (move.kind === 'run' && b.status !== 'awaiting_approval') {
-        if (b.status === 'budget_exhausted' || b.status === 'failed') decidingNext(world, out);
-        else sameStatus(b, world, out, 'run()');
-        break;
-      }
-      const p = b.pending;
-      if (!p) break;
-      const decided = move.kind === 'approve' || move.kind === 'approveLate' || move.kind === 'deny';
-      const expired = decided
-        ? !lastDecisionInTime(world, p)
-        : p.expiresAt !== null && world.clock.now() >= Date.parse(p.expiresAt);
-      if (!decided && !expired) {
-        sameStatus(b, world, out, 'run() before the approval expires');
-      } else if (expired) {
-        lastIs(
-          h,
-          { role: 'tool', tool: p.tool, error: 'approval expired' },
-          out,
-          'an expired approval is an observation',
-        );
-        if (world.gate?.kind === 'tool') out.push('spec: an expired approval runs nothing');
-        decidingNext(world, out);
-      } else if (move.kind === 'deny') {
-        lastIs(
-          h,
-          { role: 'tool', tool: p.tool, error: `denied by human: ${DENY_NOTE}` },
-          out,
-          'a denial is an observation',
-        );
-        decidingNext(world, out);
-      } else if (world.gate?.kind !== 'tool' || world.gate.tool !== p.tool || world.gate.key !== p.key) {
-        out.push(`spec: an approved call runs (${state.status}, ${world.gate?.kind ?? 'no'} call in flight)`);
-      }
+      checkStep(world, out);
       break;
-    }
+    case 'run':
+      if (b.status === 'budget_exhausted' || b.status === 'failed') decidingNext(world, out);
+      else if (b.status === 'awaiting_approval') checkStep(world, out);
+      else sameStatus(b, world, out, 'run()');
+      break;
     case 'cancel':
       if (state.status !== 'cancelled' || state.cancelReason !== CANCEL_REASON)
         out.push(`spec: cancel ends the run (${state.status}, ${state.cancelReason})`);
+      checkStep(world, out);
       break;
     case 'extend':
       if (!isDeepStrictEqual(state.limits, world.ledger.data.limits))
@@ -232,20 +263,16 @@ export function checkMove(move: Move, b: Before, world: World): string[] {
       sameStatus(b, world, out, 'extendBudget');
       break;
     case 'crash': {
-      const t = b.inflight?.tool ?? '';
-      if (b.inflight && isToolName(t) && TOOLS[t].sideEffect && !TOOLS[t].idempotent) {
-        const p = state.pending;
-        if (state.status !== 'awaiting_approval' || p?.key !== b.inflight.key || p.outcome !== 'unknown') {
-          out.push(`spec: a side effect in flight at a crash goes back to a human, outcome unknown (${state.status})`);
-        }
-      } else if (b.gate?.kind === 'policy' && spent(world).length > 0) {
+      if (b.gate?.kind === 'policy' && spent(world).length > 0) {
         // Resumed mid policy call with limits the run has reached: it stops, asks nothing.
         if (state.status !== 'budget_exhausted' || world.gate !== null)
           out.push(`spec: resumed with its budget spent, the run is ${state.status}`);
+      } else if (b.gate?.kind === 'policy') {
+        if (world.gate?.kind !== 'policy') out.push('spec: the policy call in flight at a crash is made again');
+      } else if (b.gate?.kind === 'tool') {
+        checkStep(world, out);
       } else {
         sameStatus(b, world, out, 'a crash');
-        if (b.gate && world.gate?.kind !== b.gate.kind)
-          out.push(`spec: the ${b.gate.kind} call in flight at a crash is made again`);
       }
       if (!isDeepStrictEqual(state.limits, world.ledger.data.limits))
         out.push(`spec: limits ${JSON.stringify(state.limits)} after resume`);

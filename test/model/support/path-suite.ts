@@ -2,7 +2,7 @@
  * The path suite: every machine path driven on the real Agent, uninterrupted and with a
  * checkpoint + resume after every step, with a mid-path handoff for a fresh process.
  */
-import { type ModelState, statusOf } from './alphabet.js';
+import { type ModelState, type Move, statusOf } from './alphabet.js';
 import { crashChangesCourse, describeDifference, drivePath, type Handoff } from './drive.js';
 import { knownBug } from './known-bugs.js';
 import type { MachinePath } from './paths.js';
@@ -95,13 +95,60 @@ export async function runPaths(paths: MachinePath[], options: SuiteOptions = {})
   return result;
 }
 
-/** Which statuses and moves a set of paths covers: so a shrinking alphabet cannot go unseen. */
-export function coverage(paths: MachinePath[]): { statuses: Set<string>; moves: Set<string> } {
-  const statuses = new Set<string>();
-  const moves = new Set<string>();
-  for (const p of paths) {
-    for (const s of p.states) statuses.add(JSON.stringify(s.value));
-    for (const m of p.moves) moves.add(m.kind === 'policy' || m.kind === 'tool' ? `${m.kind}:${m.spec.kind}` : m.kind);
+/** A state's name in the edge counts: the status, or `running.<substate>`. */
+const nameOf = (value: unknown): string =>
+  typeof value === 'string' ? value : `running.${(value as { running: string }).running}`;
+
+/** The name a move has in the coverage counts. */
+export function coverName(m: Move): string {
+  switch (m.kind) {
+    case 'policy':
+      return m.spec.kind === 'call' || m.spec.kind === 'calls'
+        ? `policy:${m.spec.kind}(${m.spec.calls.map((c) => `${c.tool}#${c.variant}`).join(',')})`
+        : `policy:${m.spec.kind}`;
+    case 'tool':
+      return `tool:${m.spec.kind}`;
+    case 'decide':
+      return `decide:${m.name ?? '?'}`;
+    case 'crash':
+      return m.afterMs === undefined ? 'crash' : 'crash(after)';
+    case 'expire':
+      return m.first ? 'expire(first)' : 'expire';
+    default:
+      return m.kind;
   }
-  return { statuses, moves };
+}
+
+/** The kind of event a move sends, for the edge counts. */
+function eventClass(m: Move): string {
+  if (m.kind === 'policy') return m.spec.kind === 'call' || m.spec.kind === 'calls' ? 'calls' : `policy:${m.spec.kind}`;
+  if (m.kind === 'approve' || m.kind === 'deny' || m.kind === 'approveLate' || m.kind === 'decide') return 'DECIDE';
+  if (m.kind === 'expire') return 'EXPIRE';
+  return m.kind;
+}
+
+/**
+ * Which statuses, moves and edges a set of paths covers: so a shrinking alphabet cannot go unseen.
+ * An edge is `<event> <from> → <to>`: the transient `dispatching` state shows as where it led
+ * (a call in flight, a human asked, the step ended and the policy asked or a budget stopping).
+ */
+export function coverage(paths: MachinePath[]): {
+  statuses: Set<string>;
+  moves: Map<string, number>;
+  edges: Set<string>;
+} {
+  const statuses = new Set<string>();
+  const moves = new Map<string, number>();
+  const edges = new Set<string>();
+  for (const p of paths) {
+    let from = 'idle';
+    for (const [i, s] of p.states.entries()) {
+      const move = p.moves[i] as Move;
+      statuses.add(JSON.stringify(s.value));
+      moves.set(coverName(move), (moves.get(coverName(move)) ?? 0) + 1);
+      edges.add(`${eventClass(move)} ${from} → ${nameOf(s.value)}`);
+      from = nameOf(s.value);
+    }
+  }
+  return { statuses, moves, edges };
 }

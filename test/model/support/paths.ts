@@ -1,208 +1,104 @@
 /**
- * Paths of the real agent machine (@xstate/graph 3): shortest and simple paths from `idle`,
- * over a bounded alphabet of synthetic actor events (policy decisions, tool outcomes) and user
- * events. `createTestModel` refuses machines that invoke actors, so the path functions are used
- * directly; each event carries the `Move` that reproduces it on the real Agent.
+ * Paths of the real agent machine (@xstate/graph 3): shortest and simple paths from `idle`, over
+ * a bounded alphabet of moves. Each move becomes synthetic actor events (policy decisions, tool
+ * outcomes, the runtime's own `not run`) or user events (`DECIDE`, `EXPIRE`, …), applied with the
+ * pure `transition()`. `createTestModel` refuses machines that invoke actors, so the path
+ * functions are used directly, on the machine wrapped with the test clock: a state is the
+ * machine's snapshot and the clock, so that every decision and expiry has its exact time.
  */
 import { getShortestPaths, getSimplePaths } from '@xstate/graph';
-import { initialTransition, transition } from 'xstate';
-import type { MachineEvent } from '../../../machines/index.js';
+import { initialTransition } from 'xstate';
 import { agentMachine } from '../../../machines/index.js';
 import type { AgentInput, Limits } from '../../../machines/types.js';
+import { type Move, RUN_ID, T0, TTL_MS } from './alphabet.js';
+import { applyMove, isOpen, modelEvent, pendingOf } from './model-events.js';
 import {
-  isDeciding,
-  isExecuting,
-  isToolName,
-  type ModelState,
-  type Move,
-  modelEvent,
-  type PolicySpec,
-  RUN_ID,
-  type Status,
-  statusOf,
-  T0,
-  TOOLS,
-  type ToolSpec,
-  TTL_MS,
-} from './alphabet.js';
+  type Alphabet,
+  eventsFor,
+  FULL_ALPHABET,
+  type PathEvent,
+  type PathState,
+  type PathStep,
+  SIMPLE_ALPHABET,
+  view,
+} from './path-alphabet.js';
+
+export type { PathStep };
 
 /** Small limits keep the graph finite and small; each budget can be hit in one or two steps. */
 export const PATH_LIMITS: Limits = { maxSteps: 2, maxTokens: 100, maxActiveMs: 100 };
-/** EXTEND_BUDGET is offered while maxSteps is below this: one extension per path. */
-const MAX_STEPS_CAP = 3;
 export const PATH_INPUT: AgentInput = { runId: RUN_ID, limits: PATH_LIMITS, approvalTtlMs: TTL_MS };
-
-const policy = (kind: PolicySpec['kind'], elapsedMs: number, tokens: [number, number] | null): Move => ({
-  kind: 'policy',
-  spec: { kind, elapsedMs, variant: 0, usage: tokens && { inputTokens: tokens[0], outputTokens: tokens[1] } },
-});
-const tool = (kind: ToolSpec['kind']): Move => ({ kind: 'tool', spec: { kind, elapsedMs: 2 } });
-
-/** One decision of each kind. `unknown` costs all but 1 ms of the time budget (the next call is cut by
- * the active-time deadline), `malformed` the tokens. */
-const POLICY_MOVES = {
-  final: policy('final', 1, [2, 1]),
-  lookup: policy('lookup', 1, [3, 2]),
-  send: policy('send', 1, [3, 2]),
-  charge: policy('charge', 1, [3, 2]),
-  unknown: policy('unknown', 99, [3, 2]),
-  malformed: policy('malformed', 1, [60, 40]),
-  // Costs no time: failed → RUN → deciding returns to the same state, so the loop is finite.
-  throws: policy('throws', 0, null),
-};
-const TOOL_MOVES = { result: tool('result'), throw: tool('throw'), timeout: tool('timeout') };
-type ApprovalKind = 'approve' | 'deny' | 'expire' | 'approveLate';
-
-/** Which moves a path set offers. */
-export interface Alphabet {
-  policy: (keyof typeof POLICY_MOVES)[];
-  tool: (keyof typeof TOOL_MOVES)[];
-  approval: ApprovalKind[];
-  /** Offer CANCEL in these statuses. */
-  cancelIn: Status[];
-}
-
-/** Everything: for the shortest paths (one per control state). */
-export const FULL_ALPHABET: Alphabet = {
-  policy: ['final', 'lookup', 'send', 'charge', 'unknown', 'malformed', 'throws'],
-  tool: ['result', 'throw', 'timeout'],
-  approval: ['approve', 'deny', 'expire', 'approveLate'],
-  cancelIn: ['running', 'awaiting_approval', 'budget_exhausted', 'failed'],
-};
-
-/**
- * A smaller alphabet for simple paths, whose number grows fast with every extra move (each
- * letter dropped here is taken by the shortest paths and the command sequences).
- */
-export const SIMPLE_ALPHABET: Alphabet = {
-  policy: ['final', 'lookup', 'send', 'malformed', 'throws'],
-  tool: ['result'],
-  approval: ['approve', 'deny'],
-  cancelIn: ['running', 'awaiting_approval'],
-};
-
-/**
- * The clock in state `s` under the path alphabet: time moves only by what policy and tool calls
- * take (counted in activeMs) and by waiting past an approval's expiry (one `approval expired`
- * observation each).
- */
-export function clockAt(s: ModelState): number {
-  const expiries = s.context.history.filter((e) => 'error' in e && e.error === 'approval expired').length;
-  return T0 + s.context.activeMs + expiries * TTL_MS;
-}
-
-/** The moves offered in a state. */
-export function movesFor(s: ModelState, alphabet: Alphabet = FULL_ALPHABET): Move[] {
-  const status = statusOf(s.value);
-  const c = s.context;
-  const cancel: Move[] = alphabet.cancelIn.includes(status) ? [{ kind: 'cancel' }] : [];
-  switch (status) {
-    case 'idle':
-      return [{ kind: 'start' }];
-    case 'running': {
-      if (isDeciding(s)) return [...alphabet.policy.map((k) => POLICY_MOVES[k]), ...cancel];
-      if (!isExecuting(s)) return [];
-      const t = c.inflight?.tool ?? '';
-      const unsafe = isToolName(t) && TOOLS[t].sideEffect && !TOOLS[t].idempotent;
-      const crash: Move[] = unsafe ? [{ kind: 'crash' }] : [];
-      return [...alphabet.tool.map((k) => TOOL_MOVES[k]), ...crash, ...cancel];
-    }
-    case 'awaiting_approval':
-      return [...alphabet.approval.map((kind) => ({ kind }) as Move), ...cancel];
-    case 'budget_exhausted': {
-      const l = c.limits;
-      const extend: Move[] =
-        l.maxSteps < MAX_STEPS_CAP
-          ? [
-              {
-                kind: 'extend',
-                limits: {
-                  maxSteps: l.maxSteps + 1,
-                  maxTokens: (l.maxTokens ?? 0) + 100,
-                  maxActiveMs: (l.maxActiveMs ?? 0) + 100,
-                },
-              },
-            ]
-          : [];
-      return [...extend, { kind: 'run' }, ...cancel];
-    }
-    case 'failed':
-      return [{ kind: 'run' }, ...cancel];
-    default:
-      return [];
-  }
-}
-
-/** A path event: the machine event plus the move that reproduces it. */
-export type PathEvent = MachineEvent & { move: Move };
-
-export function eventsFor(s: ModelState, alphabet: Alphabet = FULL_ALPHABET): PathEvent[] {
-  const now = clockAt(s);
-  const out: PathEvent[] = [];
-  for (const move of movesFor(s, alphabet)) {
-    const event = modelEvent(move, s, now);
-    if (event) out.push({ ...event, move } as PathEvent);
-  }
-  return out;
-}
 
 export interface MachinePath {
   /** `shortest` or `simple`, and the index within that set. */
   id: string;
   moves: Move[];
-  /** The machine's state after each move. */
-  states: ModelState[];
+  /** The machine's state and the clock after each move. */
+  states: PathStep[];
 }
 
 type Machine = typeof agentMachine;
 
+/** The machine with the test clock, as actor logic for @xstate/graph. */
+function clockedLogic(machine: Machine) {
+  return {
+    transition: (s: PathState, e: PathEvent): PathState => applyMove(machine, s.snapshot, e.move, s.now),
+    getInitialSnapshot: (): PathState => ({ snapshot: initialTransition(machine, PATH_INPUT)[0], now: T0 }),
+  };
+}
+
 /**
  * Replays moves on the machine with the pure `transition()`: the concrete state after each move.
  * (Graph steps are keyed by the control state, so a step's stored snapshot may come from another
- * run with the same control state; the events are rebuilt here from the run's own states.)
+ * run with the same control state; the states are rebuilt here from the path's own moves.)
  */
-export function replay(machine: Machine, moves: Move[]): ModelState[] {
-  let [snapshot] = initialTransition(machine, PATH_INPUT);
-  const states: ModelState[] = [];
+export function replay(machine: Machine, moves: Move[]): PathStep[] {
+  const logic = clockedLogic(machine);
+  let s = logic.getInitialSnapshot();
+  const states: PathStep[] = [];
   for (const move of moves) {
-    const event = modelEvent(move, snapshot, clockAt(snapshot));
-    if (!event) throw new Error(`path move ${JSON.stringify(move)} has no machine event`);
-    const [next] = transition(machine, snapshot, event);
-    if (next === snapshot) throw new Error(`path move ${JSON.stringify(move)} changes nothing`);
-    snapshot = next;
-    states.push({ value: snapshot.value, context: snapshot.context });
+    if (!modelEvent(move, view(s), s.now)) throw new Error(`path move ${JSON.stringify(move)} has no machine event`);
+    const next = logic.transition(s, { type: move.kind, move });
+    if (next.snapshot === s.snapshot) throw new Error(`path move ${JSON.stringify(move)} changes nothing`);
+    s = next;
+    states.push({ ...view(s), now: s.now });
   }
   return states;
 }
 
-function toPaths(machine: Machine, kind: string, paths: ReturnType<typeof getShortestPaths<Machine>>): MachinePath[] {
+function toPaths(machine: Machine, kind: string, paths: { steps: { event: unknown }[] }[]): MachinePath[] {
   return paths
     .map((p, i) => {
       // steps[0] holds the initial state; each event carries the move that stands for it.
       const moves = p.steps.flatMap((step) =>
-        'move' in (step.event as object) ? [(step.event as unknown as PathEvent).move] : [],
+        'move' in (step.event as object) ? [(step.event as PathEvent).move] : [],
       );
       return { id: `${kind}#${i}`, moves, states: replay(machine, moves) };
     })
     .filter((p) => p.moves.length > 0);
 }
 
-// The default serialisation (value + full context) is kept: two paths meet only where the runs
-// are identical, so every path is a distinct run.
-const options = (alphabet: Alphabet, key: (s: ModelState) => string) => ({
-  input: PATH_INPUT,
-  events: (s: ReturnType<Machine['transition']>) => eventsFor(s, alphabet) as never,
-  serializeState: (s: ReturnType<Machine['transition']>) => key(s),
+const options = (alphabet: Alphabet, key: (s: PathState, e?: PathEvent) => string) => ({
+  events: (s: PathState) => eventsFor(s, alphabet),
+  serializeState: (s: PathState, e?: PathEvent) => key(s, e),
 });
 
 /** Shortest paths to every (control state, last observation): so every kind of edge is taken. */
 export function shortestPaths(machine: Machine = agentMachine, alphabet: Alphabet = FULL_ALPHABET): MachinePath[] {
-  return toPaths(machine, 'shortest', getShortestPaths(machine, options(alphabet, observedKey)));
+  return toPaths(
+    machine,
+    'shortest',
+    getShortestPaths(clockedLogic(machine) as never, options(alphabet, observedKey) as never),
+  );
 }
 
 /** Simple paths between control states: every order in which the run can visit them. */
 export function simplePaths(machine: Machine = agentMachine, alphabet: Alphabet = SIMPLE_ALPHABET): MachinePath[] {
-  return toPaths(machine, 'simple', getSimplePaths(machine, options(alphabet, controlKey)));
+  return toPaths(
+    machine,
+    'simple',
+    getSimplePaths(clockedLogic(machine) as never, options(alphabet, controlKey) as never),
+  );
 }
 
 /**
@@ -218,33 +114,60 @@ export function maximalPaths(paths: MachinePath[]): MachinePath[] {
 }
 
 /**
- * The part of a state the machine's guards can see: status, counters against limits, the call
- * pending or in flight. History is left out, so paths that differ only in what was said meet.
+ * The part of a state the machine's guards can see: status, counters against limits, each call of
+ * the step (tool, where it stands, attempt, outcome, its approval's kind, whether it has expired),
+ * the standing approvals. History and times are left out, so paths that differ only in what was
+ * said or when meet.
  */
-export function controlKey(s: ModelState): string {
-  const c = s.context;
+export function controlKey(s: PathState): string {
+  const c = s.snapshot.context;
   const tokens = c.usage.inputTokens + c.usage.outputTokens;
+  // A run that has ended can do nothing more: how it got there is in the last observation.
+  if (s.snapshot.value === 'done' || s.snapshot.value === 'cancelled') return JSON.stringify({ v: s.snapshot.value });
   return JSON.stringify({
-    v: s.value,
+    v: s.snapshot.value,
     steps: c.steps,
     max: c.limits.maxSteps,
     tokensOut: c.limits.maxTokens !== null && tokens >= c.limits.maxTokens,
     timeOut: c.limits.maxActiveMs !== null && c.activeMs >= c.limits.maxActiveMs,
-    pending: c.pending && [c.pending.tool, c.pending.attempt, c.pending.outcome ?? null],
-    inflight: c.inflight && [c.inflight.tool, c.inflight.approval !== null],
+    calls: c.calls.map((call) => [
+      call.tool,
+      call.state,
+      call.attempt,
+      call.outcome,
+      call.approval && [call.approval.approved, call.approval.args !== undefined, call.approval.standing !== undefined],
+      isOpen(call, s.now),
+    ]),
+    expiries: new Set(pendingOf(c).map((p) => p.expiresAt)).size,
+    standing: Object.keys(c.standing).length,
     stoppedBy: c.stoppedBy,
     failed: c.error !== null,
   });
 }
 
-/** The control state plus what the model saw last (its shape, not its timestamps). */
-export function observedKey(s: ModelState): string {
-  const last = s.context.history.at(-1);
+/**
+ * A human's decision or an expiry: the kind of move is part of the vertex it leads to, so that
+ * every kind is taken even where two kinds happen to lead to the same state (as a fault that
+ * drops an edit, or expires every call at once, would make them).
+ */
+const decisionKind = (e?: PathEvent): string => {
+  const m = e?.move;
+  if (!m) return '';
+  if (m.kind === 'decide') return `decide:${m.name}`;
+  return m.kind === 'approve' || m.kind === 'deny' || m.kind === 'approveLate' || m.kind === 'expire'
+    ? `${m.kind}${m.kind === 'expire' && m.first ? '(first)' : ''}`
+    : '';
+};
+
+/** The control state plus what the model saw last (its shape, not its timestamps) and how it got there. */
+export function observedKey(s: PathState, e?: PathEvent): string {
+  const last = s.snapshot.context.history.at(-1);
   const seen = last && {
     role: last.role,
     tool: 'tool' in last ? last.tool : null,
+    calls: 'calls' in last ? last.calls.length : null,
     error: 'error' in last ? last.error.replace(/\d+/g, 'N') : null,
     approval: 'approval' in last && last.approval ? last.approval.approved : null,
   };
-  return `${controlKey(s)}|${JSON.stringify(seen ?? null)}`;
+  return `${controlKey(s)}|${JSON.stringify(seen ?? null)}|${decisionKind(e)}`;
 }

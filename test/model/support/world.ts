@@ -11,24 +11,28 @@ import type { Clock } from '../../../src/clock.js';
 import type { Limits, PendingCall, Policy, ResumeOptions, RunState, Status, Tool } from '../../../src/index.js';
 import { ManualClock } from '../../../src/testing/index.js';
 import {
-  APPROVE_NOTE,
   APPROVER,
   CANCEL_REASON,
+  DECIDER,
   DENIER,
-  DENY_NOTE,
   GOAL,
+  isMistake,
+  type Mistake,
   type Move,
   RUN_ID,
   rawAction,
+  requestedCalls,
   specUsage,
   T0,
-  TOOL_TIMEOUT_MS,
-  TOOLS,
-  type ToolName,
   TTL_MS,
   toolResult,
 } from './alphabet.js';
+import { type Made, mapDecision, mistakeCall, seedDecision } from './human.js';
 import { Ledger, type LedgerData } from './ledger.js';
+import { earliestExpiry, toolCut, toolObservation } from './model-events.js';
+import { cancelStep, crashCall, decideCalls, endCall, expireCalls } from './spec-step.js';
+import type { ToolName } from './tools.js';
+import { wipeRule, worldTools } from './world-tools.js';
 
 /** How a run is resumed: `Agent.resume`, or a faulty stand-in for it. */
 export type ResumeFn = (blob: string, options: ResumeOptions) => Agent;
@@ -79,7 +83,7 @@ export class World {
   constructor(options: WorldOptions, restore?: { blob: string; now: number; ledger: LedgerData }) {
     this.options = options;
     this.clock = new ManualClock(restore?.now ?? T0);
-    this.ledger = new Ledger(options.limits, restore?.ledger);
+    this.ledger = new Ledger(options.limits, options.approvalTtlMs, restore?.ledger);
     if (restore) {
       this.agent = this.#resume(restore.blob);
     } else {
@@ -133,6 +137,7 @@ export class World {
         this.ledger.violation(`a dead process (incarnation ${me}) called the policy`);
         return never();
       }
+      this.ledger.policyCalled(ctx.step, history);
       // An adversarial policy: it tries to rewrite what it was shown. The run must not change
       // (the comparison with the model after this step would see it).
       try {
@@ -141,18 +146,14 @@ export class World {
         /* frozen, as it should be */
       }
       history.push({ role: 'user', content: 'injected' });
-      this.ledger.policyCalled(ctx.step);
       return this.#block(
         { kind: 'policy', step: ctx.step, attempt: ctx.attempt, tool: '', key: '' },
         ctx.signal,
       ) as never;
     };
-    const tool = (name: ToolName): Tool<any> => ({
-      name,
-      sideEffect: TOOLS[name].sideEffect,
-      idempotent: TOOLS[name].idempotent,
-      timeoutMs: TOOL_TIMEOUT_MS,
-      fn: (args, key, ctx) => {
+    const fn =
+      (name: ToolName): Tool['fn'] =>
+      (args, key, ctx) => {
         if (!alive()) {
           this.ledger.violation(`a dead process (incarnation ${me}) called ${name}`);
           return never();
@@ -166,11 +167,15 @@ export class World {
           incarnation: me,
         });
         return this.#block({ kind: 'tool', step: ctx.step, attempt: 0, tool: name, key }, ctx.signal);
-      },
-    });
+      };
+    const rule: Tool['needsApproval'] = (args, ctx) => {
+      if (ctx.runId !== RUN_ID || ctx.tool !== 'wipe' || !Object.isFrozen(args))
+        this.ledger.violation(`approval rule: called with ${JSON.stringify({ ...ctx, history: undefined })}`);
+      return wipeRule(args);
+    };
     return {
       policy,
-      tools: [tool('lookup'), tool('send'), tool('charge')],
+      tools: worldTools(fn, rule),
       clock,
       policyRetries: this.options.policyRetries,
       retryDelayMs: this.options.retryDelayMs,
@@ -238,9 +243,9 @@ export class World {
     return gate;
   }
 
-  /** The active time the real run has left, less `spent`; null without a time budget. */
+  /** The active time the run has left, less `spent`, as the world counts it; null without a time budget. */
   #activeLeft(spent: number): number | null {
-    const { limits, activeMs } = this.agent.state;
+    const { limits, activeMs } = this.ledger.data;
     return limits.maxActiveMs === null ? null : limits.maxActiveMs - activeMs - spent;
   }
 
@@ -249,25 +254,18 @@ export class World {
     this.ledger.data.activeMs += ms;
   }
 
-  /** The pending call as the human sees it. */
-  pending(): PendingCall | null {
-    return this.agent.state.pending;
+  /** The pending calls as the human sees them. */
+  pending(): PendingCall[] {
+    return this.agent.state.pendingCalls;
   }
 
-  #decide(approved: boolean): void {
-    const pending = this.pending();
-    if (!pending) throw new Error(`test error: nothing to decide (status ${this.status})`);
-    this.ledger.decided({
-      callId: pending.id,
-      key: pending.key,
-      tool: pending.tool,
-      args: pending.args,
-      approved,
-      at: this.clock.now(),
-      expiresAt: pending.expiresAt === null ? null : Date.parse(pending.expiresAt),
-    });
-    const [note, by] = approved ? [APPROVE_NOTE, APPROVER] : [DENY_NOTE, DENIER];
-    this.#begin(() => this.agent.decide(approved, note, { callId: pending.id, by }));
+  /** Writes the human's decisions down (ledger and step record) before they are sent. */
+  #record(made: Made[], by: (m: Made) => string): void {
+    for (const m of made) this.ledger.decided(m.record);
+    decideCalls(
+      this.ledger.data,
+      made.map((m) => ({ ...m.chosen, by: by(m), at: m.record.at })),
+    );
   }
 
   /** A call that must be refused: records its error (or `'accepted'`) in `mistakeError`. */
@@ -286,131 +284,158 @@ export class World {
     this.mistakeError = outcome;
   }
 
+  async #makeMistake(move: Mistake): Promise<void> {
+    if (move.kind === 'startAgain') return this.#mistake(() => this.agent.start(GOAL));
+    const call = mistakeCall(move, this.pending(), this.clock.now());
+    if ('map' in call) return this.#mistake(() => this.agent.decide(call.map, { by: DECIDER }));
+    const [approved, note, opts] = call.legacy;
+    return this.#mistake(() => this.agent.decide(approved, note, opts));
+  }
+
+  #policy(move: Extract<Move, { kind: 'policy' }>): { retried: boolean; wait: number; sleepsBefore: number } | null {
+    const gate = this.#takeGate('policy');
+    const { spec } = move;
+    // The run's active-time deadline, as the runtime sets it for this call.
+    const left = this.#activeLeft(this.#retryMs);
+    if (left !== null && spec.elapsedMs >= left) {
+      // The deadline comes first: time passes to it, the runtime aborts the call (its gate is
+      // gone now, not after the abort reaches it, so the wait that follows waits for what follows).
+      if (this.gate === gate) this.gate = null;
+      this.clock.advance(left);
+      this.ledger.data.activeMs += this.#retryMs + left;
+      this.#retryMs = 0;
+      return null;
+    }
+    const backoff = this.options.retryDelayMs * 2 ** gate.attempt;
+    const canRetry = spec.kind === 'throws' && gate.attempt < this.options.policyRetries;
+    const retried = canRetry && (left === null || spec.elapsedMs + backoff < left);
+    const sleepsBefore = this.#sleepsStarted;
+    gate.open(() => {
+      this.clock.advance(spec.elapsedMs);
+      if (retried) {
+        this.#retryMs += spec.elapsedMs;
+      } else {
+        // The call is over: its time (retries included) is now the run's active time.
+        this.ledger.data.activeMs += this.#retryMs + spec.elapsedMs;
+        this.#retryMs = 0;
+      }
+      if (spec.kind === 'throws') throw new Error('policy down');
+      const usage = specUsage(spec);
+      const calls = spec.kind === 'call' || spec.kind === 'calls' ? requestedCalls(spec) : null;
+      this.ledger.policyAnswered(
+        gate.step,
+        usage ? usage.inputTokens + usage.outputTokens : 0,
+        calls,
+        this.clock.now(),
+      );
+      return rawAction(spec);
+    });
+    if (!(retried || (canRetry && left !== null))) return null;
+    return { retried, wait: retried ? backoff : (left as number) - spec.elapsedMs, sleepsBefore };
+  }
+
+  #tool(move: Extract<Move, { kind: 'tool' }>): void {
+    const gate = this.#takeGate('tool');
+    const { spec } = move;
+    // The call's deadline: the tool's timeout, or the active time left when that is sooner.
+    const left = this.#activeLeft(0);
+    const cut = toolCut(spec, left);
+    const seen = toolObservation(gate.tool, spec, left);
+    gate.open(() => {
+      this.#spend(cut ?? spec.elapsedMs); // a cut fires the runtime's deadline
+      endCall(this.ledger.data, gate.key, seen as never);
+      if (cut !== null) return never();
+      if (spec.kind === 'throw') throw new Error('boom');
+      return toolResult(gate.tool, spec);
+    });
+  }
+
   /** Performs a move on the real agent and waits until it is quiet again. */
   async perform(move: Move): Promise<void> {
-    switch (move.kind) {
-      case 'start':
-        this.#begin(() => this.agent.start(GOAL));
-        break;
-      case 'policy': {
-        const gate = this.#takeGate('policy');
-        const { spec } = move;
-        // The run's active-time deadline, as the runtime sets it for this call.
-        const left = this.#activeLeft(this.#retryMs);
-        if (left !== null && spec.elapsedMs >= left) {
-          // The deadline comes first: time passes to it, the runtime aborts the call (its gate
-          // is gone now, not after the abort reaches it, so the wait below waits for what follows).
-          if (this.gate === gate) this.gate = null;
-          this.clock.advance(left);
-          this.ledger.data.activeMs += this.#retryMs + left;
-          this.#retryMs = 0;
+    const d = this.ledger.data;
+    if (isMistake(move)) {
+      await this.#makeMistake(move);
+    } else {
+      switch (move.kind) {
+        case 'start':
+          this.#begin(() => this.agent.start(GOAL));
+          break;
+        case 'policy': {
+          const backoff = this.#policy(move);
+          if (backoff) {
+            // The runtime backs off on the clock before asking again (a sleep begun after the
+            // call ended, not the call's own deadline): let that time pass, or the budget's rest.
+            await this.#quiesce(() => this.#sleepsStarted > backoff.sleepsBefore || this.#opDone);
+            this.clock.advance(backoff.wait);
+            if (backoff.retried) {
+              this.#retryMs += backoff.wait;
+            } else {
+              // The back-off reached the end of the budget: the call ends there, for time.
+              d.activeMs += this.#retryMs + backoff.wait;
+              this.#retryMs = 0;
+            }
+          }
           break;
         }
-        const backoff = this.options.retryDelayMs * 2 ** gate.attempt;
-        const canRetry = spec.kind === 'throws' && gate.attempt < this.options.policyRetries;
-        const retried = canRetry && (left === null || spec.elapsedMs + backoff < left);
-        const sleepsBefore = this.#sleepsStarted;
-        gate.open(() => {
-          this.clock.advance(spec.elapsedMs);
-          if (retried) {
-            this.#retryMs += spec.elapsedMs;
-          } else {
-            // The call is over: its time (retries included) is now the run's active time.
-            this.ledger.data.activeMs += this.#retryMs + spec.elapsedMs;
-            this.#retryMs = 0;
-          }
-          if (spec.kind === 'throws') throw new Error('policy down');
-          const usage = specUsage(spec);
-          this.ledger.policyAnswered(gate.step, usage ? usage.inputTokens + usage.outputTokens : 0);
-          return rawAction(spec);
-        });
-        if (retried || (canRetry && left !== null)) {
-          // The runtime backs off on the clock before asking again (a sleep begun after the
-          // call ended, not the call's own deadline): let that time pass, or the budget's rest.
-          await this.#quiesce(() => this.#sleepsStarted > sleepsBefore || this.#opDone);
-          const wait = retried ? backoff : (left as number) - spec.elapsedMs;
-          this.clock.advance(wait);
-          if (retried) {
-            this.#retryMs += backoff;
-          } else {
-            // The back-off reached the end of the budget: the call ends there, for time.
-            this.ledger.data.activeMs += this.#retryMs + wait;
-            this.#retryMs = 0;
-          }
+        case 'tool':
+          this.#tool(move);
+          break;
+        case 'crash':
+          this.crash(move.maxSteps, move.afterMs);
+          break;
+        case 'approve':
+        case 'deny':
+        case 'approveLate': {
+          if (move.kind === 'approveLate') this.clock.advance(TTL_MS);
+          const { made, callId } = seedDecision(move, this.pending(), this.clock.now());
+          const by = made.chosen.approve ? APPROVER : DENIER;
+          this.#record([made], () => by);
+          this.#begin(() =>
+            this.agent.decide(made.chosen.approve, made.chosen.note, { by, ...(callId ? { callId } : {}) }),
+          );
+          break;
         }
-        break;
+        case 'decide': {
+          const { made, map } = mapDecision(move, this.pending(), this.clock.now());
+          this.#record(made, () => DECIDER);
+          this.#begin(() => this.agent.decide(map, { by: DECIDER }));
+          break;
+        }
+        case 'expire': {
+          const first = earliestExpiry(this.pending());
+          this.clock.advance(move.first ? Math.max(0, (first ?? this.clock.now()) - this.clock.now()) : TTL_MS);
+          if (this.status === 'awaiting_approval') expireCalls(d, this.clock.now());
+          this.#begin(() => this.agent.run());
+          break;
+        }
+        case 'run':
+          if (this.status === 'awaiting_approval') expireCalls(d, this.clock.now());
+          this.#begin(() => this.agent.run());
+          break;
+        case 'cancel':
+          cancelStep(d);
+          this.#begin(() => this.agent.cancel(CANCEL_REASON));
+          break;
+        case 'extend':
+          this.agent.extendBudget(move.limits);
+          d.limits = { ...d.limits, ...move.limits };
+          break;
+        case 'wait':
+          this.clock.advance(move.ms);
+          break;
       }
-      case 'tool': {
-        const gate = this.#takeGate('tool');
-        const { spec } = move;
-        // The call's deadline: the tool's timeout, or the active time left when that is sooner.
-        const left = this.#activeLeft(0);
-        const deadline = left !== null && left < TOOL_TIMEOUT_MS ? left : TOOL_TIMEOUT_MS;
-        gate.open(() => {
-          if (spec.kind === 'timeout' || spec.elapsedMs >= deadline) {
-            this.#spend(deadline); // fires the runtime's deadline
-            return never();
-          }
-          this.#spend(spec.elapsedMs);
-          if (spec.kind === 'throw') throw new Error('boom');
-          return toolResult(gate.tool, spec);
-        });
-        break;
-      }
-      case 'crash':
-        this.crash(move.maxSteps);
-        break;
-      case 'approve':
-        this.#decide(true);
-        break;
-      case 'approveLate':
-        this.clock.advance(TTL_MS);
-        this.#decide(true);
-        break;
-      case 'deny':
-        this.#decide(false);
-        break;
-      case 'expire':
-        this.clock.advance(TTL_MS);
-        this.#begin(() => this.agent.run());
-        break;
-      case 'cancel':
-        this.#begin(() => this.agent.cancel(CANCEL_REASON));
-        break;
-      case 'extend':
-        this.agent.extendBudget(move.limits);
-        this.ledger.data.limits = { ...this.ledger.data.limits, ...move.limits };
-        break;
-      case 'run':
-        this.#begin(() => this.agent.run());
-        break;
-      case 'wait':
-        this.clock.advance(move.ms);
-        break;
-      case 'decideStale': {
-        // The id of an earlier request for the same key (superseded), or one never issued.
-        const pending = this.pending();
-        const stale = pending && pending.attempt > 1 ? `${pending.key}#${pending.attempt - 1}` : `${RUN_ID}:0#1`;
-        await this.#mistake(() => this.agent.decide(true, 'stale', { callId: stale }));
-        break;
-      }
-      case 'decideNothing':
-        await this.#mistake(() => this.agent.decide(true));
-        break;
-      case 'startAgain':
-        await this.#mistake(() => this.agent.start(GOAL));
-        break;
     }
     await this.#quiesce();
-    const pending = this.status === 'awaiting_approval' ? this.pending() : null;
-    if (pending) this.ledger.requestSeen(pending.key, pending.id);
+    for (const p of this.pending()) this.ledger.requestSeen(p.key, p.id);
   }
 
   /**
-   * The process dies: checkpoint now, freeze the old agent, resume from the blob with fresh
-   * instances. A resumed run that was mid-call is continued (`run()`), as a worker would.
+   * The process dies (after `afterMs` more of the call in flight): checkpoint now, freeze the old
+   * agent, resume from the blob with fresh instances. A resumed run that was mid-call is
+   * continued (`run()`), as a worker would.
    */
-  crash(maxSteps?: number): string {
+  crash(maxSteps?: number, afterMs?: number): string {
+    if (afterMs !== undefined) this.clock.advance(afterMs);
     const blob = this.agent.checkpoint();
     this.#incarnation++;
     this.#retryMs = 0;
@@ -423,13 +448,15 @@ export class World {
     if (maxSteps === undefined && this.agent.checkpoint() !== blob)
       this.ledger.violation('inv5: resume(blob).checkpoint() !== blob');
     if (maxSteps !== undefined) this.ledger.data.limits = { ...this.ledger.data.limits, maxSteps };
+    crashCall(this.ledger.data, this.clock.now());
     if (this.agent.status === 'running') this.#begin(() => this.agent.run());
     return blob;
   }
 
   /** Waits for quiet after `crash()` (perform does this itself). */
-  settle(): Promise<void> {
-    return this.#quiesce();
+  async settle(): Promise<void> {
+    await this.#quiesce();
+    for (const p of this.pending()) this.ledger.requestSeen(p.key, p.id);
   }
 
   state(): RunState {
@@ -444,7 +471,7 @@ export class World {
     };
     return {
       policy: flag('the policy'),
-      tools: (['lookup', 'send', 'charge'] as const).map((name) => ({ name, ...TOOLS[name], fn: flag(name) })),
+      tools: worldTools((name) => flag(name), flag('an approval rule')),
       clock: this.clock,
     };
   }

@@ -1,0 +1,103 @@
+/**
+ * The history's contract (issue 12, "History"), checked on any history: every entry has one of
+ * the contract's shapes, and the entries pair up. A one-call step records the seed's two entries;
+ * a step with several calls records one assistant entry holding them, then one tool entry per
+ * call, in call order, each with its call's id. A malformed action is one tool entry alone.
+ */
+import type { HistoryEntry } from '../../../machines/types.js';
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const optionalText = (v: unknown) => v === undefined || typeof v === 'string';
+
+/** Why an entry has none of the contract's shapes, or null. */
+export function shapeProblem(entry: unknown): string | null {
+  if (!isObject(entry)) return 'not an object';
+  const e = entry;
+  switch (e.role) {
+    case 'user':
+      return typeof e.content === 'string' ? null : 'a user entry without content';
+    case 'assistant':
+      if ('final' in e) return 'tool' in e || 'calls' in e ? 'an answer with calls' : null;
+      if ('calls' in e) {
+        const ok =
+          Array.isArray(e.calls) &&
+          e.calls.length > 1 &&
+          e.calls.every(
+            (c) => isObject(c) && typeof c.id === 'string' && typeof c.tool === 'string' && isObject(c.args),
+          ) &&
+          !('tool' in e) &&
+          optionalText(e.text);
+        return ok ? null : 'a malformed entry of several calls';
+      }
+      return typeof e.tool === 'string' && isObject(e.args) && optionalText(e.id) && optionalText(e.text)
+        ? null
+        : 'a malformed call entry';
+    case 'tool': {
+      const one = 'result' in e !== 'error' in e && (!('error' in e) || typeof e.error === 'string');
+      const extra = optionalText(e.id) && (e.approval === undefined || isObject(e.approval));
+      const outcome = e.outcome === undefined || (e.outcome === 'unknown' && 'error' in e);
+      return typeof e.tool === 'string' && one && extra && outcome ? null : 'a malformed tool entry';
+    }
+    default:
+      return 'no such role';
+  }
+}
+
+/** The calls an assistant entry holds, as `{ id, tool }` (a one-call entry's id may be absent). */
+function callsOf(e: Record<string, unknown>): { id: unknown; tool: unknown }[] | null {
+  if (e.role !== 'assistant' || 'final' in e) return null;
+  if (Array.isArray(e.calls)) return (e.calls as Record<string, unknown>[]).map((c) => ({ id: c.id, tool: c.tool }));
+  return [{ id: e.id, tool: e.tool }];
+}
+
+/**
+ * Where a history breaks the contract, or null. `complete`: every call has its tool entry;
+ * `inProgress`: the last step's calls may have none yet (they are appended when the step ends);
+ * `cancelled`: the last step records only the calls that had their outcome, in call order.
+ */
+export function historyProblem(
+  history: readonly HistoryEntry[],
+  mode: 'complete' | 'inProgress' | 'cancelled',
+): string | null {
+  const h = history as readonly Record<string, unknown>[];
+  for (const [i, e] of h.entries()) {
+    const shape = shapeProblem(e);
+    if (shape) return `history[${i}] is ${shape}: ${JSON.stringify(e)}`;
+  }
+  if (h.length > 0 && h[0]?.role !== 'user') return 'history[0] is not the goal';
+  let i = 1;
+  while (i < h.length) {
+    const e = h[i] as Record<string, unknown>;
+    const calls = callsOf(e);
+    if (e.role === 'tool') {
+      // Not after a call: only a malformed action's observation stands alone.
+      if (typeof e.error !== 'string' || !e.error.startsWith('malformed action: '))
+        return `history[${i}] is a tool entry that answers no call: ${JSON.stringify(e)}`;
+      i++;
+      continue;
+    }
+    if (!calls) {
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    const answers: Record<string, unknown>[] = [];
+    while (j < h.length && h[j]?.role === 'tool' && answers.length < calls.length) answers.push(h[j++] as never);
+    const last = j >= h.length;
+    const several = calls.length > 1;
+    const partial = last && (mode === 'cancelled' || (mode === 'inProgress' && answers.length === 0));
+    if (answers.length !== calls.length && !partial)
+      return `history[${i}] holds ${calls.length} calls, followed by ${answers.length} tool entries`;
+    let k = 0;
+    for (const [n, a] of answers.entries()) {
+      // A cancelled step keeps the calls that had their outcome: a subsequence, in call order.
+      while (k < calls.length && mode === 'cancelled' && last && calls[k]?.id !== a.id && several) k++;
+      const call = calls[k++];
+      const id = several || call?.id !== undefined ? call?.id : undefined;
+      if (!call || a.tool !== call.tool || a.id !== id)
+        return `history[${i + 1 + n}] (${JSON.stringify(a.tool)}, id ${JSON.stringify(a.id)}) does not answer call ${k} of history[${i}] (${JSON.stringify(call?.tool)}, id ${JSON.stringify(id)})`;
+    }
+    i = j;
+  }
+  return null;
+}
