@@ -224,6 +224,12 @@ export const agentMachine = setup({
             ],
             onError: { target: 'dispatching', actions: 'recordToolFault' },
           },
+          // The other calls of the step may be decided (or expire) while this one runs: they are
+          // queued (or ended) and dispatched when it is done; the call in flight is not touched.
+          on: {
+            DECIDE: { guard: 'decisionsMatch', actions: 'applyDecisions' },
+            EXPIRE: { guard: 'someExpired', actions: 'expireCalls' },
+          },
         },
       },
     },

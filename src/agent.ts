@@ -239,7 +239,14 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   async decide(first: boolean | Decisions, second?: unknown, third?: unknown): Promise<Status> {
     this.#run.throwIfFaulted();
     const at = isoTime(this.#runtime.clock.now());
-    const where = { calls: this.#run.context.calls, tools: this.#runtime.tools, at, details: this.#details() };
+    const context = this.#run.context;
+    const where = {
+      calls: context.calls,
+      history: context.history.slice(),
+      tools: this.#runtime.tools,
+      at,
+      details: this.#details(),
+    };
     if (typeof first === 'boolean') {
       const note = second === undefined ? '' : second;
       this.#checkText('decide', 'note', note);

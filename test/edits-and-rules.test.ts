@@ -76,6 +76,25 @@ describe('edits on approval', () => {
     );
   });
 
+  it("an edit cannot step over the tool's rule: an automatic denial is a hard limit", async () => {
+    const wire = recorder('wire', {
+      sideEffect: true,
+      needsApproval: ((a: { cents: number }) => (a.cents > 1_000 ? { deny: 'over the limit' } : true)) as never,
+    });
+    const agent = new Agent({
+      runId: 'r',
+      policy: sequence({ tool: 'wire', args: { cents: 500 } }),
+      tools: [wire.tool],
+    });
+    expect(await agent.start('go')).toBe('awaiting_approval');
+    const id = agent.state.pending?.id as string;
+    await expect(agent.decide({ [id]: { approve: true, args: { cents: 5_000 } } })).rejects.toThrow(
+      "the tool's rule denies these arguments: over the limit",
+    );
+    expect(wire.calls).toEqual([]);
+    expect(agent.status).toBe('awaiting_approval');
+  });
+
   it('an outcome-unknown call is approved only as it was', async () => {
     const held = gate();
     const first = recorder('pay', { sideEffect: true }, () => held.promise);

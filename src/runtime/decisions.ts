@@ -4,7 +4,7 @@
  * with a typed error, and nothing is saved or run.
  */
 import { isExpiredAt } from '../../machines/calls.js';
-import type { CallDecision, JsonObject, StepCall } from '../../machines/types.js';
+import type { CallDecision, HistoryEntry, JsonObject, StepCall } from '../../machines/types.js';
 import {
   ApprovalExpiredError,
   EditRejectedError,
@@ -17,9 +17,12 @@ import { checkKeys, showValue } from '../option-keys.js';
 import { checkText } from '../options.js';
 import { validateArgs } from '../tool-schema.js';
 import type { Tool } from '../types.js';
+import { approvalRule } from './approval.js';
 
 interface Where {
   calls: readonly StepCall[];
+  /** The run's history (a copy), for the tool's approval rule. */
+  history: readonly HistoryEntry[];
   tools: ReadonlyMap<string, Tool>;
   at: string;
   details: { runId: string; status: import('../../machines/types.js').Status };
@@ -78,6 +81,10 @@ async function checkEdit(call: StepCall, args: unknown, where: Where): Promise<J
   if (!copy.ok) throw refuse(copy.reason);
   const valid = await validateArgs(tool, copy.value as JsonObject);
   if (!valid.ok) throw refuse(valid.error);
+  // A rule's automatic denial is a hard limit: an approver's edit cannot step over it.
+  const ctx = { runId: where.details.runId, step: call.step, tool: call.tool, history: where.history };
+  const answer = await approvalRule(tool, valid.value, ctx);
+  if (answer.kind === 'deny') throw refuse(`the tool's rule denies these arguments: ${answer.reason}`);
   return copy.value as JsonObject;
 }
 

@@ -1,9 +1,7 @@
 /**
- * Reproductions of the open runtime bugs listed in support/known-bugs.ts. Each asserts what the
- * contract (issue 12) says, so each FAILS while its bug is open; they run only with
- * TOLLGATE_KNOWN_BUGS=1 (`TOLLGATE_KNOWN_BUGS=1 npx vitest run test/model/known-bugs.test.ts`)
- * and are skipped otherwise, so the committed suite stays green. A fixed bug's test passes: move
- * it beside the suite that found it as a regression test, and delete its entry.
+ * Regressions for the runtime bugs the model-based suites found (listed in support/known-bugs.ts
+ * while they were open): each asserts what the contract (issue 12) says. All three are fixed; they
+ * stay here so they cannot come back.
  */
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent.js';
@@ -13,18 +11,13 @@ import { MemoryStore } from '../../src/stores/memory.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { KNOWN_BUGS } from './support/known-bugs.js';
 
-const RUN = process.env.TOLLGATE_KNOWN_BUGS === '1';
 const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
 
-it('every known bug has its reproduction here', () => {
-  expect(KNOWN_BUGS.map((b) => b.id).sort()).toEqual([
-    'allow-edit-rejected',
-    'decide-while-running-dropped',
-    'inbox-lists-one-pending-call',
-  ]);
+it('no runtime bug found by these suites is open', () => {
+  expect(KNOWN_BUGS).toEqual([]);
 });
 
-describe.runIf(RUN)('open runtime bugs (support/known-bugs.ts): each fails until it is fixed', () => {
+describe('fixed runtime bugs the model-based suites found', () => {
   it('decide-while-running-dropped: a decision made while a sibling call runs is applied, or refused with a typed error', async () => {
     let release: (value: unknown) => void = () => {};
     let asked = 0;
