@@ -21,13 +21,16 @@ export class CountingStore implements CheckpointStore {
   constructor(readonly inner: CheckpointStore) {}
   load: CheckpointStore['load'] = (runId) => this.inner.load(runId);
   list: CheckpointStore['list'] = (options) => this.inner.list(options);
-  delete: CheckpointStore['delete'] = (runId, v) => this.inner.delete(runId, v);
+  delete: CheckpointStore['delete'] = (runId, v, lease) => this.inner.delete(runId, v, lease);
+  claim: CheckpointStore['claim'] = (runId, options) => this.inner.claim(runId, options);
+  renew: CheckpointStore['renew'] = (lease, ms) => this.inner.renew(lease, ms);
+  release: CheckpointStore['release'] = (lease) => this.inner.release(lease);
   close: CheckpointStore['close'] = () => this.inner.close();
-  save: CheckpointStore['save'] = async (runId, write, expectedVersion) => {
+  save: CheckpointStore['save'] = async (runId, write, expectedVersion, lease) => {
     for (const entry of write.append) this.bytes += entry.length;
     this.bytes += write.head.length;
     const started = performance.now();
-    const version = await this.inner.save(runId, write, expectedVersion);
+    const version = await this.inner.save(runId, write, expectedVersion, lease);
     this.lastSaveMs = performance.now() - started;
     return version;
   };
