@@ -9,9 +9,8 @@ import type { Limits, Status } from '../machines/types.js';
 import { decodeCheckpoint, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError } from './errors.js';
-import { checkKeys, showValue } from './option-keys.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
-import { checkDecisions, legacyTarget } from './runtime/decisions.js';
+import { readDecisions } from './runtime/decisions.js';
 import { withLimits } from './runtime/limits.js';
 import { RunActor, type StoredPlace } from './runtime/run-actor.js';
 import { type CheckpointStore, joinRun } from './store.js';
@@ -238,48 +237,18 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   async decide(approved: boolean, note?: string, options?: DecideOptions): Promise<Status>;
   async decide(first: boolean | Decisions, second?: unknown, third?: unknown): Promise<Status> {
     this.#run.throwIfFaulted();
-    const at = isoTime(this.#runtime.clock.now());
     const context = this.#run.context;
     const where = {
       calls: context.calls,
       history: context.history.slice(),
       tools: this.#runtime.tools,
-      at,
+      at: isoTime(this.#runtime.clock.now()),
       details: this.#details(),
     };
-    if (typeof first === 'boolean') {
-      const note = second === undefined ? '' : second;
-      this.#checkText('decide', 'note', note);
-      const opts = this.#decideOptions(third, ['callId', 'by']) as DecideOptions;
-      if (opts.callId !== undefined) this.#checkText('decide', 'callId', opts.callId);
-      const call = legacyTarget(where, opts.callId);
-      const decision = { callId: call.id, approve: first, note: note as string };
-      return this.#run.send({ type: 'DECIDE', decisions: [decision], by: opts.by ?? 'human', at });
-    }
-    if (first === null || typeof first !== 'object') {
-      throw new OptionsError(
-        `decide: expected true, false or a map of decisions by call id, got ${showValue(first)}`,
-        this.#details(),
-      );
-    }
-    const opts = this.#decideOptions(second, ['by']) as DecideManyOptions;
-    const checked = await this.#withDetails(() => checkDecisions(first, where));
-    // Checked against the calls as they were: a decision that raced another is refused as stale.
-    if (this.#run.context.calls !== where.calls) return this.decide(first, opts);
-    return this.#run.send({ type: 'DECIDE', decisions: checked, by: opts.by ?? 'human', at });
-  }
-
-  #decideOptions(value: unknown, known: string[]): { callId?: string; by?: string } {
-    const opts = value === undefined ? {} : value;
-    try {
-      checkKeys('decide', opts, known);
-    } catch (error) {
-      const hint = typeof opts === 'string' ? ' (to name the call you reviewed, pass { callId })' : '';
-      throw new OptionsError(`${(error as Error).message}${hint}`, this.#details());
-    }
-    const by = (opts as { by?: unknown }).by;
-    if (by !== undefined) this.#checkText('decide', 'by', by);
-    return opts as { callId?: string; by?: string };
+    const { decisions, by } = await readDecisions([first, second, third], where);
+    // Checked against the calls as they were: a decision that raced another is checked again.
+    if (this.#run.context.calls !== where.calls) return this.decide(first as never, second as never, third as never);
+    return this.#run.send({ type: 'DECIDE', decisions, by, at: where.at });
   }
 
   /**
@@ -324,17 +293,6 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
 
   #details() {
     return { runId: this.runId, status: this.status };
-  }
-
-  async #withDetails<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof OptionsError && error.runId === undefined) {
-        throw new OptionsError(error.message, { ...this.#details(), cause: error });
-      }
-      throw error;
-    }
   }
 
   /** `checkText`, with the run's id and status on the error. */

@@ -4,6 +4,12 @@
  * (`ManualClock` in `tollgate/testing`) and never sleep to wait for a deadline.
  */
 
+/**
+ * The longest timer Node keeps: a larger delay fires after 1 ms (and warns), so every duration
+ * that becomes a timer is bounded by this at the options check and clamped where it is set.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;

@@ -5,15 +5,16 @@
  * (`{ sideEfect: true }` would otherwise silently remove the approval gate). Every duration is
  * bounded where it becomes a timer (2^31−1 ms) or a date (the representable range).
  */
+
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import { hasLoneSurrogate } from '../machines/strings.js';
 import type { Limits } from '../machines/types.js';
-import { type Clock, systemClock } from './clock.js';
+import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
-import { MAX_TIMER_MS } from './runtime/deadline.js';
-import { DEFAULT_LEASE_MS, type LeaseTerms, ownerId } from './runtime/lease.js';
 import { checkToolSchema } from './tool-schema.js';
 import type { AgentOptions, InspectOption, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
@@ -123,6 +124,22 @@ const resumeShape = { ...runtimeShape, ...limitShape };
 export const AGENT_OPTION_KEYS = Object.keys(agentShape);
 export const RESUME_OPTION_KEYS = Object.keys(resumeShape);
 export const LIMIT_KEYS = Object.keys(limitShape);
+
+/** How a run holds its lease: who it is, how long a lease lasts, how long to wait for a busy run. */
+export interface LeaseTerms {
+  owner: string;
+  leaseMs: number;
+  /** Wait this long for another owner's lease to end when claiming; 0: fail at once. */
+  waitMs: number;
+}
+
+/** The default lease length: long enough to ride out a slow save, short enough to take over a dead worker's run soon. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+/** An owner id unique to this holder: the host, the process and a random part. */
+export function ownerId(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
 
 /** The runtime pieces of the options, checked and with defaults. */
 export interface Runtime {

@@ -3,13 +3,7 @@
  * its signal aborted when the timer fires. One helper for the policy timeout, the tool timeout
  * and the active-time budget, so every call is bounded the same way.
  */
-import type { Clock } from '../clock.js';
-
-/**
- * The longest timer Node keeps: a larger delay fires after 1 ms (and warns), so every duration
- * that becomes a timer is bounded by this at the options check and clamped here.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+import { type Clock, MAX_TIMER_MS } from '../clock.js';
 
 /** The error a deadline rejects with: recorded as `'TimeoutError: <message>'`. */
 export class TimeoutError extends Error {

@@ -144,3 +144,47 @@ export async function checkDecisions(map: unknown, where: Where): Promise<CallDe
   }
   return out;
 }
+
+/**
+ * The arguments of `decide`, in either form, checked: `(approved, note?, { callId?, by? })` or
+ * `({ [callId]: decision }, { by? })`. Errors carry the run's id and status.
+ */
+export async function readDecisions(
+  [first, second, third]: [unknown, unknown, unknown],
+  where: Where,
+): Promise<{ decisions: CallDecision[]; by: string }> {
+  try {
+    if (typeof first === 'boolean') {
+      const note = second === undefined ? '' : second;
+      checkText('decide', 'note', note);
+      const opts = decideOptions(third, ['callId', 'by']);
+      if (opts.callId !== undefined) checkText('decide', 'callId', opts.callId);
+      const call = legacyTarget(where, opts.callId);
+      return { decisions: [{ callId: call.id, approve: first, note: note as string }], by: opts.by ?? 'human' };
+    }
+    if (first === null || typeof first !== 'object') {
+      throw new OptionsError(`decide: expected true, false or a map of decisions by call id, got ${showValue(first)}`);
+    }
+    const opts = decideOptions(second, ['by']);
+    return { decisions: await checkDecisions(first, where), by: opts.by ?? 'human' };
+  } catch (error) {
+    // The caller's mistakes name the run they concern, like every other error of the Agent.
+    if (error instanceof OptionsError && error.runId === undefined) {
+      throw new OptionsError(error.message, { ...where.details, cause: error });
+    }
+    throw error;
+  }
+}
+
+function decideOptions(value: unknown, known: string[]): { callId?: string; by?: string } {
+  const opts = value === undefined ? {} : value;
+  try {
+    checkKeys('decide', opts, known);
+  } catch (error) {
+    const hint = typeof opts === 'string' ? ' (to name the call you reviewed, pass { callId })' : '';
+    throw new OptionsError(`${(error as Error).message}${hint}`);
+  }
+  const by = (opts as { by?: unknown }).by;
+  if (by !== undefined) checkText('decide', 'by', by);
+  return opts as { callId?: string; by?: string };
+}

@@ -1,29 +1,5 @@
-/**
- * One run's lease on its store: claimed before the run's first save in this process, renewed
- * while the run works (also during a long policy or tool call), released when it settles. Every
- * save carries it, so a worker that lost its lease fails its write-ahead save and never calls a
- * policy or tool after (ARCHITECTURE.md, "Scale-out").
- */
-
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import type { LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
-
-/** How a run holds its lease: who it is, how long a lease lasts, how long to wait for a busy run. */
-export interface LeaseTerms {
-  owner: string;
-  leaseMs: number;
-  /** Wait this long for another owner's lease to end when claiming; 0: fail at once. */
-  waitMs: number;
-}
-
-/** The default lease length: long enough to ride out a slow save, short enough to take over a dead worker's run soon. */
-export const DEFAULT_LEASE_MS = 30_000;
-
-/** An owner id unique to this holder: the host, the process and a random part. */
-export function ownerId(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-}
 
 export class LeaseHolder {
   readonly #store: CheckpointStore;

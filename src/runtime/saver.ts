@@ -8,8 +8,9 @@
  */
 import type { HistoryEntry, PendingCall, Status } from '../../machines/types.js';
 import { entryOf, headOf, type PersistedRun } from '../checkpoint/index.js';
+import type { LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
-import { LeaseHolder, type LeaseTerms } from './lease.js';
+import { LeaseHolder } from './lease.js';
 
 /** The part of a machine snapshot the journal reads. */
 export interface RunView {

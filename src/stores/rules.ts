@@ -4,15 +4,12 @@
  * A custom store can use them too (`tollgate` exports them).
  */
 import { type PendingCall, STATUSES, type Status } from '../../machines/types.js';
+import { MAX_TIMER_MS } from '../clock.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { checkLimit, type ListOptions, type RunSummary, type RunWrite } from '../store.js';
 
-/**
- * The longest delay a Node timer keeps (2^31−1 ms, about 24.8 days): a larger one fires after
- * 1 ms, so a timeout of `3e9` would time everything out at once. Every duration option is bounded by it.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export { MAX_TIMER_MS };
 
 // A UTF-16 code unit that is half of a surrogate pair, alone.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
