@@ -1,46 +1,8 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { callIdOf } from '../machines/index.js';
 import { Agent, StaleApprovalError, type Tool } from '../src/index.js';
 import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
-
-/** A tool whose first call hangs until released, so a checkpoint can be taken mid-call. */
-function blocking(name: string, extra: Partial<Tool> = {}) {
-  const held = gate();
-  const calls: { args: unknown; key: string; signal: AbortSignal }[] = [];
-  const tool: Tool = {
-    name,
-    ...extra,
-    fn: (args, key, ctx) => {
-      calls.push({ args, key, signal: ctx.signal });
-      return held.promise;
-    },
-  };
-  return { tool, calls, held };
-}
-
-/** Starts a run that approves `name` and stops while the call is in flight; returns that checkpoint. */
-async function midCall(extra: Partial<Tool>) {
-  const b = blocking('pay', extra);
-  const agent = new Agent({
-    runId: 'r',
-    policy: sequence({ tool: 'pay', args: { amount: 7 } }, { final: 'paid' }),
-    tools: [b.tool],
-  });
-  void agent.start('pay');
-  await until(() => b.calls.length === 1 || agent.status === 'awaiting_approval');
-  if (agent.status === 'awaiting_approval') void agent.decide(true, 'go', { by: 'alice' });
-  await until(() => b.calls.length === 1);
-  const blob = agent.checkpoint();
-  await agent.cancel('simulated crash'); // the original process is gone
-  expect(agent.status).toBe('cancelled');
-  expect(b.calls[0]?.signal.aborted).toBe(true);
-  return blob;
-}
+import { blocking, midCall } from './support/mid-call.js';
 
 describe('crash semantics: write ahead', () => {
   it('the checkpoint taken while a tool runs records the key in flight', async () => {
@@ -122,25 +84,6 @@ describe('crash semantics: write ahead', () => {
     await new Promise((r) => setImmediate(r));
     expect(again.calls).toEqual([]);
     expect(agent.state.cancelReason).toBe('stop');
-  });
-
-  it('resumes in a new process exactly where the original stopped', async () => {
-    const blob = await midCall({ sideEffect: true, idempotent: true });
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-'));
-    const file = join(dir, 'run.json');
-    writeFileSync(file, blob);
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ['--import', 'tsx', 'test/support/resume-child.ts', file],
-      {
-        cwd: process.cwd(),
-      },
-    );
-    const out = JSON.parse(stdout);
-    expect(out.same).toBe(true);
-    expect(out.status).toBe('done');
-    expect(out.calls).toEqual([{ args: { amount: 7 }, key: 'r:1' }]);
-    expect(out.state.history).toHaveLength(4);
   });
 });
 

@@ -9,8 +9,7 @@ import { PassThrough } from 'node:stream';
 import { remark } from 'remark';
 import { engine } from 'unified-engine';
 import { describe, expect, it } from 'vitest';
-import { docPages, relativeLinks } from './support/package-docs.js';
-import { repoRoot } from './support/package-tarball.js';
+import { docPages, relativeLinks, repoRoot } from './support/package-docs.js';
 
 const pages = docPages();
 

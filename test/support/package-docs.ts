@@ -9,7 +9,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { remark } from 'remark';
-import { repoRoot } from './package-tarball.js';
+
+/** The repository's root folder. */
+export const repoRoot = join(import.meta.dirname, '..', '..');
 
 /** README.md and docs/**\/*.md, repo-relative, in a stable order. */
 export function docPages(): string[] {

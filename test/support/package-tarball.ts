@@ -29,8 +29,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import lockfile from 'proper-lockfile';
+import { repoRoot } from './package-docs.js';
 
-export const repoRoot = join(import.meta.dirname, '..', '..');
 const cacheRoot = join(repoRoot, 'node_modules', '.cache', 'tollgate-pack');
 
 const run = promisify(execFile);

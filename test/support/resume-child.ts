@@ -1,4 +1,4 @@
-// Run by test/crash.test.ts in a fresh Node process: resume a checkpoint file and finish it.
+// Run by test/resume-process.int.test.ts in a fresh Node process: resume a checkpoint file and finish it.
 import { readFileSync } from 'node:fs';
 import { Agent } from '../../src/index.js';
 import { recorder, sequence } from './helpers.js';
