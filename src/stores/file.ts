@@ -143,8 +143,8 @@ export class FileStore implements CheckpointStore {
     this.#lockTimeoutMs = checkDuration(call, 'lockTimeoutMs', o.lockTimeoutMs, 10_000, 0);
     this.#now = checkClock(call, o.now) ?? Date.now;
     this.#onDamaged = o.onDamaged ?? warnOnce();
-    const { lockTimeoutMs, onDamaged } = { lockTimeoutMs: this.#lockTimeoutMs, onDamaged: this.#onDamaged };
-    this.#room = { runs: this.#runs, lock: LOCK, lockTimeoutMs, now: this.#now, onDamaged };
+    const [runs, lockTimeoutMs, now, onDamaged] = [this.#runs, this.#lockTimeoutMs, this.#now, this.#onDamaged];
+    this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged };
   }
 
   async load(runId: string): Promise<StoredRun | null> {
