@@ -62,7 +62,8 @@ export function statements(s: string, schema: string): Statements {
   // The lease check of a write, evaluated once the lease row is locked (FOR UPDATE returns its
   // newest version): a claim waits for this statement to commit, and this statement for a claim
   // in progress, so the check and the write are one atomic step. Lease row first, then the run:
-  // every statement locks in this order, so two never deadlock.
+  // every statement locks in this order (claimNext locks the run first, but never waits for a
+  // lease row), so two never deadlock.
   const fence = (token: string, at: string) => `l AS (
         SELECT token, owner, expires_at FROM ${s}.leases WHERE run_id = $1 FOR UPDATE
       ), ok AS (

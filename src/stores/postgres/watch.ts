@@ -11,6 +11,7 @@ import { CHANNEL } from './sql.js';
 /** The pause before listening again after the connection was lost. */
 const RELISTEN_MS = 1_000;
 
+/** The listeners of one store, and the connection that hears for them. */
 export class Watch {
   readonly #listeners = new Set<() => void>();
   readonly #connect: () => Promise<PoolClient>;

@@ -30,6 +30,7 @@ export function leaseAccess(db: Database): LeaseAccess {
   };
 }
 
+/** The two transactions of the queue, called by the store after it checked the arguments. */
 export interface QueueTransactions {
   /** `queueDecision` after its arguments were checked (`text`: the decision as JSON). @returns the new version. */
   queue(runId: string, text: string, expectedVersion: number): number;
@@ -37,6 +38,7 @@ export interface QueueTransactions {
   claimNext(options: ClaimNextOptions): { lease: Lease; run: RunSummary } | null;
 }
 
+/** `queueDecision` and `claimNext` on `db`, on the store's `clock`, each one `BEGIN IMMEDIATE` transaction. */
 export function queueTransactions(db: Database, clock: () => number, leases: LeaseAccess): QueueTransactions {
   const current = db.prepare('SELECT version, status, decision FROM runs WHERE run_id = ?');
   const record = db.prepare('UPDATE runs SET version = ?, decision = ?, updated_at = ? WHERE run_id = ?');
