@@ -125,11 +125,12 @@ describe.skipIf(!target.url)(
       expect(refused.length).toBeGreaterThan(0);
     }, 60_000);
 
-    it('claimNext does not wait for a lease row another writer has locked (it would deadlock with that writer, which locks the run next): it passes the run by', async () => {
+    it('claimNext does not wait for a lease row another writer has locked (it would deadlock with that writer, which locks the run next): it passes the run by and takes the next', async () => {
       const schema = freshSchema('workers_locked');
       const store = open(schema);
       await store.save('r', write({ agent: 'refunds' }), 0);
       await store.release(await store.claim('r', { owner: 'w', leaseMs: 60_000 })); // a lease row, free
+      await store.save('newer', write({ agent: 'refunds' }), 0);
       const writer = new pg.Client({ connectionString: url });
       await writer.connect();
       try {
@@ -141,7 +142,8 @@ describe.skipIf(!target.url)(
         const waited = new Promise((resolve) => {
           timer = setTimeout(() => resolve('waited'), 5_000);
         });
-        expect(await Promise.race([claiming, waited])).toBeNull();
+        const next = (await Promise.race([claiming, waited])) as Awaited<typeof claiming> | 'waited';
+        expect(next === 'waited' ? next : next?.run.runId).toBe('newer');
         clearTimeout(timer);
         await writer.query(`UPDATE "${schema}".runs SET updated_at = updated_at WHERE run_id = 'r'`);
         await writer.query('COMMIT');

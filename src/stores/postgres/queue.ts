@@ -21,9 +21,10 @@ export type Query = <R extends QueryResultRow = Record<string, unknown>>(
 /** A statement that matched nothing, but whose cause is gone when read, is tried again this many times. */
 const RETRIES = 3;
 /**
- * `claimNext` tries again when another worker took the run it chose (or a writer held its
- * lease) between its choice and its claim; rows locked by others are skipped at once, so each
- * try is short. After this many, it reports nothing runnable: the worker polls again.
+ * `claimNext` tries again, passing that run by, when another worker took the run it chose (or
+ * a writer held its lease row) between its choice and its claim; rows locked by others are
+ * skipped at once, so each try is short. After this many, it reports nothing runnable: the
+ * worker polls again.
  */
 const CLAIM_TRIES = 8;
 
@@ -67,12 +68,15 @@ export async function claimNextIn(
   { owner, leaseMs, agents }: ClaimNextOptions,
   at: () => string | null,
 ): Promise<{ lease: Lease; run: RunSummary } | null> {
+  // Runs this call found taken (or their lease row held) since it chose them: passed by after.
+  const passed: string[] = [];
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt++) {
-    const values = [owner, leaseMs, agents, at()];
+    const values = [owner, leaseMs, agents, at(), passed];
     const { rows } = await query<RunRow & Partial<LeaseRow>>('claimNext', sql.claimNext, values);
     const row = rows[0];
     if (!row) return null;
     if (row.token) return { lease: leaseOf(row.run_id, recordOf(row as LeaseRow), leaseMs), run: summaryOf(row) };
+    passed.push(row.run_id);
   }
   return null;
 }

@@ -38,9 +38,10 @@ export interface Statements {
    */
   queue: string;
   /**
-   * Claims the oldest runnable run of agents $3 (text[]) whose lease is free, for owner $1 for
-   * $2 ms (now $4); returns it with the new lease, the run without a lease when another claim
-   * took it first (try again), or no row when none is runnable.
+   * Claims the oldest runnable run of agents $3 (text[]) whose lease is free, but runs $5
+   * (text[]), for owner $1 for $2 ms (now $4); returns it with the new lease, the run without a
+   * lease when another claim took it first or a writer holds its lease row (try again, without
+   * it), or no row when none is runnable.
    */
   claimNext: string;
 }
@@ -147,7 +148,7 @@ export function statements(s: string, schema: string): Statements {
     claimNext: `WITH c AS MATERIALIZED (
         SELECT r.run_id, r.version, r.status, r.pending, r.updated_at, r.agent, r.decision
           FROM ${s}.runs r LEFT JOIN ${s}.leases l ON l.run_id = r.run_id
-         WHERE r.agent = ANY ($3::text[]) AND ${runnable(nowOf('$4'))}
+         WHERE r.agent = ANY ($3::text[]) AND r.run_id <> ALL ($5::text[]) AND ${runnable(nowOf('$4'))}
            AND (l.owner IS NULL OR l.expires_at <= ${nowOf('$4')})
          ORDER BY r.updated_at, r.run_id COLLATE "C"
          LIMIT 1
