@@ -36,10 +36,12 @@ export {
 } from './history.js';
 export {
   type CheckpointStore,
+  type ClaimNextOptions,
   type ClaimOptions,
   checkLimit,
   type Lease,
   type ListOptions,
+  type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
@@ -60,7 +62,10 @@ export {
   releaseRecord,
   renewRecord,
 } from './stores/leases.js';
+export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './stores/queue.js';
 export {
+  agentAfterSave,
+  checkAgentName,
   checkListOptions,
   checkRunId,
   checkWrite,

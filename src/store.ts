@@ -29,6 +29,31 @@ export interface StoredRun {
   pending: PendingCall | null;
   /** ISO-8601 time of the last save (the store's clock). */
   updatedAt: string;
+  /**
+   * The name of the agent definition (`defineAgent`'s `name`) that works the run, as the first
+   * save that gave one set it; null for runs saved without one. A `Worker` only takes runs of
+   * the agents it was given.
+   */
+  agent: string | null;
+  /**
+   * A decision recorded for a worker to apply (`queueDecision`), or null. Every save clears it:
+   * the worker that applies it saves the run.
+   */
+  decision: RecordedDecision | null;
+}
+
+/**
+ * A human's decision on a run's pending calls, recorded for a worker to apply (the approval
+ * queue). The store keeps it as opaque JSON; `recordDecision` checks it before it is recorded
+ * and the worker checks it again (as `agent.decide` does) before it is applied.
+ */
+export interface RecordedDecision {
+  /** `agent.decide`'s map form: call id → `{ approve: true, note?, args?, always? }` or `{ approve: false, note? }`. */
+  decisions: Record<string, unknown>;
+  /** Who decided. */
+  by: string;
+  /** ISO-8601 time it was recorded: a call is decided in time when this is before its `expiresAt`. */
+  at: string;
 }
 
 /** One save: a new head and the entries appended since the last save. */
@@ -44,6 +69,11 @@ export interface RunWrite {
    * or an ISO-8601 time), for `list({ expired })`.
    */
   pendingCalls: PendingCall[];
+  /**
+   * The agent definition's name, for workers. A save without it keeps the name stored (the
+   * first save that gives one sets it; a different name later is refused with `OptionsError`).
+   */
+  agent?: string;
 }
 
 /** A run as `list` returns it: everything but its head and history. */
@@ -61,6 +91,17 @@ export interface ListOptions {
   expired?: boolean;
   /** At most this many, oldest update first. @default all */
   limit?: number;
+  /** Only runs of this agent (`StoredRun.agent`). @default any */
+  agent?: string;
+}
+
+export interface ClaimNextOptions {
+  /** Who claims, as `claim`'s `owner`. */
+  owner: string;
+  /** The lease's length, as `claim`'s `leaseMs`. */
+  leaseMs: number;
+  /** Only runs of these agents (`StoredRun.agent`); a non-empty list of names. */
+  agents: readonly string[];
 }
 
 /**
@@ -160,6 +201,36 @@ export interface CheckpointStore {
    * @returns true if it was released; false (and nothing changes) if it was already lost.
    */
   release(lease: Lease): Promise<boolean>;
+  /**
+   * Records a human's decision on a run at rest for a worker to apply: the run must be
+   * `awaiting_approval` at `expectedVersion`, hold no decision yet (the first decider wins) and
+   * have no live lease. Makes version `expectedVersion + 1` with the same head, entries and
+   * pending calls, so an agent holding the run in memory can no longer save over it unseen.
+   * @returns the new version.
+   * @throws RunNotFoundError if there is no such run.
+   * @throws ConflictError if the version is not `expectedVersion`, or a decision is already recorded.
+   * @throws RunStateError if the run is not awaiting approval.
+   * @throws RunBusyError while an owner holds a live lease on the run.
+   */
+  queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number>;
+  /**
+   * Claims the oldest *runnable* run of one of `agents` (oldest `updatedAt` first) whose lease
+   * is free (never claimed, released, or lapsed), in one atomic step: on Postgres with
+   * `FOR UPDATE SKIP LOCKED`, so workers racing for runs never take the same one. Runnable:
+   * status `running` (submitted and not started, or its owner died mid-run), or
+   * `awaiting_approval` with a recorded decision or a pending call whose `expiresAt` is at or
+   * before the store's now.
+   * @returns the lease and the run's summary, or null when nothing is runnable.
+   */
+  claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null>;
+  /**
+   * Calls `listener` (with no argument) soon after a run may have become runnable in this
+   * store — from any process when the store can tell (Postgres: `LISTEN`/`NOTIFY`), else from
+   * this process only — so a worker need not wait for its next poll. Optional: a worker polls
+   * a store without it. A listener that throws is ignored.
+   * @returns a function that stops the calls.
+   */
+  watch?(listener: () => void): Promise<() => Promise<void>>;
   /** Releases connections and handles. */
   close(): Promise<void>;
 }

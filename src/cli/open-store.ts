@@ -45,6 +45,12 @@ class MissingStore implements CheckpointStore {
   async release(): Promise<boolean> {
     return false;
   }
+  async queueDecision(): Promise<number> {
+    throw new CliUsageError(`store ${this.path} does not exist`);
+  }
+  async claimNext(): Promise<never> {
+    throw new CliUsageError(`store ${this.path} does not exist`);
+  }
   async close(): Promise<void> {}
 }
 

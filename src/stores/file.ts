@@ -10,7 +10,9 @@
  *
  * Leases: the run's lock file serialises claims, renewals, releases and saves; the lease record
  * (token, owner, expiry) lives in the head's metadata, or in `lease.json` while the run has no
- * head (file/lease.ts). A save checks and extends it under the same lock as the version.
+ * head (file/lease.ts). A save checks and extends it under the same lock as the version. The
+ * agent's name and a recorded decision live in the head's metadata too; `queueDecision` and
+ * `claimNext` are in file/queue.ts. `watch` hears this process only.
  *
  * Reads take no lock: a head is replaced atomically, and the bytes it points to are never
  * rewritten while it is current. Runs are listed by reading every head: fine for thousands of
@@ -31,30 +33,40 @@ import { CheckpointError, OptionsError, TollgateError, UserError } from '../erro
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
+  type ClaimNextOptions,
   type ClaimOptions,
   checkSave,
   deleteConflict,
   type Lease,
   type ListOptions,
+  type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
 } from '../store.js';
 import {
-  damaged,
-  decodeEntries,
   encodeEntries,
   encodeHead,
   type HeadMeta,
-  readPrefix,
   replaceFile,
   runDirName,
+  summaryOf,
   syncDir,
   writeAt,
 } from './file/format.js';
-import { type DamagedRun, HEAD, type HeadRead, ioFault, readAllHeads, readHead, warnOnce } from './file/heads.js';
-import { currentLease, dropLeaseFile, LEASE, writeLeaseFile } from './file/lease.js';
+import {
+  type DamagedRun,
+  HEAD,
+  type HeadRead,
+  ioFault,
+  readAllHeads,
+  readHead,
+  readRun,
+  warnOnce,
+} from './file/heads.js';
+import { changeLease, currentLease, dropLeaseFile, LEASE, writeLeaseFile } from './file/lease.js';
 import { withLock } from './file/lock.js';
+import { claimNextIn, type QueueRoom, queueIn } from './file/queue.js';
 import {
   checkClaim,
   checkLease,
@@ -62,12 +74,15 @@ import {
   claimRecord,
   claimWithin,
   fenceRecord,
+  isLive,
   type LeaseRecord,
   leaseOf,
   releaseRecord,
   renewRecord,
 } from './leases.js';
+import { checkClaimNext, checkRecordedDecision } from './queue.js';
 import {
+  agentAfterSave,
   checkClock,
   checkDuration,
   checkListOptions,
@@ -78,8 +93,8 @@ import {
   earliestExpiry,
   matchesExpired,
   nowOf,
-  pendingFields,
 } from './rules.js';
+import { Watchers } from './watchers.js';
 
 export type { DamagedRun } from './file/heads.js';
 
@@ -100,7 +115,6 @@ export interface FileStoreOptions {
 
 const KNOWN = ['dir', 'lockTimeoutMs', 'now', 'onDamaged'];
 const LOCK = 'lock';
-const code = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code;
 
 /** A `CheckpointStore` in a directory: one folder per run, a head file and an append-only journal. */
 export class FileStore implements CheckpointStore {
@@ -110,6 +124,8 @@ export class FileStore implements CheckpointStore {
   readonly #lockTimeoutMs: number;
   readonly #now: () => number;
   readonly #onDamaged: (damage: DamagedRun) => void;
+  readonly #watchers = new Watchers();
+  readonly #room: QueueRoom;
   #closed = false;
 
   /** @throws OptionsError on a missing `dir`, an unknown option or a bad value. */
@@ -127,30 +143,13 @@ export class FileStore implements CheckpointStore {
     this.#lockTimeoutMs = checkDuration(call, 'lockTimeoutMs', o.lockTimeoutMs, 10_000, 0);
     this.#now = checkClock(call, o.now) ?? Date.now;
     this.#onDamaged = o.onDamaged ?? warnOnce();
+    const [runs, lockTimeoutMs, now, onDamaged] = [this.#runs, this.#lockTimeoutMs, this.#now, this.#onDamaged];
+    this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged };
   }
 
   async load(runId: string): Promise<StoredRun | null> {
     checkRunId('load', runId);
-    return this.#guard('load', async () => {
-      const dir = join(this.#runs, runDirName(runId));
-      // A delete (and re-create) between reading the head and its journal shows as a missing
-      // journal: read again. A journal that stays missing is damage.
-      for (let attempt = 0; ; attempt++) {
-        const found = await readHead('load', dir, runId);
-        if (!found) return null;
-        const { meta, head } = found;
-        const journal = join(dir, meta.journal);
-        try {
-          const bytes = meta.journalBytes === 0 ? Buffer.alloc(0) : await readPrefix(journal, meta.journalBytes, runId);
-          const entries = decodeEntries(bytes, meta.entries, journal, runId);
-          const { version, status, pendingCalls, updatedAt } = meta;
-          return { runId, version, status, head, entries, ...pendingFields(pendingCalls), updatedAt };
-        } catch (error) {
-          if (code(error) !== 'ENOENT') throw error;
-          if (attempt >= 10) throw damaged(runId, journal, 'is missing', error);
-        }
-      }
-    });
+    return this.#guard('load', () => readRun(join(this.#runs, runDirName(runId)), runId));
   }
 
   async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
@@ -166,6 +165,7 @@ export class FileStore implements CheckpointStore {
         const version = current?.version ?? 0;
         const stored = current?.entries ?? 0;
         checkSave(runId, current, w.from, expectedVersion);
+        const agent = agentAfterSave(runId, current?.agent ?? null, w.agent);
         // A new run: whatever a crashed create or delete left in its directory is not part of it.
         if (!current) await this.#clearLeftovers(dir);
         const journal = current?.journal ?? `journal-${randomUUID()}.log`;
@@ -185,6 +185,8 @@ export class FileStore implements CheckpointStore {
           journal,
           journalBytes,
           ...(fenced ? { lease: fenced } : {}),
+          agent,
+          decision: null,
         };
         await replaceFile(join(dir, HEAD), dir, encodeHead(meta, w.head), randomUUID());
         if (!current) {
@@ -194,24 +196,24 @@ export class FileStore implements CheckpointStore {
           // The head holds the lease record now.
           if (fenced) await dropLeaseFile(dir);
         }
+        if (!isLive(fenced, now)) this.#watchers.notify();
         return version + 1;
       });
     });
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit } = checkListOptions(options);
+    const { status, expired, limit, agent } = checkListOptions(options);
     const now = expired === undefined ? 0 : nowOf(this.#now, 'list');
     return this.#guard('list', async () => {
       const heads = await readAllHeads(this.#runs, this.#onDamaged);
-      const runs: RunSummary[] = [];
-      for (const { meta } of heads) {
-        if (status !== undefined && meta.status !== status) continue;
-        if (!matchesExpired(expired, earliestExpiry(meta.pendingCalls), now)) continue;
-        const { runId, version, status: s, pendingCalls, updatedAt } = meta;
-        runs.push({ runId, version, status: s, ...pendingFields(pendingCalls), updatedAt });
-      }
-      return runs.sort(compareRuns).slice(0, limit ?? Number.POSITIVE_INFINITY);
+      return heads
+        .map((h) => h.meta)
+        .filter((m) => (status === undefined || m.status === status) && (agent === undefined || m.agent === agent))
+        .filter((m) => matchesExpired(expired, earliestExpiry(m.pendingCalls), now))
+        .sort(compareRuns)
+        .slice(0, limit ?? Number.POSITIVE_INFINITY)
+        .map(summaryOf);
     });
   }
 
@@ -276,36 +278,35 @@ export class FileStore implements CheckpointStore {
 
   async release(lease: Lease): Promise<boolean> {
     checkLease('release', lease);
-    return (await this.#changeLease('release', lease.runId, (current) => releaseRecord(current, lease))) !== null;
+    const released = await this.#changeLease('release', lease.runId, (current) => releaseRecord(current, lease));
+    if (released) this.#watchers.notify();
+    return released !== null;
+  }
+
+  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
+    const text = checkRecordedDecision(runId, decision, expectedVersion);
+    const version = await this.#guard('queueDecision', () => queueIn(this.#room, runId, text, expectedVersion));
+    this.#watchers.notify();
+    return version;
+  }
+
+  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
+    const checked = checkClaimNext(options);
+    return this.#guard('claimNext', () => claimNextIn(this.#room, checked));
+  }
+
+  /** This process only: another process's changes are seen at the next poll. */
+  async watch(listener: () => void): Promise<() => Promise<void>> {
+    return this.#watchers.add(listener);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
   }
 
-  /**
-   * Under the run's lock: reads its lease record and writes what `decide` makes of it (nothing
-   * for null) where it lives, the head or `lease.json`. The head is rewritten as it was, with
-   * the new record: its version and `updatedAt` do not change. @returns what `decide` returned.
-   */
-  async #changeLease(
-    call: string,
-    runId: string,
-    decide: (current: LeaseRecord | null) => LeaseRecord | null,
-  ): Promise<LeaseRecord | null> {
-    return this.#guard(call, () => {
-      const dir = join(this.#runs, runDirName(runId));
-      return withLock(join(dir, LOCK), this.#lockTimeoutMs, async () => {
-        const found = await readHead(call, dir, runId);
-        const next = decide(await currentLease(call, dir, runId, found));
-        if (!next) return null;
-        if (found) {
-          const head = encodeHead({ ...found.meta, lease: next }, found.head);
-          await replaceFile(join(dir, HEAD), dir, head, randomUUID());
-        } else await writeLeaseFile(dir, this.#runs, runId, next);
-        return next;
-      });
-    });
+  /** Under the run's lock, changes its lease record (file/lease.ts). @returns what `decide` returned. */
+  #changeLease(call: string, runId: string, decide: (current: LeaseRecord | null) => LeaseRecord | null) {
+    return this.#guard(call, () => changeLease(this.#room, call, runId, decide));
   }
 
   /** Runs one operation: refused once closed; a file-system failure becomes a `StoreUnavailableError`. */

@@ -6,11 +6,13 @@
  */
 import {
   type CheckpointStore,
+  type ClaimNextOptions,
   type ClaimOptions,
   checkSave,
   deleteConflict,
   type Lease,
   type ListOptions,
+  type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
@@ -22,12 +24,15 @@ import {
   claimRecord,
   claimWithin,
   fenceRecord,
+  isLive,
   type LeaseRecord,
   leaseOf,
   releaseRecord,
   renewRecord,
 } from './leases.js';
+import { checkClaimNext, checkQueue, checkRecordedDecision, isRunnable } from './queue.js';
 import {
+  agentAfterSave,
   checkClock,
   checkListOptions,
   checkRunId,
@@ -52,6 +57,7 @@ export class MemoryStore implements CheckpointStore {
   /** Leases by run id: a run may be claimed before its first save, and its token outlives a delete. */
   readonly #leases = new Map<string, LeaseRecord>();
   readonly #now: () => number;
+  readonly #watchers = new Set<() => void>();
 
   /** @throws OptionsError on an unknown option or a `now` that is not a function. */
   constructor(options?: MemoryStoreOptions) {
@@ -81,16 +87,20 @@ export class MemoryStore implements CheckpointStore {
       entries: [...(current?.entries ?? []), ...w.append],
       ...pendingFields(structuredClone(w.pendingCalls)),
       updatedAt: timestampOf(() => now),
+      agent: agentAfterSave(runId, current?.agent ?? null, w.agent),
+      decision: null,
     });
     if (fenced) this.#leases.set(runId, fenced);
+    if (!isLive(this.#leases.get(runId) ?? null, now)) this.#notify();
     return version + 1;
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit } = checkListOptions(options);
+    const { status, expired, limit, agent } = checkListOptions(options);
     const now = expired === undefined ? 0 : nowOf(this.#now, 'list');
     const runs = [...this.#runs.values()]
       .filter((r) => status === undefined || r.status === status)
+      .filter((r) => agent === undefined || r.agent === agent)
       .filter((r) => matchesExpired(expired, earliestExpiry(r.pendingCalls), now))
       .sort(compareRuns)
       .slice(0, limit ?? Number.POSITIVE_INFINITY);
@@ -130,7 +140,62 @@ export class MemoryStore implements CheckpointStore {
     checkLease('release', lease);
     const record = releaseRecord(this.#leases.get(lease.runId) ?? null, lease);
     if (record) this.#leases.set(lease.runId, record);
+    if (record) this.#notify();
     return record !== null;
+  }
+
+  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
+    const text = checkRecordedDecision(runId, decision, expectedVersion);
+    const now = nowOf(this.#now, 'queueDecision');
+    const current = this.#runs.get(runId) ?? null;
+    checkQueue(runId, current, expectedVersion);
+    fenceRecord('queueDecision', runId, this.#leases.get(runId) ?? null, undefined, now);
+    this.#runs.set(runId, {
+      ...(current as StoredRun),
+      version: expectedVersion + 1,
+      decision: JSON.parse(text) as RecordedDecision,
+      updatedAt: timestampOf(() => now, 'queueDecision'),
+    });
+    this.#notify();
+    return expectedVersion + 1;
+  }
+
+  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
+    const { owner, leaseMs, agents } = checkClaimNext(options);
+    const now = nowOf(this.#now, 'claimNext');
+    const next = [...this.#runs.values()]
+      .filter((r) => r.agent !== null && agents.includes(r.agent))
+      .filter((r) => isRunnable(r, now) && !isLive(this.#leases.get(r.runId) ?? null, now))
+      .sort(compareRuns)[0];
+    if (!next) return null;
+    const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now);
+    this.#leases.set(next.runId, record);
+    const { head: _h, entries: _e, ...summary } = next;
+    return { lease: leaseOf(next.runId, record, leaseMs), run: structuredClone(summary) };
+  }
+
+  /** In-process only: a memory store is not shared with other processes. */
+  async watch(listener: () => void): Promise<() => Promise<void>> {
+    // A listener of its own per call, so one function watched twice is stopped twice.
+    const own = () => listener();
+    this.#watchers.add(own);
+    return async () => {
+      this.#watchers.delete(own);
+    };
+  }
+
+  /** Tells the watchers, after the current operation, that a run may have become runnable. */
+  #notify(): void {
+    if (this.#watchers.size === 0) return;
+    queueMicrotask(() => {
+      for (const listener of this.#watchers) {
+        try {
+          listener();
+        } catch {
+          // A watcher's failure is its own.
+        }
+      }
+    });
   }
 
   async close(): Promise<void> {}

@@ -9,7 +9,9 @@
  * concurrent writer that lost waits on the row lock, re-checks the condition, matches nothing
  * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). A claim is one
  * statement too (`INSERT … ON CONFLICT DO UPDATE … WHERE` the lease is free): Postgres is the
- * coordination engine, with nothing home-made beside it.
+ * coordination engine, with nothing home-made beside it. Workers take runs with `claimNext`, one
+ * statement with `FOR UPDATE SKIP LOCKED`, and wake on `LISTEN`/`NOTIFY` (`watch`); approvers
+ * record decisions with `queueDecision`, one statement too (postgres/queue.ts, sql.ts).
  *
  * Every wait is bounded (connect, statement, query timeouts), every pooled connection has an
  * error listener, and every failure reaches the caller as a typed error naming the server
@@ -30,33 +32,30 @@ import { CheckpointError, OptionsError, StoreUnavailableError } from '../errors.
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
+  type ClaimNextOptions,
   type ClaimOptions,
   deleteConflict,
   type Lease,
   type ListOptions,
+  type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
   saveConflict,
 } from '../store.js';
-import {
-  busyError,
-  checkClaim,
-  checkLease,
-  checkRenew,
-  claimWithin,
-  fenceRecord,
-  leaseLost,
-  leaseOf,
-} from './leases.js';
+import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, leaseOf } from './leases.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { migrate } from './postgres/migrations.js';
-import { OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
-import { type LeaseRow, type RefusalRow, type RunRow, recordOf, summaryOf } from './postgres/rows.js';
+import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
+import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
+import { fenceError, type LeaseRow, type RefusalRow, type RunRow, recordOf, summaryOf } from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
+import { Watch } from './postgres/watch.js';
+import { checkClaimNext, checkRecordedDecision } from './queue.js';
 import {
+  agentAfterSave,
   checkClock,
   checkListOptions,
   checkRunId,
@@ -73,7 +72,6 @@ export type { PostgresStoreOptions } from './postgres/options.js';
 export { StoreUnavailableError };
 
 const CALL = 'new PostgresStore';
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
  * A statement refuses a write or a claim atomically; reading why takes a second statement. When
@@ -95,25 +93,19 @@ export class PostgresStore implements CheckpointStore {
   readonly #ownsPool: boolean;
   readonly #connections: Connections;
   readonly #now: (() => number) | undefined;
+  readonly #watch: Watch;
   #ready: Promise<number> | null = null;
   #closed = false;
 
   /** @throws OptionsError for a malformed URL, an unknown option or a bad value; nothing is connected yet. */
   constructor(connection: string | PoolConfig | Pool, options?: PostgresStoreOptions) {
     const o = checkStoreOptions(CALL, options, OPTIONS);
-    const schema = o.schema ?? 'tollgate';
-    if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-      throw new OptionsError(
-        `${CALL}: schema must be an identifier (letters, digits, _; at most 63), got ${showValue(schema)}`,
-      );
-    }
-    if (o.maxConnections !== undefined && !(Number.isSafeInteger(o.maxConnections) && o.maxConnections >= 1)) {
-      throw new OptionsError(`${CALL}: maxConnections must be a whole number ≥ 1, got ${showValue(o.maxConnections)}`);
-    }
+    const schema = checkPoolOptions(CALL, o);
     const timeouts = timeoutsOf(CALL, o);
     this.#now = checkClock(CALL, o.now);
     this.#schema = schema;
-    this.#sql = statements(`"${schema}"`);
+    this.#sql = statements(`"${schema}"`, schema);
+    this.#watch = new Watch(() => this.#connections.acquire('PostgresStore.watch'), schema);
     if (isPool(connection)) {
       this.#pool = connection;
       this.#ownsPool = false;
@@ -183,6 +175,7 @@ export class PostgresStore implements CheckpointStore {
       expiry === null ? null : new Date(expiry).toISOString(),
       lease?.token ?? null,
       lease?.leaseMs ?? null,
+      w.agent ?? null,
     ];
     if (expectedVersion > 0) values.push(expectedVersion);
     const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
@@ -202,23 +195,26 @@ export class PostgresStore implements CheckpointStore {
         }
       }
       const why = await this.#refusal('save', runId, at);
-      const refused = this.#fenceError('save', runId, why, lease);
+      const refused = fenceError('save', runId, why, lease);
       if (refused) throw refused;
       const current = why.version === null ? null : { version: why.version, entries: why.entry_count ?? 0 };
-      if (
-        !tries ||
-        attempt >= REFUSAL_RETRIES ||
-        (current?.version ?? 0) !== expectedVersion ||
-        (current?.entries ?? 0) !== w.from
-      ) {
+      if (!tries || (current?.version ?? 0) !== expectedVersion || (current?.entries ?? 0) !== w.from) {
         throw saveConflict(runId, current, w.from, expectedVersion);
       }
+      agentAfterSave(runId, why.agent, w.agent); // another agent's name: an OptionsError
+      if (attempt >= REFUSAL_RETRIES) throw saveConflict(runId, current, w.from, expectedVersion);
     }
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit } = checkListOptions(options);
-    const values = [status ?? null, limit ?? null, expired ?? null, expired === undefined ? null : this.#at()];
+    const { status, expired, limit, agent } = checkListOptions(options);
+    const values = [
+      status ?? null,
+      limit ?? null,
+      expired ?? null,
+      expired === undefined ? null : this.#at(),
+      agent ?? null,
+    ];
     const { rows } = await this.#query<RunRow>('list', this.#sql.list, values);
     return rows.map(summaryOf);
   }
@@ -233,7 +229,7 @@ export class PostgresStore implements CheckpointStore {
       if (rowCount) return true;
       const why = await this.#refusal('delete', runId, at);
       if (why.version === null) return false;
-      const refused = this.#fenceError('delete', runId, why, lease);
+      const refused = fenceError('delete', runId, why, lease);
       if (refused) throw refused;
       if (expectedVersion !== undefined && why.version !== expectedVersion) {
         throw deleteConflict(runId, why.version, expectedVersion);
@@ -279,10 +275,25 @@ export class PostgresStore implements CheckpointStore {
     return (rowCount ?? 0) > 0;
   }
 
+  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
+    const text = checkRecordedDecision(runId, decision, expectedVersion);
+    return queueIn(this.#query, this.#sql, runId, text, expectedVersion, this.#at());
+  }
+
+  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
+    return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at());
+  }
+
+  /** From every process on this schema: `LISTEN`/`NOTIFY` on a connection held while anyone watches. */
+  async watch(listener: () => void): Promise<() => Promise<void>> {
+    return this.#watch.add(listener);
+  }
+
   /** Ends the pool the store created; a pool given to the constructor is left open. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#watch.close();
     this.#connections.close();
     await this.#ready?.catch(() => {});
     if (this.#ownsPool) await this.#pool.end();
@@ -300,12 +311,12 @@ export class PostgresStore implements CheckpointStore {
     return this.#ready;
   }
 
-  async #query<R extends object = Record<string, unknown>>(op: string, text: string, values: unknown[]) {
+  /** Runs one statement (the schema migrated first); `op` names the call in errors. */
+  readonly #query: Query = async (op, text, values) => {
     const call = `PostgresStore.${op}`;
     await this.#migrate(call);
-    const writes = op !== 'load' && op !== 'list';
-    return this.#connections.use(call, writes, (sql) => sql.query<R>(text, values));
-  }
+    return this.#connections.use(call, op !== 'load' && op !== 'list', (sql) => sql.query(text, values));
+  };
 
   /** The store's now for a statement: the injected clock's, or null for the database's. */
   #at(): string | null {
@@ -316,16 +327,5 @@ export class PostgresStore implements CheckpointStore {
   async #refusal(op: string, runId: string, at: string | null): Promise<RefusalRow> {
     const { rows } = await this.#query<RefusalRow>(op, this.#sql.refusal, [runId, at]);
     return rows[0] as RefusalRow;
-  }
-
-  /** The lease error a refused write gets (the rules of leases.ts, on what the store holds now), or null. */
-  #fenceError(call: string, runId: string, why: RefusalRow, lease: Lease | undefined): Error | null {
-    const current = why.token === null ? null : recordOf(why as LeaseRow);
-    try {
-      fenceRecord(call, runId, current, lease, why.now.getTime());
-      return null;
-    } catch (error) {
-      return error as Error;
-    }
   }
 }

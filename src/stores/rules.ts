@@ -75,13 +75,44 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
     const why = unstorableText(text as string);
     if (why) fail(`${what} holds ${why} (JSON text escapes it as \\u…); no store can keep it`, text);
   }
+  const agent = (w as { agent?: unknown }).agent;
+  if (agent !== undefined) checkAgentName(call, agent);
   return {
     status: status as Status,
     head: head as string,
     from: from as number,
     append: append as string[],
     pendingCalls,
+    ...(agent === undefined ? {} : { agent: agent as string }),
   };
+}
+
+/** The longest agent name a store keeps. */
+export const MAX_AGENT_NAME_LENGTH = 256;
+
+/** Throws `OptionsError` unless `name` is an agent name every store can keep: 1 to 256 characters. */
+export function checkAgentName(call: string, name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name === '' || name.length > MAX_AGENT_NAME_LENGTH) {
+    throw new OptionsError(
+      `${call}: the agent name must be a non-empty string of at most ${MAX_AGENT_NAME_LENGTH} characters, got ${showValue(name)}`,
+    );
+  }
+  const why = unstorableText(name);
+  if (why) throw new OptionsError(`${call}: the agent name ${showValue(name)} holds ${why}; no store can keep it`);
+}
+
+/**
+ * The agent name a save stores: the write's, else the one stored. A run keeps one agent for
+ * life: @throws OptionsError when a write names another agent than the stored one.
+ */
+export function agentAfterSave(runId: string, stored: string | null, written: string | undefined): string | null {
+  if (written === undefined) return stored;
+  if (stored !== null && stored !== written) {
+    throw new OptionsError(
+      `save: run ${showValue(runId)} belongs to agent ${showValue(stored)}; a save cannot move it to ${showValue(written)}`,
+    );
+  }
+  return written;
 }
 
 /** A write's pending calls, checked; the one-call form (`pending`) read as a list of zero or one. */
@@ -145,7 +176,8 @@ export function pendingFields(calls: PendingCall[]): { pendingCalls: PendingCall
 /** Checks `list`'s options alike in every store: known keys, a real status, a boolean `expired`, a whole limit ≥ 0. */
 export function checkListOptions(options: ListOptions | undefined): ListOptions {
   if (options === undefined) return {};
-  checkKeys('list', options, ['status', 'expired', 'limit']);
+  checkKeys('list', options, ['status', 'expired', 'limit', 'agent']);
+  if (options.agent !== undefined) checkAgentName('list', options.agent);
   if (options.status !== undefined && !STATUSES.includes(options.status)) {
     throw new OptionsError(`list: status must be one of ${STATUSES.join(', ')}, got ${showValue(options.status)}`);
   }

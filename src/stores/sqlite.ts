@@ -13,7 +13,8 @@
  * - A save is one `BEGIN IMMEDIATE` transaction: check the lease (leases.ts), the version and
  *   the entry count, write the head, insert the new entries, extend the lease. O(new entries +
  *   head) per save. A claim, renew or release is one too: no other process can come between
- *   reading a lease and writing it.
+ *   reading a lease and writing it. So are `queueDecision` and `claimNext` (sqlite/queue.ts).
+ * - `watch` hears this process only; other processes' changes are seen at a worker's next poll.
  *
  * @example
  * import { SqliteStore } from 'tollgate/sqlite';
@@ -21,15 +22,17 @@
  * const agent = new Agent({ policy, tools, store });
  */
 import Database from 'better-sqlite3';
-import { CheckpointError, OptionsError, UserError } from '../errors.js';
+import { OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
+  type ClaimNextOptions,
   type ClaimOptions,
   checkSave,
   deleteConflict,
   type Lease,
   type ListOptions,
+  type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
@@ -41,12 +44,15 @@ import {
   claimRecord,
   claimWithin,
   fenceRecord,
+  isLive,
   type LeaseRecord,
   leaseOf,
   releaseRecord,
   renewRecord,
 } from './leases.js';
+import { checkClaimNext, checkRecordedDecision } from './queue.js';
 import {
+  agentAfterSave,
   checkClock,
   checkDuration,
   checkListOptions,
@@ -57,8 +63,10 @@ import {
   nowOf,
 } from './rules.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
-import { migrate } from './sqlite/migrations.js';
-import { type LeaseRow, type RunRow, recordOf, summary } from './sqlite/rows.js';
+import { migrate, type SqliteSettings, settingsOf } from './sqlite/migrations.js';
+import { leaseAccess, type QueueTransactions, queueTransactions } from './sqlite/queue.js';
+import { type RunRow, storedRun, summary } from './sqlite/rows.js';
+import { Watchers } from './watchers.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing, in a folder that must exist), or `':memory:'`. */
@@ -88,6 +96,8 @@ export class SqliteStore implements CheckpointStore {
   readonly #save: (runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined) => number;
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
+  readonly #queue: QueueTransactions;
+  readonly #watchers = new Watchers();
   /**
    * Reads the run's lease record and writes what `decide` makes of it (nothing for null), in one
    * `BEGIN IMMEDIATE` transaction. @returns what `decide` returned.
@@ -142,45 +152,44 @@ export class SqliteStore implements CheckpointStore {
       throw fault(call, o.path, error, this.#busyTimeoutMs);
     }
 
-    const head = db.prepare('SELECT version, entry_count FROM runs WHERE run_id = ?');
+    const head = db.prepare('SELECT version, entry_count, agent FROM runs WHERE run_id = ?');
+    // Every save clears a recorded decision: the worker that applied it is the one saving.
     const insert = db.prepare(
-      `INSERT INTO runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at)
-       VALUES (?, 1, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
+       VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const update = db.prepare(
       `UPDATE runs SET version = ?, status = ?, head = ?, entry_count = ?, pending = ?, pending_expires_at = ?,
-       updated_at = ? WHERE run_id = ?`,
+       updated_at = ?, agent = ?, decision = NULL WHERE run_id = ?`,
     );
     const append = db.prepare('INSERT INTO entries (run_id, idx, body) VALUES (?, ?, ?)');
     const run = db.prepare('SELECT * FROM runs WHERE run_id = ?');
     const entries = db.prepare('SELECT body FROM entries WHERE run_id = ? ORDER BY idx').pluck();
     const dropEntries = db.prepare('DELETE FROM entries WHERE run_id = ?');
     const dropRun = db.prepare('DELETE FROM runs WHERE run_id = ?');
-    const leaseRow = db.prepare('SELECT token, owner, expires_at FROM leases WHERE run_id = ?');
-    const putLease = db.prepare(
-      `INSERT INTO leases (run_id, token, owner, expires_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, expires_at = excluded.expires_at`,
-    );
-    const readLease = (runId: string) => recordOf(leaseRow.get(runId) as LeaseRow | undefined);
-    const writeLease = (runId: string, r: LeaseRecord) => putLease.run(runId, r.token, r.owner, r.expiresAt);
+    const leases = leaseAccess(db);
+    const { read: readLease, write: writeLease } = leases;
+    this.#queue = queueTransactions(db, this.#now, leases);
 
     const save = db.transaction((runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined) => {
       const now = nowOf(this.#now, 'save');
       const before = readLease(runId);
       const fenced = fenceRecord('save', runId, before, lease, now);
-      const current = head.get(runId) as { version: number; entry_count: number } | undefined;
+      const current = head.get(runId) as { version: number; entry_count: number; agent: string | null } | undefined;
       const version = current?.version ?? 0;
       const stored = current?.entry_count ?? 0;
       checkSave(runId, current ? { version, entries: stored } : null, write.from, expectedVersion);
+      const agent = agentAfterSave(runId, current?.agent ?? null, write.agent);
       const count = stored + write.append.length;
       const calls = write.pendingCalls;
       const pending = calls.length === 0 ? null : JSON.stringify(calls);
       const at = new Date(now).toISOString();
       const expiry = earliestExpiry(calls);
-      if (current) update.run(version + 1, write.status, write.head, count, pending, expiry, at, runId);
-      else insert.run(runId, write.status, write.head, count, pending, expiry, at);
+      if (current) update.run(version + 1, write.status, write.head, count, pending, expiry, at, agent, runId);
+      else insert.run(runId, write.status, write.head, count, pending, expiry, at, agent);
       for (const [i, body] of write.append.entries()) append.run(runId, stored + i, body);
       if (fenced && fenced !== before) writeLease(runId, fenced);
+      if (!isLive(fenced, now)) this.#watchers.notify();
       return version + 1;
     });
     // IMMEDIATE takes the write lock before reading the lease and version: no other writer can slip in.
@@ -211,27 +220,13 @@ export class SqliteStore implements CheckpointStore {
     this.#load = db.transaction((runId: string) => {
       const row = run.get(runId) as RunRow | undefined;
       if (!row) return null;
-      const bodies = entries.all(runId) as string[];
-      if (bodies.length !== row.entry_count) {
-        throw new CheckpointError(
-          `sqlite: run ${JSON.stringify(runId)} in ${this.path} is damaged: it has ${bodies.length} entries, not ${row.entry_count}`,
-          undefined,
-          { runId },
-        );
-      }
-      return { ...summary(row), head: row.head, entries: bodies };
+      return storedRun(this.path, row, entries.all(runId) as string[]);
     });
   }
 
   /** The connection's settings as SQLite reports them, and the schema version of the file. */
-  get settings(): { journalMode: string; synchronous: string; busyTimeoutMs: number; schemaVersion: number } {
-    const level = this.#db.pragma('synchronous', { simple: true }) as number;
-    return {
-      journalMode: this.#db.pragma('journal_mode', { simple: true }) as string,
-      synchronous: ['OFF', 'NORMAL', 'FULL', 'EXTRA'][level] ?? String(level),
-      busyTimeoutMs: this.#db.pragma('busy_timeout', { simple: true }) as number,
-      schemaVersion: (this.#db.prepare('SELECT max(version) FROM tollgate_migrations').pluck().get() as number) ?? 0,
-    };
+  get settings(): SqliteSettings {
+    return settingsOf(this.#db);
   }
 
   async load(runId: string): Promise<StoredRun | null> {
@@ -246,13 +241,15 @@ export class SqliteStore implements CheckpointStore {
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit } = checkListOptions(options);
+    const { status, expired, limit, agent } = checkListOptions(options);
     const where: string[] = [];
     if (status !== undefined) where.push('status = @status');
+    if (agent !== undefined) where.push('agent = @agent');
     if (expired === true) where.push('pending_expires_at <= @now');
     if (expired === false) where.push('(pending_expires_at IS NULL OR pending_expires_at > @now)');
     const params = {
       ...(status === undefined ? {} : { status }),
+      ...(agent === undefined ? {} : { agent }),
       ...(expired === undefined ? {} : { now: nowOf(this.#now, 'list') }),
       ...(limit === undefined ? {} : { limit }),
     };
@@ -261,7 +258,7 @@ export class SqliteStore implements CheckpointStore {
     const order = `ORDER BY updated_at, run_id ${limit === undefined ? '' : 'LIMIT @limit'}`;
     return this.#guard('list', () => {
       const rows = this.#db
-        .prepare(`SELECT run_id, version, status, pending, updated_at FROM runs ${filter} ${order}`)
+        .prepare(`SELECT run_id, version, status, pending, updated_at, agent, decision FROM runs ${filter} ${order}`)
         .all(params);
       return (rows as RunRow[]).map(summary);
     });
@@ -295,7 +292,26 @@ export class SqliteStore implements CheckpointStore {
 
   async release(lease: Lease): Promise<boolean> {
     checkLease('release', lease);
-    return this.#guard('release', () => this.#lease(lease.runId, (current) => releaseRecord(current, lease)) !== null);
+    const released = this.#guard('release', () => this.#lease(lease.runId, (c) => releaseRecord(c, lease)) !== null);
+    if (released) this.#watchers.notify();
+    return released;
+  }
+
+  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
+    const text = checkRecordedDecision(runId, decision, expectedVersion);
+    const version = this.#guard('queueDecision', () => this.#queue.queue(runId, text, expectedVersion));
+    this.#watchers.notify();
+    return version;
+  }
+
+  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
+    const checked = checkClaimNext(options);
+    return this.#guard('claimNext', () => this.#queue.claimNext(checked));
+  }
+
+  /** This process only: another process's changes are seen at the next poll. */
+  async watch(listener: () => void): Promise<() => Promise<void>> {
+    return this.#watchers.add(listener);
   }
 
   async close(): Promise<void> {

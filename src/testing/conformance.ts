@@ -19,17 +19,21 @@
  */
 import { agentCases } from './conformance/agent-case.js';
 import { basicCases } from './conformance/basics.js';
+import { claimNextCases } from './conformance/claim-next.js';
 import { claimCases } from './conformance/claims.js';
 import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
 import { processCases } from './conformance/processes.js';
+import { queueCases } from './conformance/queue.js';
 import { ruleCases } from './conformance/rules.js';
 import { scaleCases } from './conformance/scale.js';
 import type { Capability, ConformanceCase, ConformanceContext } from './conformance/types.js';
 
 export type {
   Capability,
+  ClaimNextRaceJob,
+  ClaimNextRaceReport,
   ClaimRaceJob,
   ClaimRaceReport,
   ConformanceCase,
@@ -40,7 +44,7 @@ export type {
   WriterProcess,
   WriterReport,
 } from './conformance/types.js';
-export { raceClaims, raceSaves, serveWriter, spawnNodeWriter } from './conformance/writer.js';
+export { raceClaimNext, raceClaims, raceSaves, serveWriter, spawnNodeWriter } from './conformance/writer.js';
 
 /** Every case, in a stable order. */
 export const conformanceCases: readonly ConformanceCase[] = [
@@ -49,6 +53,8 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...pendingCases,
   ...leaseCases,
   ...claimCases,
+  ...queueCases,
+  ...claimNextCases,
   ...ruleCases,
   ...scaleCases,
   ...processCases,

@@ -2,12 +2,15 @@
 
 export {
   type Capability,
+  type ClaimNextRaceJob,
+  type ClaimNextRaceReport,
   type ClaimRaceJob,
   type ClaimRaceReport,
   type ConformanceCase,
   type ConformanceContext,
   checkpointStoreConformance,
   conformanceCases,
+  raceClaimNext,
   raceClaims,
   raceSaves,
   type SaveRaceJob,

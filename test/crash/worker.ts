@@ -53,6 +53,9 @@ const store: CheckpointStore = {
   claim: (runId, o) => world.store.claim(runId, o),
   renew: (lease, ms) => world.store.renew(lease, ms),
   release: (lease) => world.store.release(lease),
+  queueDecision: (runId, decision, expected) => world.store.queueDecision(runId, decision, expected),
+  claimNext: (o) => world.store.claimNext(o),
+  ...(world.store.watch ? { watch: (listener: () => void) => world.store.watch!(listener) } : {}),
   close: () => world.store.close(),
 };
 const decisions: DecisionMessage[] = [];

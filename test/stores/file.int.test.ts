@@ -236,6 +236,27 @@ describe('FileStore: pending calls and leases on disk', () => {
     expect('pending' in meta).toBe(false);
   });
 
+  it('a head written before workers (no agent, no decision) reads as null for both; claimNext skips it; the next save with an agent writes them', async () => {
+    const store = fresh();
+    await store.save('old', { ...write(0, ['"a"']), status: 'awaiting_approval', pendingCalls: [call] }, 0);
+    const [line, head] = readFileSync(headFile(store, 'old'), 'utf8').split('\n') as [string, string];
+    const { agent: _a, decision: _d, ...meta } = JSON.parse(line);
+    expect([_a, _d]).toEqual([null, null]);
+    writeFileSync(headFile(store, 'old'), `${JSON.stringify(meta)}\n${head}`);
+    const old = await store.load('old');
+    expect([old?.agent, old?.decision, old?.version]).toEqual([null, null, 1]);
+    expect((await store.list()).map((r) => [r.agent, r.decision])).toEqual([[null, null]]);
+    const decision = { decisions: { 'r:1#1': { approve: true } }, by: 'alice', at: '2026-01-01T00:01:00.000Z' };
+    expect(await store.queueDecision('old', decision, 1)).toBe(2);
+    expect(metaOf(store, 'old')).toMatchObject({ version: 2, decision, agent: null });
+    expect(await store.claimNext({ owner: 'w', leaseMs: 1_000, agents: ['refunds'] })).toBeNull();
+    await store.save('old', { ...write(1), agent: 'refunds' }, 2);
+    expect(metaOf(store, 'old')).toMatchObject({ agent: 'refunds', decision: null });
+    // A damaged agent or decision is damage, like any bad metadata.
+    writeFileSync(headFile(store, 'old'), `${JSON.stringify({ ...metaOf(store, 'old'), agent: 7 })}\n${head}`);
+    await expect(store.load('old')).rejects.toThrow(/agent is not a string or null/);
+  });
+
   it('a lease taken before the first save is in lease.json; the first save moves it into the head; a delete moves it back out, so the token survives', async () => {
     const store = fresh();
     const a = await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });

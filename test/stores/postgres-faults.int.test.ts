@@ -69,6 +69,12 @@ const waitingOnLock = `SELECT 1 FROM pg_stat_activity WHERE application_name = $
 /** A run's save statement: it writes the runs table (a lease claim or renewal writes only leases). */
 const isSave = (chunk: Buffer) => chunk.includes('.runs (') || (chunk.includes('UPDATE "') && chunk.includes('.runs'));
 
+/** Polls `done` (a listener's call arrives after a commit, over the network); 5 s at most. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(done()).toBe(true);
+}
+
 /** How long `promise` takes to settle, and its rejection. */
 async function timed(promise: Promise<unknown>): Promise<{ ms: number; error: unknown }> {
   const started = Date.now();
@@ -280,5 +286,26 @@ describe.skipIf(!target.url)(
       expect(Date.now() - started).toBeLessThan(3_000);
       await expect(store.load('r')).rejects.toThrow(/^PostgresStore\.load: the store is closed$/);
     });
+
+    it('watch: a listening connection cut by the network is made again, and the listeners are called once (they may have missed a notification); later notifications arrive', async () => {
+      const { store, proxy, schema } = await faultyStore();
+      let calls = 0;
+      const stop = await store.watch(() => {
+        calls++;
+      });
+      const other = new PostgresStore(url, { schema });
+      cleanups.push(() => other.close());
+      await other.save('r', { ...write(0), status: 'awaiting_approval', agent: 'refunds' }, 0);
+      await until(() => calls === 1);
+      proxy.cut(); // the listening connection is gone; the store makes another after a pause
+      await until(() => calls === 2);
+      await other.queueDecision(
+        'r',
+        { decisions: { 'r:1#1': { approve: true } }, by: 'a', at: new Date().toISOString() },
+        1,
+      );
+      await until(() => calls === 3);
+      await stop();
+    }, 15_000);
   },
 );

@@ -130,6 +130,8 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
       pendingCalls: [],
       pending: null,
       updatedAt: '2026-01-01T00:00:00.000Z',
+      agent: null,
+      decision: null,
     });
   });
 

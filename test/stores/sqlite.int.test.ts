@@ -171,10 +171,46 @@ describe('SqliteStore: migrations', () => {
         pendingCalls: [],
         pending: null,
         updatedAt: '2026-01-01T00:00:00.000Z',
+        agent: null,
+        decision: null,
       },
     ]);
     await store.close();
     expect(migrationRows(path)).toHaveLength(MIGRATIONS.length);
+  });
+
+  it('a database made before workers (version 4) upgrades: its runs have no agent and no decision; the new columns work', async () => {
+    const path = fresh();
+    const old = new Database(path);
+    expect(migrate(old, MIGRATIONS.slice(0, 4))).toBe(4);
+    old
+      .prepare(
+        `INSERT INTO runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at)
+         VALUES ('old', 1, 'running', '{}', 0, NULL, NULL, '2026-01-01T00:00:00.000Z')`,
+      )
+      .run();
+    old.close();
+    const store = SqliteStore.open(path);
+    expect(store.settings.schemaVersion).toBe(5);
+    const run = await store.load('old');
+    expect([run?.agent, run?.decision]).toEqual([null, null]);
+    expect(await store.claimNext({ owner: 'w', leaseMs: 1_000, agents: ['refunds'] })).toBeNull();
+    expect(
+      await store.save(
+        'old',
+        { status: 'running', head: '{}', from: 0, append: [], pendingCalls: [], agent: 'refunds' },
+        1,
+      ),
+    ).toBe(2);
+    expect((await store.list({ agent: 'refunds' })).map((r) => r.runId)).toEqual(['old']);
+    expect((await store.claimNext({ owner: 'w', leaseMs: 1_000, agents: ['refunds'] }))?.run.runId).toBe('old');
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const plan = db
+      .prepare("EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE agent = 'refunds' ORDER BY updated_at, run_id")
+      .all() as { detail: string }[];
+    db.close();
+    expect(plan.map((p) => p.detail).join('; ')).toMatch(/runs_by_agent/);
   });
 
   it('a database made by the schema before leases (version 2) upgrades and keeps its runs; one pending call reads as a list of one', async () => {

@@ -25,6 +25,9 @@ export class CountingStore implements CheckpointStore {
   claim: CheckpointStore['claim'] = (runId, options) => this.inner.claim(runId, options);
   renew: CheckpointStore['renew'] = (lease, ms) => this.inner.renew(lease, ms);
   release: CheckpointStore['release'] = (lease) => this.inner.release(lease);
+  queueDecision: CheckpointStore['queueDecision'] = (runId, decision, v) =>
+    this.inner.queueDecision(runId, decision, v);
+  claimNext: CheckpointStore['claimNext'] = (options) => this.inner.claimNext(options);
   close: CheckpointStore['close'] = () => this.inner.close();
   save: CheckpointStore['save'] = async (runId, write, expectedVersion, lease) => {
     for (const entry of write.append) this.bytes += entry.length;

@@ -8,8 +8,9 @@
  *
  * `head.json`: one line of metadata JSON, a newline, then the head exactly as saved. The
  * metadata holds the pending calls (`pendingCalls`; a head written before runs had several
- * holds `pending`, one call or null, and reads as a list of one or none) and the run's lease
- * record, once it was claimed (lease.ts).
+ * holds `pending`, one call or null, and reads as a list of one or none), the run's lease
+ * record, once it was claimed (lease.ts), its agent's name and a decision recorded for a worker
+ * (`agent`, `decision`: a head written before workers lacks them, and reads as null for both).
  * `journal-<id>.log`: the entries, each `<UTF-8 byte length>:<entry>\n`. Only the first
  * `journalBytes` bytes (recorded in the head) belong to the run: anything after them is the
  * torn tail of a save that crashed before its head was replaced, and is ignored.
@@ -18,8 +19,9 @@ import { createHash } from 'node:crypto';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
+import type { RecordedDecision, RunSummary } from '../../store.js';
 import type { LeaseRecord } from '../leases.js';
-import { pendingCallsOf } from '../rules.js';
+import { pendingCallsOf, pendingFields } from '../rules.js';
 
 /** What the head file records besides the head itself. */
 export interface HeadMeta {
@@ -36,6 +38,16 @@ export interface HeadMeta {
   journalBytes: number;
   /** The run's lease record (times in ms on the store's clock), once it was ever claimed. */
   lease?: LeaseRecord;
+  /** The agent's name (`StoredRun.agent`). */
+  agent: string | null;
+  /** A decision recorded for a worker (`StoredRun.decision`). */
+  decision: RecordedDecision | null;
+}
+
+/** A head's metadata as `list` and `claimNext` give it. */
+export function summaryOf(meta: HeadMeta): RunSummary {
+  const { runId, version, status, pendingCalls, updatedAt, agent, decision } = meta;
+  return { runId, version, status, ...pendingFields(pendingCalls), updatedAt, agent, decision };
 }
 
 const MAX_NAME = 120;
@@ -114,6 +126,12 @@ function metaProblem(meta: (Partial<HeadMeta> & { pending?: unknown }) | null): 
     const lease = leaseProblem(meta.lease);
     if (lease) return lease;
   }
+  if (meta.agent !== undefined && meta.agent !== null && typeof meta.agent !== 'string') {
+    return 'agent is not a string or null';
+  }
+  if (meta.decision !== undefined && meta.decision !== null && !isObject(meta.decision)) {
+    return 'decision is not an object or null';
+  }
   const at = meta.updatedAt;
   if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || new Date(at).toISOString() !== at) {
     return 'updatedAt is not an ISO-8601 time';
@@ -143,6 +161,9 @@ export function decodeHead(text: string, path: string, runId: string | null): { 
   // A head from before runs had several pending calls: its one call (or null) as a list.
   const { pending, ...rest } = meta as HeadMeta & { pending?: unknown };
   if (!('pendingCalls' in meta)) rest.pendingCalls = pendingCallsOf(pending);
+  // A head from before workers: no agent, no decision.
+  rest.agent ??= null;
+  rest.decision ??= null;
   return { meta: rest, head: text.slice(cut + 1) };
 }
 

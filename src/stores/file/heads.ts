@@ -6,7 +6,17 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, StoreUnavailableError, type TollgateError } from '../../errors.js';
-import { damaged, decodeHead, type HeadMeta, runDirName, runIdOfDirName } from './format.js';
+import type { StoredRun } from '../../store.js';
+import {
+  damaged,
+  decodeEntries,
+  decodeHead,
+  type HeadMeta,
+  readPrefix,
+  runDirName,
+  runIdOfDirName,
+  summaryOf,
+} from './format.js';
 
 export const HEAD = 'head.json';
 
@@ -63,6 +73,27 @@ export async function readHead(
     throw damaged(runId, path, `holds run ${JSON.stringify(found.meta.runId)} instead`);
   }
   return found;
+}
+
+/**
+ * The run in `dir` (its head, then the journal's entries it counts), or null when it has none.
+ * A delete (and re-create) between reading the head and its journal shows as a missing
+ * journal: read again. A journal that stays missing is damage.
+ */
+export async function readRun(dir: string, runId: string): Promise<StoredRun | null> {
+  for (let attempt = 0; ; attempt++) {
+    const found = await readHead('load', dir, runId);
+    if (!found) return null;
+    const { meta, head } = found;
+    const journal = join(dir, meta.journal);
+    try {
+      const bytes = meta.journalBytes === 0 ? Buffer.alloc(0) : await readPrefix(journal, meta.journalBytes, runId);
+      return { ...summaryOf(meta), head, entries: decodeEntries(bytes, meta.entries, journal, runId) };
+    } catch (error) {
+      if (code(error) !== 'ENOENT') throw error;
+      if (attempt >= 10) throw damaged(runId, journal, 'is missing', error);
+    }
+  }
 }
 
 /**

@@ -10,8 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LeaseRecord } from '../leases.js';
-import { damaged, leaseProblem, replaceFile, syncDir } from './format.js';
-import { type HeadRead, ioFault } from './heads.js';
+import { damaged, encodeHead, leaseProblem, replaceFile, runDirName, syncDir } from './format.js';
+import { HEAD, type HeadRead, ioFault, readHead } from './heads.js';
+import { withLock } from './lock.js';
 
 export const LEASE = 'lease.json';
 
@@ -63,4 +64,28 @@ export async function currentLease(
 ): Promise<LeaseRecord | null> {
   if (found) return found.meta.lease ?? null;
   return readLeaseFile(call, dir, runId);
+}
+
+/**
+ * Under the run's lock: reads its lease record and writes what `decide` makes of it (nothing
+ * for null) where it lives, the head or `lease.json`. The head is rewritten as it was, with
+ * the new record: its version and `updatedAt` do not change. @returns what `decide` returned.
+ */
+export function changeLease(
+  room: { runs: string; lock: string; lockTimeoutMs: number },
+  call: string,
+  runId: string,
+  decide: (current: LeaseRecord | null) => LeaseRecord | null,
+): Promise<LeaseRecord | null> {
+  const dir = join(room.runs, runDirName(runId));
+  return withLock(join(dir, room.lock), room.lockTimeoutMs, async () => {
+    const found = await readHead(call, dir, runId);
+    const next = decide(await currentLease(call, dir, runId, found));
+    if (!next) return null;
+    if (found) {
+      const head = encodeHead({ ...found.meta, lease: next }, found.head);
+      await replaceFile(join(dir, HEAD), dir, head, randomUUID());
+    } else await writeLeaseFile(dir, room.runs, runId, next);
+    return next;
+  });
 }

@@ -53,6 +53,16 @@ export class Connections {
   }
 
   /**
+   * A connection of its own for a long-lived use (`LISTEN`): out of the pool until the caller
+   * releases it (`release(true)`: it is closed, not pooled again), heard when it fails.
+   */
+  async acquire(call: string): Promise<PoolClient> {
+    const client = await this.#connect(call);
+    this.listen(client);
+    return client;
+  }
+
+  /**
    * A connection dropped mid-query fails the query and also emits 'error' on its client, which
    * the pool listens to only while the client is idle: unheard, that event kills the process.
    * The failed query already carries the error to the caller, so the event needs no action.

@@ -92,11 +92,24 @@ async function addPendingExpiry(client: Sql, s: string): Promise<void> {
   );
 }
 
+/**
+ * Workers: `agent` (the agent's name, null for runs saved without one) and `decision` (a
+ * recorded decision as JSON text, like `pending`: jsonb would refuse some strings; null when
+ * none). Existing rows get null for both. `claimNext` and `list({ agent })` read the runs of
+ * some agents oldest first.
+ */
+async function addAgentAndDecision(client: Sql, s: string): Promise<void> {
+  await client.query(`
+    ALTER TABLE ${s}.runs ADD COLUMN agent text, ADD COLUMN decision text;
+    CREATE INDEX runs_by_agent ON ${s}.runs (agent, updated_at, run_id COLLATE "C");`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
   { version: 3, name: 'leases', up: createLeases },
   { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
+  { version: 5, name: 'agent and decision', up: addAgentAndDecision },
 ];
 
 /** The schema version this code writes and reads. */

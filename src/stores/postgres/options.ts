@@ -1,4 +1,25 @@
 /** What a `PostgresStore` can be given besides its connection: every option, with its default. */
+import { OptionsError } from '../../errors.js';
+import { showValue } from '../../option-keys.js';
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/**
+ * Checks `schema` and `maxConnections`. @returns the schema's name (an identifier, so safe to
+ * quote and to put in a literal). @throws OptionsError naming the option and the bad value.
+ */
+export function checkPoolOptions(call: string, o: PostgresStoreOptions): string {
+  const schema = o.schema ?? 'tollgate';
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+    throw new OptionsError(
+      `${call}: schema must be an identifier (letters, digits, _; at most 63), got ${showValue(schema)}`,
+    );
+  }
+  if (o.maxConnections !== undefined && !(Number.isSafeInteger(o.maxConnections) && o.maxConnections >= 1)) {
+    throw new OptionsError(`${call}: maxConnections must be a whole number ≥ 1, got ${showValue(o.maxConnections)}`);
+  }
+  return schema;
+}
 
 export interface PostgresStoreOptions {
   /**

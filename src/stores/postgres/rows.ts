@@ -1,7 +1,8 @@
 /** The rows the Postgres store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
-import type { RunSummary } from '../../store.js';
-import type { LeaseRecord } from '../leases.js';
+import type { Lease, RunSummary } from '../../store.js';
+import { fenceRecord, type LeaseRecord } from '../leases.js';
+import { decisionOf } from '../queue.js';
 import { pendingCallsOf, pendingFields } from '../rules.js';
 
 export interface RunRow {
@@ -10,6 +11,8 @@ export interface RunRow {
   status: Status;
   pending: string | null;
   updated_at: Date;
+  agent: string | null;
+  decision: string | null;
 }
 
 /** A lease row; `token` as text (a bigint). */
@@ -23,6 +26,10 @@ export interface LeaseRow {
 export interface RefusalRow {
   version: number | null;
   entry_count: number | null;
+  status: Status | null;
+  agent: string | null;
+  /** Whether a decision is recorded. */
+  decided: boolean | null;
   token: string | null;
   owner: string | null;
   expires_at: Date | null;
@@ -37,10 +44,23 @@ export function summaryOf(row: RunRow): RunSummary {
     status: row.status,
     ...pendingFields(pendingCallsOf(row.pending === null ? null : JSON.parse(row.pending))),
     updatedAt: row.updated_at.toISOString(),
+    agent: row.agent,
+    decision: decisionOf(row.decision),
   };
 }
 
 /** A lease row as the shared lease rules take it. */
 export function recordOf(row: LeaseRow): LeaseRecord {
   return { token: Number(row.token), owner: row.owner, expiresAt: row.expires_at?.getTime() ?? null };
+}
+
+/** The lease error a refused write gets (the rules of leases.ts, on what the store holds now), or null. */
+export function fenceError(call: string, runId: string, why: RefusalRow, lease: Lease | undefined): Error | null {
+  const current = why.token === null ? null : recordOf(why as LeaseRow);
+  try {
+    fenceRecord(call, runId, current, lease, why.now.getTime());
+    return null;
+  } catch (error) {
+    return error as Error;
+  }
 }

@@ -4,8 +4,9 @@
  * $1 run id, $2 status, $3 head, $4 `from` (entries already stored), $5 the appended entries
  * (text[]), $6 pending calls (a JSON array as text, or null), $7 the store's now (null: the
  * database's clock), $8 the earliest expiry of the pending calls (or null), $9 the lease's token
- * (null: a save without a lease), $10 the lease's length in ms, and for an update $11 the
- * expected version.
+ * (null: a save without a lease), $10 the lease's length in ms, $11 the agent's name (null:
+ * keep the stored one), and for an update $12 the expected version. A save clears a recorded
+ * decision, and one without a lease (so the run has no live lease after it) notifies watchers.
  *
  * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
@@ -19,7 +20,7 @@ export interface Statements {
   updateRun: string;
   /** Why a write matched nothing: the run's version and entry count, its lease, and now ($2: the store's now). */
   refusal: string;
-  /** Summaries by status ($1, null for all) and expiry ($3, null for all; $4 the store's now), oldest update first, at most $2. */
+  /** Summaries by status ($1, null for all), agent ($5, null for all) and expiry ($3, null for all; $4 the store's now), oldest update first, at most $2. */
   list: string;
   /** Deletes a run (at version $2, unless null) if the lease allows (token $3, now $4); its entries go by ON DELETE CASCADE. */
   delete: string;
@@ -29,20 +30,41 @@ export interface Statements {
   lease: string;
   /** Renews run $1's lease if token $2 is current, to now ($3) + $4 ms; returns the lease, or no row. */
   renew: string;
-  /** Releases run $1's lease if token $2 is current; one row changed, or none. */
+  /** Releases run $1's lease if token $2 is current, and notifies watchers; one row, or none. */
   release: string;
+  /**
+   * Records decision $2 (JSON text) on run $1 at version $3 (now $4) if it awaits approval,
+   * holds no decision and no live lease: version + 1, and watchers notified; returns the version, or no row.
+   */
+  queue: string;
+  /**
+   * Claims the oldest runnable run of agents $3 (text[]) whose lease is free, but runs $5
+   * (text[]), for owner $1 for $2 ms (now $4); returns it with the new lease, the run without a
+   * lease when another claim took it first or a writer holds its lease row (try again, without
+   * it), or no row when none is runnable.
+   */
+  claimNext: string;
 }
+
+/** The channel every store's watchers listen on; the payload is the schema's name. */
+export const CHANNEL = 'tollgate_runnable';
 
 /** The store's now: the injected clock's (`$n`), else the database's, to the millisecond like every other store's. */
 const nowOf = (param: string) => `COALESCE(${param}::timestamptz, date_trunc('milliseconds', clock_timestamp()))`;
 const ms = (param: string) => `(${param}::integer * interval '1 millisecond')`;
 
-export function statements(s: string): Statements {
+/** `s`: the quoted schema name; `schema`: the name itself (an identifier: safe in a literal). */
+export function statements(s: string, schema: string): Statements {
   const now = nowOf('$7');
+  // After a commit, every listening store of this schema hears it (NOTIFY is transactional).
+  const notify = `(SELECT pg_notify('${CHANNEL}', '${schema}'))::text`;
+  const runnable = (at: string) => `(r.status = 'running' OR (r.status = 'awaiting_approval'
+          AND (r.decision IS NOT NULL OR r.pending_expires_at <= ${at})))`;
   // The lease check of a write, evaluated once the lease row is locked (FOR UPDATE returns its
   // newest version): a claim waits for this statement to commit, and this statement for a claim
   // in progress, so the check and the write are one atomic step. Lease row first, then the run:
-  // every statement locks in this order, so two never deadlock.
+  // every statement locks in this order (claimNext locks the run first, but never waits for a
+  // lease row), so two never deadlock.
   const fence = (token: string, at: string) => `l AS (
         SELECT token, owner, expires_at FROM ${s}.leases WHERE run_id = $1 FOR UPDATE
       ), ok AS (
@@ -58,34 +80,36 @@ export function statements(s: string): Statements {
   const extend = `n AS (UPDATE ${s}.leases SET expires_at = GREATEST(expires_at, ${now} + ${ms('$10')})
       WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
   return {
-    load: `SELECT r.run_id, r.version, r.status, r.head, r.entry_count, r.pending, r.updated_at,
+    load: `SELECT r.run_id, r.version, r.status, r.head, r.entry_count, r.pending, r.updated_at, r.agent, r.decision,
               COALESCE((SELECT array_agg(e.body ORDER BY e.idx) FROM ${s}.entries e WHERE e.run_id = r.run_id),
                        '{}') AS entries
          FROM ${s}.runs r WHERE r.run_id = $1`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
-        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at)
-        SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now} FROM ok
+        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
+        SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now}, $11::text FROM ok
         ON CONFLICT (run_id) DO NOTHING
         RETURNING run_id, version
       ), ${append}, ${extend}
-      SELECT version FROM r`,
+      SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified FROM r`,
     // A concurrent writer waits for this row's lock, then re-checks the WHERE on the new row
     // version (READ COMMITTED): it matches nothing, and gets a conflict.
     updateRun: `WITH ${fence('$9', now)}, r AS (
         UPDATE ${s}.runs
            SET version = version + 1, status = $2, head = $3, entry_count = entry_count + cardinality($5::text[]),
-               pending = $6, pending_expires_at = $8::timestamptz, updated_at = ${now}
-         WHERE run_id = $1 AND version = $11 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
+               pending = $6, pending_expires_at = $8::timestamptz, updated_at = ${now},
+               agent = COALESCE($11::text, agent), decision = NULL
+         WHERE run_id = $1 AND version = $12 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
+           AND ($11::text IS NULL OR agent IS NULL OR agent = $11::text)
         RETURNING run_id, version
       ), ${append}, ${extend}
-      SELECT version FROM r`,
-    refusal: `SELECT r.version, r.entry_count, l.token::text AS token, l.owner, l.expires_at, ${nowOf('$2')} AS now
+      SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified FROM r`,
+    refusal: `SELECT r.version, r.entry_count, r.status, r.agent, r.decision IS NOT NULL AS decided, l.token::text AS token, l.owner, l.expires_at, ${nowOf('$2')} AS now
          FROM (SELECT 1) AS one
          LEFT JOIN ${s}.runs r ON r.run_id = $1
          LEFT JOIN ${s}.leases l ON l.run_id = $1`,
     // COLLATE "C": code-point order, the same on every server whatever its locale.
-    list: `SELECT run_id, version, status, pending, updated_at FROM ${s}.runs
-        WHERE ($1::text IS NULL OR status = $1)
+    list: `SELECT run_id, version, status, pending, updated_at, agent, decision FROM ${s}.runs
+        WHERE ($1::text IS NULL OR status = $1) AND ($5::text IS NULL OR agent = $5)
           AND ($3::boolean IS NULL
                OR $3 = (pending_expires_at IS NOT NULL AND pending_expires_at <= ${nowOf('$4')}))
         ORDER BY updated_at, run_id COLLATE "C" LIMIT $2`,
@@ -104,7 +128,42 @@ export function statements(s: string): Statements {
     renew: `UPDATE ${s}.leases SET expires_at = ${nowOf('$3')} + ${ms('$4')}
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL
         RETURNING token::text AS token, owner, expires_at`,
-    release: `UPDATE ${s}.leases SET owner = NULL, expires_at = NULL
-        WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL`,
+    release: `WITH u AS (UPDATE ${s}.leases SET owner = NULL, expires_at = NULL
+        WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL RETURNING 1)
+      SELECT ${notify} AS notified FROM u`,
+    // The lease row first, then the run, as every write: the fence of a write without a lease.
+    queue: `WITH ${fence('NULL', nowOf('$4'))}, r AS (
+        UPDATE ${s}.runs SET version = version + 1, decision = $2, updated_at = ${nowOf('$4')}
+         WHERE run_id = $1 AND version = $3 AND status = 'awaiting_approval' AND decision IS NULL
+           AND EXISTS (SELECT 1 FROM ok)
+        RETURNING version
+      )
+      SELECT version, ${notify} AS notified FROM r`,
+    // c: the oldest runnable run whose lease is free, its row locked; rows other workers have
+    // locked are skipped (SKIP LOCKED), so racing workers take different runs without waiting.
+    // held: its lease row, locked too, without waiting: a writer that holds it (a save, a
+    // decision) is about to change the run; waiting for it while holding the run's row could
+    // deadlock with that writer, which locks the lease first. k: the claim, with the rule of
+    // `claim`, checked on the newest lease row: at most one claimer wins a run.
+    claimNext: `WITH c AS MATERIALIZED (
+        SELECT r.run_id, r.version, r.status, r.pending, r.updated_at, r.agent, r.decision
+          FROM ${s}.runs r LEFT JOIN ${s}.leases l ON l.run_id = r.run_id
+         WHERE r.agent = ANY ($3::text[]) AND r.run_id <> ALL ($5::text[]) AND ${runnable(nowOf('$4'))}
+           AND (l.owner IS NULL OR l.expires_at <= ${nowOf('$4')})
+         ORDER BY r.updated_at, r.run_id COLLATE "C"
+         LIMIT 1
+           FOR UPDATE OF r SKIP LOCKED
+      ), held AS MATERIALIZED (
+        SELECT l.run_id FROM ${s}.leases l JOIN c ON l.run_id = c.run_id FOR UPDATE OF l SKIP LOCKED
+      ), k AS (
+        INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at)
+        SELECT c.run_id, 1, $1, ${nowOf('$4')} + ${ms('$2')} FROM c
+         WHERE EXISTS (SELECT 1 FROM held) OR NOT EXISTS (SELECT 1 FROM ${s}.leases x WHERE x.run_id = c.run_id)
+        ON CONFLICT (run_id) DO UPDATE
+           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at
+         WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')}
+        RETURNING run_id, token::text AS token, owner, expires_at
+      )
+      SELECT c.*, k.token, k.owner, k.expires_at FROM c LEFT JOIN k ON k.run_id = c.run_id`,
   };
 }

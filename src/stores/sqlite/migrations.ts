@@ -72,11 +72,24 @@ function addPendingExpiry(db: Database): void {
   for (const row of rows) set.run(earliestExpiry(pendingCallsOf(JSON.parse(row.pending))), row.run_id);
 }
 
+/**
+ * Workers: `agent` (the agent's name, null for runs saved without one) and `decision` (a
+ * recorded decision as JSON text, or null). Existing rows get null for both. `claimNext` and
+ * `list({ agent })` read runs of some agents oldest first.
+ */
+function addAgentAndDecision(db: Database): void {
+  db.exec(`
+    ALTER TABLE runs ADD COLUMN agent TEXT;
+    ALTER TABLE runs ADD COLUMN decision TEXT;
+    CREATE INDEX runs_by_agent ON runs (agent, updated_at, run_id);`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
   { version: 3, name: 'leases', up: createLeases },
   { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
+  { version: 5, name: 'agent and decision', up: addAgentAndDecision },
 ];
 
 /** The schema version this code writes and reads. */
@@ -128,4 +141,23 @@ export function migrate(db: Database, migrations: readonly Migration[] = MIGRATI
   });
   apply.immediate();
   return latest;
+}
+
+/** A connection's settings as SQLite reports them, and the schema version of the file. */
+export interface SqliteSettings {
+  journalMode: string;
+  synchronous: string;
+  busyTimeoutMs: number;
+  schemaVersion: number;
+}
+
+/** What `SqliteStore.settings` shows. */
+export function settingsOf(db: Database): SqliteSettings {
+  const level = db.pragma('synchronous', { simple: true }) as number;
+  return {
+    journalMode: db.pragma('journal_mode', { simple: true }) as string,
+    synchronous: ['OFF', 'NORMAL', 'FULL', 'EXTRA'][level] ?? String(level),
+    busyTimeoutMs: db.pragma('busy_timeout', { simple: true }) as number,
+    schemaVersion: (db.prepare('SELECT max(version) FROM tollgate_migrations').pluck().get() as number) ?? 0,
+  };
 }

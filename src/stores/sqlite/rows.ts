@@ -1,7 +1,9 @@
 /** The rows the SQLite store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
-import type { RunSummary } from '../../store.js';
+import { CheckpointError } from '../../errors.js';
+import type { RunSummary, StoredRun } from '../../store.js';
 import type { LeaseRecord } from '../leases.js';
+import { decisionOf } from '../queue.js';
 import { pendingCallsOf, pendingFields } from '../rules.js';
 
 export interface RunRow {
@@ -12,6 +14,8 @@ export interface RunRow {
   entry_count: number;
   pending: string | null;
   updated_at: string;
+  agent: string | null;
+  decision: string | null;
 }
 
 export interface LeaseRow {
@@ -27,8 +31,22 @@ export const summary = (row: Omit<RunRow, 'head' | 'entry_count'>): RunSummary =
   status: row.status,
   ...pendingFields(pendingCallsOf(row.pending === null ? null : JSON.parse(row.pending))),
   updatedAt: row.updated_at,
+  agent: row.agent,
+  decision: decisionOf(row.decision),
 });
 
 /** A lease row as the shared lease rules take it (null: no row). */
 export const recordOf = (row: LeaseRow | undefined): LeaseRecord | null =>
   row ? { token: row.token, owner: row.owner, expiresAt: row.expires_at } : null;
+
+/** A run row and its entries as `load` gives them. @throws CheckpointError when the row counts other entries than there are. */
+export function storedRun(path: string, row: RunRow, bodies: string[]): StoredRun {
+  if (bodies.length !== row.entry_count) {
+    throw new CheckpointError(
+      `sqlite: run ${JSON.stringify(row.run_id)} in ${path} is damaged: it has ${bodies.length} entries, not ${row.entry_count}`,
+      undefined,
+      { runId: row.run_id },
+    );
+  }
+  return { ...summary(row), head: row.head, entries: bodies };
+}

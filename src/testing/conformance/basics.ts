@@ -26,6 +26,8 @@ export const basicCases: ConformanceCase[] = [
           head: '{"n":1}',
           entries: first,
           pendingCalls: [],
+          agent: null,
+          decision: null,
         });
 
         const more = entries(2, 3);
@@ -43,6 +45,8 @@ export const basicCases: ConformanceCase[] = [
           head: '{"n":2}',
           entries: [...first, ...more],
           pendingCalls: [pending],
+          agent: null,
+          decision: null,
         });
 
         // What load returns is the caller's copy.
@@ -62,6 +66,8 @@ export const basicCases: ConformanceCase[] = [
           head: '{"n":3}',
           entries: [...first, ...more],
           pendingCalls: [],
+          agent: null,
+          decision: null,
         });
       }),
   },
@@ -156,6 +162,8 @@ export const basicCases: ConformanceCase[] = [
           head: write().head,
           entries: fresh,
           pendingCalls: [],
+          agent: null,
+          decision: null,
         });
       }),
   },

@@ -1,7 +1,7 @@
 /** Two OS processes racing saves on one run, and claims on many: optimistic concurrency and leases, for real. */
 import assert from 'node:assert/strict';
-import { withStore } from './fixtures.js';
-import type { ClaimRaceReport, ConformanceCase, SaveRaceReport, WriterProcess } from './types.js';
+import { withStore, write } from './fixtures.js';
+import type { ClaimNextRaceReport, ClaimRaceReport, ConformanceCase, SaveRaceReport, WriterProcess } from './types.js';
 
 const SAVES = 30;
 const ENTRIES_PER_SAVE = 2;
@@ -110,6 +110,35 @@ export const processCases: ConformanceCase[] = [
           CLAIMED_RUNS,
           'every save without a lease by the losing process was refused',
         );
+      }),
+  },
+  {
+    name: 'two processes race claimNext over the same runnable runs: each run is taken by exactly one of them, once',
+    requires: ['crossProcess'],
+    timeoutMs: 60_000,
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const runIds = Array.from({ length: CLAIMED_RUNS }, (_, i) => `next-${String(i).padStart(2, '0')}`);
+        for (const runId of runIds) await store.save(runId, write({ agent: 'refunds' }), 0);
+        await store.save('other-agent', write({ agent: 'billing' }), 0);
+        const writers = ['A', 'B'].map((writer) =>
+          ctx.spawnWriter!(store, { kind: 'claimNext', writer, agents: ['refunds'], leaseMs: 60_000 }),
+        );
+        const reports = (await raceAll(writers)) as ClaimNextRaceReport[];
+        const taken = reports.flatMap((r) => r.taken.map((t) => t.runId));
+        assert.deepEqual([...taken].sort(), runIds, 'every run was taken, none twice');
+        for (const r of reports) {
+          assert.deepEqual(
+            r.taken.map((t) => t.token),
+            r.taken.map(() => 1),
+          );
+          // Each process took its runs oldest first.
+          assert.deepEqual(
+            r.taken.map((t) => t.runId),
+            [...r.taken.map((t) => t.runId)].sort(),
+          );
+        }
+        assert.equal(await store.claimNext({ owner: 'parent', leaseMs: 1_000, agents: ['refunds'] }), null);
       }),
   },
 ];

@@ -36,8 +36,16 @@ export interface ClaimRaceJob {
   leaseMs: number;
 }
 
-/** What another process is asked to do: race saves (the default) or claims. */
-export type WriterJob = SaveRaceJob | ClaimRaceJob;
+/** One process in the cross-process `claimNext` race: take runs of `agents` until none is left. */
+export interface ClaimNextRaceJob {
+  kind: 'claimNext';
+  writer: string;
+  agents: string[];
+  leaseMs: number;
+}
+
+/** What another process is asked to do: race saves (the default), claims, or `claimNext`. */
+export type WriterJob = SaveRaceJob | ClaimRaceJob | ClaimNextRaceJob;
 
 /** What a save racer reports: the versions it won (with the entries each appended) and its conflicts. */
 export interface SaveRaceReport {
@@ -55,8 +63,14 @@ export interface ClaimRaceReport {
   refusedSaves: number;
 }
 
+/** What a `claimNext` racer reports: the runs it took, with their tokens, in the order it took them. */
+export interface ClaimNextRaceReport {
+  writer: string;
+  taken: { runId: string; token: number }[];
+}
+
 /** What a writer process reports. */
-export type WriterReport = SaveRaceReport | ClaimRaceReport;
+export type WriterReport = SaveRaceReport | ClaimRaceReport | ClaimNextRaceReport;
 
 /** A writer running in another process: opened its store (`ready`), waits for `go()`, then races. */
 export interface WriterProcess {

@@ -11,13 +11,15 @@
  *
  * The parent starts it with `spawnNodeWriter({ script, spec, job })`: the child reads
  * `{ spec, job }` from its first stdin line, opens its store, prints `ready`, waits for `go`,
- * races (`raceSaves`, or `raceClaims` for a job of kind `'claims'`), prints its report as one
+ * races (`raceSaves`, `raceClaims` for a job of kind `'claims'`, `raceClaimNext` for `'claimNext'`), prints its report as one
  * JSON line, and exits.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { CheckpointStore, Lease, RunWrite } from '../../store.js';
 import type {
+  ClaimNextRaceJob,
+  ClaimNextRaceReport,
   ClaimRaceJob,
   ClaimRaceReport,
   SaveRaceJob,
@@ -97,6 +99,16 @@ export async function raceClaims(store: CheckpointStore, job: ClaimRaceJob): Pro
   return report;
 }
 
+/** Takes runs with `claimNext` as owner `job.writer` until it gives null. */
+export async function raceClaimNext(store: CheckpointStore, job: ClaimNextRaceJob): Promise<ClaimNextRaceReport> {
+  const report: ClaimNextRaceReport = { writer: job.writer, taken: [] };
+  const options = { owner: job.writer, leaseMs: job.leaseMs, agents: job.agents };
+  for (let next = await store.claimNext(options); next; next = await store.claimNext(options)) {
+    report.taken.push({ runId: next.run.runId, token: next.lease.token });
+  }
+  return report;
+}
+
 /** The child's side of `spawnNodeWriter`: open a store from the spec, race, report. */
 export async function serveWriter(open: (spec: any) => CheckpointStore | Promise<CheckpointStore>): Promise<void> {
   const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
@@ -106,7 +118,12 @@ export async function serveWriter(open: (spec: any) => CheckpointStore | Promise
   try {
     process.stdout.write('ready\n');
     if ((await next()) !== 'go') throw new Error('writer: expected "go" on stdin');
-    const report = job.kind === 'claims' ? await raceClaims(store, job) : await raceSaves(store, job);
+    const report =
+      job.kind === 'claims'
+        ? await raceClaims(store, job)
+        : job.kind === 'claimNext'
+          ? await raceClaimNext(store, job)
+          : await raceSaves(store, job);
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } finally {
     await store.close();

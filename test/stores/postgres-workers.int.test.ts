@@ -1,0 +1,184 @@
+// PostgresStore for workers against the real server at TOLLGATE_PG_URL: the upgrade of a
+// database made before them, claimNext raced by many stores (each its own pool) while a writer
+// saves the same runs, and watch across stores by LISTEN/NOTIFY. Without a server the whole
+// file is skipped, saying why.
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { RunWrite } from '../../src/index.js';
+import { MIGRATIONS, migrate } from '../../src/stores/postgres/migrations.js';
+import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
+import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
+
+const target = await postgresTarget();
+const url = target.url ?? '';
+const schemas: string[] = [];
+const stores: PostgresStore[] = [];
+
+function open(schema: string): PostgresStore {
+  if (!schemas.includes(schema)) schemas.push(schema);
+  const store = new PostgresStore(url, { schema, maxConnections: 3 });
+  stores.push(store);
+  return store;
+}
+
+const write = (extra: Partial<RunWrite> = {}): RunWrite => ({
+  status: 'running',
+  head: '{"head":true}',
+  from: 0,
+  append: [],
+  pendingCalls: [],
+  ...extra,
+});
+
+const decision = { decisions: { 'r:1#1': { approve: true } }, by: 'alice', at: '2026-01-01T00:01:00.000Z' };
+
+/** Resolves once `done()` holds (a notification arrives after a commit, over the network). */
+async function until(done: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 5_000;
+  while (!done()) {
+    if (Date.now() > end) throw new Error(`${what} was not seen within 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  if (target.url) for (const schema of schemas) await dropSchema(url, schema);
+});
+
+describe.skipIf(!target.url)(
+  `PostgresStore workers ${target.skipReason ? `(skipped: ${target.skipReason})` : ''}`,
+  () => {
+    it('a database made before workers (version 4) upgrades: its runs have no agent and no decision; claimNext uses the new index', async () => {
+      const schema = freshSchema('workers_upgrade');
+      schemas.push(schema);
+      const old = new pg.Client({ connectionString: url });
+      await old.connect();
+      try {
+        expect(await migrate(old, schema, MIGRATIONS.slice(0, 4))).toBe(4);
+        const s = `"${schema}"`;
+        await old.query(
+          `INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, updated_at)
+           VALUES ('old', 1, 'running', '{}', 0, NULL, '2026-01-01T00:00:00.000Z')`,
+        );
+        const store = open(schema);
+        expect(await store.migrate()).toBe(SCHEMA_VERSION);
+        expect(SCHEMA_VERSION).toBe(5);
+        const run = await store.load('old');
+        expect([run?.agent, run?.decision]).toEqual([null, null]);
+        expect(await store.claimNext({ owner: 'w', leaseMs: 1_000, agents: ['refunds'] })).toBeNull();
+        expect(await store.save('old', write({ agent: 'refunds' }), 1)).toBe(2);
+        await expect(store.save('old', write({ agent: 'billing' }), 2)).rejects.toMatchObject({
+          name: 'OptionsError',
+          message: expect.stringMatching(/belongs to agent "refunds"/),
+        });
+        expect((await store.load('old'))?.version).toBe(2);
+        expect((await store.claimNext({ owner: 'w', leaseMs: 1_000, agents: ['refunds'] }))?.run.runId).toBe('old');
+        const { rows } = await old.query(
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_by_agent'`,
+          [schema],
+        );
+        expect(rows[0]?.indexdef).toMatch(/\(agent, updated_at, run_id COLLATE "C"\)/);
+      } finally {
+        await old.end();
+      }
+    });
+
+    it('many stores race claimNext while another saves the same runs without a lease: each run is taken once, no deadlock, no other error', async () => {
+      const schema = freshSchema('workers_race');
+      const runIds = Array.from({ length: 60 }, (_, i) => `run-${String(i).padStart(2, '0')}`);
+      const setup = open(schema);
+      for (const runId of runIds) await setup.save(runId, write({ agent: 'refunds' }), 0);
+      const claimers = Array.from({ length: 5 }, () => open(schema));
+      const writer = open(schema);
+      let stop = false;
+      const refused: string[] = [];
+      // Saves without a lease on the runs, oldest first, as a submitter or an approver might.
+      const writing = (async () => {
+        for (let round = 0; !stop; round++) {
+          const runId = runIds[round % runIds.length] as string;
+          const version = (await writer.load(runId))?.version ?? 1;
+          try {
+            await writer.save(runId, write({ head: `{"round":${round}}` }), version);
+          } catch (error) {
+            const name = (error as Error).name;
+            if (name !== 'RunBusyError' && name !== 'ConflictError') throw error;
+            refused.push(name);
+          }
+        }
+      })();
+      const taken = await Promise.all(
+        claimers.map(async (store, i) => {
+          const mine: string[] = [];
+          const options = { owner: `worker-${i}`, leaseMs: 60_000, agents: ['refunds'] };
+          for (let next = await store.claimNext(options); next; next = await store.claimNext(options)) {
+            mine.push(next.run.runId);
+          }
+          return mine;
+        }),
+      );
+      stop = true;
+      await writing;
+      expect(taken.flat().sort()).toEqual(runIds);
+      // The race was real: more than one worker took runs.
+      expect(taken.filter((mine) => mine.length > 0).length).toBeGreaterThan(1);
+      expect(refused.length).toBeGreaterThan(0);
+    }, 60_000);
+
+    it('claimNext does not wait for a lease row another writer has locked (it would deadlock with that writer, which locks the run next): it passes the run by and takes the next', async () => {
+      const schema = freshSchema('workers_locked');
+      const store = open(schema);
+      await store.save('r', write({ agent: 'refunds' }), 0);
+      await store.release(await store.claim('r', { owner: 'w', leaseMs: 60_000 })); // a lease row, free
+      await store.save('newer', write({ agent: 'refunds' }), 0);
+      const writer = new pg.Client({ connectionString: url });
+      await writer.connect();
+      try {
+        // As a save or a decision does: the lease row first, then (later) the run.
+        await writer.query('BEGIN');
+        await writer.query(`SELECT 1 FROM "${schema}".leases WHERE run_id = 'r' FOR UPDATE`);
+        const claiming = store.claimNext({ owner: 'x', leaseMs: 60_000, agents: ['refunds'] });
+        let timer: NodeJS.Timeout | undefined;
+        const waited = new Promise((resolve) => {
+          timer = setTimeout(() => resolve('waited'), 5_000);
+        });
+        const next = (await Promise.race([claiming, waited])) as Awaited<typeof claiming> | 'waited';
+        expect(next === 'waited' ? next : next?.run.runId).toBe('newer');
+        clearTimeout(timer);
+        await writer.query(`UPDATE "${schema}".runs SET updated_at = updated_at WHERE run_id = 'r'`);
+        await writer.query('COMMIT');
+      } finally {
+        await writer.end();
+      }
+      expect((await store.claimNext({ owner: 'x', leaseMs: 60_000, agents: ['refunds'] }))?.lease.token).toBe(2);
+    });
+
+    it('watch hears other stores of the schema (a save without a lease, a decision, a release), not other schemas; stop and close end it', async () => {
+      const schema = freshSchema('workers_watch');
+      const watcher = open(schema);
+      const other = open(schema);
+      const elsewhere = open(freshSchema('workers_other'));
+      let calls = 0;
+      const stop = await watcher.watch(() => {
+        calls++;
+      });
+      await elsewhere.save('x', write({ agent: 'refunds' }), 0);
+      await other.save('r', write({ status: 'awaiting_approval', agent: 'refunds' }), 0);
+      await until(() => calls >= 1, 'a save from another store');
+      // Commits reach the listening connection in order: the other schema's came first and was ignored.
+      expect(calls).toBe(1);
+      await other.queueDecision('r', decision, 1);
+      await until(() => calls >= 2, 'a decision from another store');
+      const lease = await other.claim('r', { owner: 'w', leaseMs: 60_000 });
+      await other.save('r', write({ from: 0, status: 'running' }), 2, lease); // holds a live lease: no call
+      expect(await other.release(lease)).toBe(true);
+      await until(() => calls >= 3, 'a release from another store');
+      expect(calls).toBe(3);
+      await stop();
+      await watcher.close();
+      await other.save('r', write(), 3);
+      // The watcher's connection is gone: closing it did not wait for it, and nothing hangs.
+      await expect(watcher.watch(() => {})).rejects.toMatchObject({ name: 'UserError' });
+    });
+  },
+);
