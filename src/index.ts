@@ -36,10 +36,12 @@ export {
 } from './history.js';
 export {
   type CheckpointStore,
+  type ClaimNextOptions,
   type ClaimOptions,
   checkLimit,
   type Lease,
   type ListOptions,
+  type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
@@ -104,6 +106,7 @@ export type {
   Json,
   JsonObject,
   Limits,
+  LoadOptions,
   PendingCall,
   Policy,
   PolicyContext,

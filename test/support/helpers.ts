@@ -75,6 +75,8 @@ export function mortal<S extends CheckpointStore>(store: S): { store: Checkpoint
       claim: alive((id, o) => store.claim(id, o)),
       renew: alive((l, ms) => store.renew(l, ms)),
       release: alive((l) => store.release(l)),
+      queueDecision: alive((id, d, v) => store.queueDecision(id, d, v)),
+      claimNext: alive((o) => store.claimNext(o)),
       close: () => store.close(),
     },
     die: () => {
