@@ -45,6 +45,14 @@ class MissingStore implements CheckpointStore {
   async release(): Promise<boolean> {
     return false;
   }
+  async queueDecision(runId: string): Promise<number> {
+    throw new RunNotFoundError(`queueDecision: no run ${JSON.stringify(runId)}: store ${this.path} does not exist`, {
+      runId,
+    });
+  }
+  async claimNext(): Promise<null> {
+    return null;
+  }
   async close(): Promise<void> {}
 }
 

@@ -22,7 +22,7 @@ export function checkQueueStore(call: string, store: unknown): asserts store is 
   }
   if (missing.length > 0) {
     throw new OptionsError(
-      `${call}: store must be a CheckpointStore with ${missing.join(', ')} (the approval queue and claims of Tollgate 0.2)`,
+      `${call}: store must be a CheckpointStore with ${missing.join(', ')} (the approval queue and worker claims)`,
     );
   }
 }
