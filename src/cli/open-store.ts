@@ -45,13 +45,11 @@ class MissingStore implements CheckpointStore {
   async release(): Promise<boolean> {
     return false;
   }
-  async queueDecision(runId: string): Promise<number> {
-    throw new RunNotFoundError(`queueDecision: no run ${JSON.stringify(runId)}: store ${this.path} does not exist`, {
-      runId,
-    });
+  async queueDecision(): Promise<number> {
+    throw new CliUsageError(`store ${this.path} does not exist`);
   }
-  async claimNext(): Promise<null> {
-    return null;
+  async claimNext(): Promise<never> {
+    throw new CliUsageError(`store ${this.path} does not exist`);
   }
   async close(): Promise<void> {}
 }
