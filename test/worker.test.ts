@@ -421,3 +421,65 @@ describe('hostile input: typed errors, nothing stored', () => {
     expect(() => defineAgent({ name: 'x'.repeat(300), policy: def.policy, tools: [] })).toThrow(/at most 256/);
   });
 });
+
+describe('edges', () => {
+  it('a graceful stop with timeoutMs releases what has not settled by then', async () => {
+    const store = new MemoryStore();
+    const slow = recorder('slow', {}, () => new Promise(() => {}));
+    const def = defineAgent({ name: 's', policy: scriptedPolicy([{ tool: 'slow' }]), tools: [slow.tool] });
+    await submitRun(store, { agent: def, goal: 'go', runId: 'a' });
+    const clock = new ManualClock(0);
+    const worker = new Worker({ store, agents: [def], clock });
+    await worker.start();
+    await until(() => slow.calls.length === 1);
+    let stopped = false;
+    const stopping = worker.stop({ timeoutMs: 5_000 }).then(() => {
+      stopped = true;
+    });
+    await until(() => clock.sleepers > 0);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(stopped).toBe(false);
+    expect(await store.claimNext({ owner: 'o', leaseMs: 1000, agents: ['s'] })).toBeNull(); // still held
+    clock.advance(5_000);
+    await stopping;
+    expect(await store.claimNext({ owner: 'o', leaseMs: 1000, agents: ['s'] })).toMatchObject({ run: { runId: 'a' } });
+  });
+
+  it('expireDue skips a run another owner holds, and reports a run it cannot work', async () => {
+    const clock = new ManualClock(Date.parse('2030-01-01T00:00:00Z'));
+    const store = new MemoryStore({ now: () => clock.now() });
+    const mail = recorder('mail', { sideEffect: true });
+    const def = mailing(mail.tool, { clock, approvalTtlMs: 1_000 });
+    for (const runId of ['held', 'free']) await submitRun(store, { agent: def, goal: 'go', runId });
+    await new Worker({ store, agents: [def] }).drain();
+    clock.advance(2_000);
+    await store.claim('held', { owner: 'someone', leaseMs: 60_000 });
+    expect(await expireDue(store, { agents: [def] })).toEqual([{ runId: 'free', status: 'done' }]);
+    await expect(expireDue(store, { agents: [def], leaseMs: 0 })).rejects.toThrow(/leaseMs/);
+    await expect(expireDue(store, { agents: [def], ownr: 'x' } as never)).rejects.toThrow(/did you mean "owner"/);
+  });
+
+  it('Agent.load with a held lease keeps it while the run has work, gives it up when it has none', async () => {
+    const store = new MemoryStore();
+    const mail = recorder('mail', { sideEffect: true });
+    const def = mailing(mail.tool);
+    await submitRun(store, { agent: def, goal: 'go', runId: 'h' });
+    await new Worker({ store, agents: [def] }).drain();
+    // Nothing to do: the lease handed in is released at once.
+    const idle = await store.claim('h', { owner: 'w', leaseMs: 60_000 });
+    const loaded = await Agent.load(store, 'h', { policy: def.policy, tools: [mail.tool], lease: idle });
+    expect(loaded.recordedDecision).toBeNull();
+    const other = await store.claim('h', { owner: 'x', leaseMs: 60_000 }); // free: it was released
+    await store.release(other);
+    // A recorded decision is work: the lease stays until run() settles the run.
+    const id = await pendingId(store, 'h');
+    await recordDecision(store, 'h', { [id]: { approve: true, note: 'go' } }, { by: 'ana' });
+    const lease = await store.claim('h', { owner: 'w', leaseMs: 60_000 });
+    const worker = await Agent.load(store, 'h', { policy: def.policy, tools: [mail.tool], lease });
+    expect(worker.recordedDecision).toMatchObject({ by: 'ana', decisions: { [id]: { approve: true, note: 'go' } } });
+    await expect(store.claim('h', { owner: 'x', leaseMs: 1 })).rejects.toBeInstanceOf(RunBusyError);
+    expect(await worker.run()).toBe('done');
+    expect(worker.recordedDecision).toBeNull();
+    expect(await store.claim('h', { owner: 'x', leaseMs: 1 })).toMatchObject({ owner: 'x' });
+  });
+});
