@@ -31,40 +31,52 @@ describe('worker commands: usage', () => {
 });
 
 describe.skipIf(!queueReady)(`worker commands: the flow (skipped while ${NOT_READY})`, () => {
-  it('submit stores a run; a worker starts it; approve --queue records; the worker applies; SIGTERM stops it', async () => {
+  it('submit stores a run; a worker starts it; approve --queue records; the next worker applies it; SIGTERM stops each', async () => {
     const { dir, env, cli, paid, stored } = workspace();
     const submitted = await cli(['submit', fixture('pay-agent.mjs'), 'pay inv-7', '--run-id', 'w1', '--json']);
     expect(submitted.code, submitted.stderr).toBe(0);
     expect(JSON.parse(submitted.stdout)).toEqual({ runId: 'w1', agent: 'payer', status: 'running' });
     expect((await stored('w1'))?.status).toBe('running');
 
-    const worker = spawn(process.execPath, [build.bin, 'worker', fixture('pay-agent.mjs'), '--poll-ms', '50'], {
-      cwd: dir,
-      env,
-    });
-    let output = '';
-    worker.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    const exited = new Promise<number | null>((done) => worker.on('close', (code) => done(code)));
-    try {
-      const until = async (status: string) => {
-        for (let i = 0; i < 400 && (await stored('w1'))?.status !== status; i++) {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        expect((await stored('w1'))?.status).toBe(status);
-      };
-      await until('awaiting_approval');
-      expect(paid()).toEqual([]);
-      const recorded = await cli(['approve', 'w1', '--queue', '--note', 'ok']);
-      expect(recorded.code, recorded.stderr).toBe(0);
-      expect(recorded.stdout).toMatch(/recorded: approve w1:2#1\S* by tester/);
-      await until('done');
-      expect(paid()).toEqual(['w1:2 250']);
-    } finally {
-      worker.kill('SIGTERM');
-    }
-    expect(await exited).toBe(0);
-    expect(output).toMatch(/settled\s+w1 → done/);
+    const until = async (status: string) => {
+      for (let i = 0; i < 400 && (await stored('w1'))?.status !== status; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect((await stored('w1'))?.status).toBe(status);
+    };
+    /** Runs a worker until `status`, then stops it with SIGTERM; resolves with its exit code and output. */
+    const workUntil = async (status: string) => {
+      const worker = spawn(process.execPath, [build.bin, 'worker', fixture('pay-agent.mjs'), '--poll-ms', '50'], {
+        cwd: dir,
+        env,
+      });
+      let output = '';
+      worker.stdout.on('data', (chunk) => {
+        output += chunk;
+      });
+      const exited = new Promise<number | null>((done) => worker.on('close', (code) => done(code)));
+      try {
+        await until(status);
+      } finally {
+        worker.kill('SIGTERM');
+      }
+      return { code: await exited, output };
+    };
+
+    const first = await workUntil('awaiting_approval');
+    expect(first.code).toBe(0);
+    expect(first.output).toMatch(/settled\s+w1 → awaiting_approval/);
+    expect(paid()).toEqual([]);
+
+    const recorded = await cli(['approve', 'w1', '--queue', '--note', 'ok']);
+    expect(recorded.code, recorded.stderr).toBe(0);
+    expect(recorded.stdout).toMatch(/recorded: approve w1:2#1\S* by tester/);
+    expect((await cli(['runs'])).stdout).toMatch(/w1 .*payer.*\(decided by tester; a worker applies it\)/);
+    expect(paid()).toEqual([]); // recording runs nothing
+    expect((await cli(['approve', 'w1', '--queue'])).code).toBe(2); // the first decider wins
+
+    const second = await workUntil('done');
+    expect(second.code).toBe(0);
+    expect(paid()).toEqual(['w1:2 250']);
   });
 });

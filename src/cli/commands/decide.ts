@@ -1,6 +1,7 @@
 /** `tollgate approve|deny <runId>`: decides a run's pending call and continues the run. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
+import { ConflictError } from '../../errors.js';
 import { recordDecision } from '../../worker/record.js';
 import { loadAgentModule } from '../agent-module.js';
 import { drive } from '../drive.js';
@@ -105,6 +106,10 @@ async function record(runId: string, approved: boolean, note: string, o: DecideF
       note,
       ...(o.callId === undefined ? {} : { callId: o.callId }),
       ...(definition === undefined ? {} : { agent: definition }),
+    }).catch((error: unknown) => {
+      // Another decision came first (or the run moved on): a stale decision, the caller's to review.
+      if (error instanceof ConflictError) throw new CliUsageError(error.message);
+      throw error;
     });
     const [callId] = Object.keys(recorded.decisions);
     if (o.json) out(`${JSON.stringify({ runId, recorded })}\n`);
