@@ -8,7 +8,7 @@ import type { Status } from '../../machines/types.js';
 import type { AgentDefinition } from '../define.js';
 import { RunBusyError } from '../errors.js';
 import { checkKeys } from '../option-keys.js';
-import { DEFAULT_LEASE_MS, ownerId, parseResumeOptions } from '../options.js';
+import { parseResumeOptions } from '../options.js';
 import type { CheckpointStore } from '../store.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
 import { workClaimed } from './work.js';
@@ -38,8 +38,16 @@ export async function expireDue(store: CheckpointStore, options: ExpireOptions):
   checkKeys(call, options, ['agents', 'owner', 'leaseMs']);
   const byName = definitionsByName(call, options.agents);
   // The same checks (and messages) as the Agent's own owner and leaseMs options.
-  const { owner = ownerId(), leaseMs = DEFAULT_LEASE_MS } = options;
-  parseResumeOptions({ policy: () => ({ final: '' }), tools: [], owner, leaseMs }, call);
+  const { lease: terms } = parseResumeOptions(
+    {
+      policy: () => ({ final: '' }),
+      tools: [],
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    },
+    call,
+  ).runtime;
+  const { owner, leaseMs } = terms;
   const out: ExpiredRun[] = [];
   for (const [name, definition] of byName) {
     const due = await store.list({ status: 'awaiting_approval', expired: true, agent: name });

@@ -5,11 +5,11 @@
  * runs it held, which others take up once its leases lapse (under the crash rules).
  */
 import type { Status } from '../../machines/types.js';
-import { type Clock, systemClock } from '../clock.js';
+import { type Clock, MAX_TIMER_MS, systemClock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
-import { DEFAULT_LEASE_MS, ownerId, parseResumeOptions } from '../options.js';
+import { parseResumeOptions } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
 import { Wakeup } from './wakeup.js';
@@ -102,9 +102,9 @@ export class Worker {
         `${call}: concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}, got ${showValue(concurrency)}`,
       );
     }
-    if (typeof pollMs !== 'number' || !(pollMs > 0) || pollMs > 2 ** 31 - 1) {
+    if (typeof pollMs !== 'number' || !(pollMs > 0) || pollMs > MAX_TIMER_MS) {
       throw new OptionsError(
-        `${call}: pollMs must be a number of milliseconds > 0 and ≤ 2147483647, got ${showValue(pollMs)}`,
+        `${call}: pollMs must be a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}, got ${showValue(pollMs)}`,
       );
     }
     if (
@@ -125,8 +125,8 @@ export class Worker {
       },
       call,
     );
-    this.owner = options.owner ?? ownerId();
-    this.#leaseMs = parsed.runtime.lease.leaseMs ?? DEFAULT_LEASE_MS;
+    this.owner = parsed.runtime.lease.owner;
+    this.#leaseMs = parsed.runtime.lease.leaseMs;
     this.#concurrency = concurrency;
     this.#pollMs = pollMs;
     this.#clock = clock;
@@ -190,7 +190,7 @@ export class Worker {
     if (typeof graceful !== 'boolean') {
       throw new OptionsError(`Worker.stop: graceful must be true or false, got ${showValue(graceful)}`);
     }
-    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > 2 ** 31 - 1)) {
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > MAX_TIMER_MS)) {
       throw new OptionsError(
         `Worker.stop: timeoutMs must be a number of milliseconds ≥ 0, got ${showValue(timeoutMs)}`,
       );
