@@ -31,6 +31,11 @@ export type ExpiredRun = { runId: string; status: Status } | { runId: string; er
  * applies what has expired by its own clock). A run another owner holds is skipped: its owner
  * sees the expiry. Errors of one run do not stop the others.
  * @returns each run taken up, in the order it was.
+ * @throws OptionsError on a bad option (nothing is claimed).
+ *
+ * @example
+ * // every minute, from a scheduler: expired approvals reach the model as "approval expired"
+ * for (const r of await expireDue(store, { agents: [support] })) if ('error' in r) log(r.runId, r.error);
  */
 export async function expireDue(store: CheckpointStore, options: ExpireOptions): Promise<ExpiredRun[]> {
   const call = 'expireDue';
