@@ -223,6 +223,9 @@ describe('recordDecision refuses, and stores nothing', () => {
     await expect(recordDecision(store, 'q', { 'q:1#old': { approve: true } }, { by: 'a' })).rejects.toBeInstanceOf(
       StaleApprovalError,
     );
+    await expect(recordDecision(store, 'q', { 'q:1#old': { approve: true } }, { by: 'a' })).rejects.toThrow(
+      /^recordDecision: call "q:1#old" is not pending/,
+    );
     await unchanged();
   });
 

@@ -126,7 +126,11 @@ export async function recordDecision(
     typeof decisions === 'boolean'
       ? [decisions, note, callId === undefined ? {} : { callId }]
       : [decisions, {}, undefined];
-  const checked = await readDecisions(args, where);
+  const checked = await readDecisions(args, where).catch((error: unknown) => {
+    // The checks are decide's; the message names the call the caller made.
+    if (error instanceof Error) error.message = error.message.replace(/^decide\b/, call);
+    throw error;
+  });
   // Either form: a decision recorded for a worker is one that can still apply (decide's boolean
   // form would apply it as "approval expired"; recorded, it would only wait for a worker to).
   for (const d of checked.decisions) {
