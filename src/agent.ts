@@ -8,17 +8,19 @@ import { isExpiredAt } from '../machines/calls.js';
 import type { Limits, Status } from '../machines/types.js';
 import { decodeCheckpoint, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
-import { CheckpointError, OptionsError, RunNotFoundError, RunStateError } from './errors.js';
+import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
 import { withLimits } from './runtime/limits.js';
 import { RunActor, type StoredPlace } from './runtime/run-actor.js';
-import { type CheckpointStore, joinRun } from './store.js';
+import { type CheckpointStore, joinRun, type Lease, type RecordedDecision } from './store.js';
+import { checkLease } from './stores/leases.js';
 import type {
   AgentOptions,
   DecideManyOptions,
   DecideOptions,
   Decisions,
+  LoadOptions,
   ResumeOptions,
   RunEvent,
   RunState,
@@ -35,6 +37,7 @@ interface Restored {
   runtime: Runtime;
   run: PersistedRun;
   place: StoredPlace | null;
+  recorded: RecordedDecision | null;
 }
 
 /**
@@ -52,16 +55,19 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   readonly runId: string;
   readonly #runtime: Runtime;
   readonly #run: RunActor;
+  /** A decision recorded in the store for this run (the approval queue), not yet applied. */
+  #recorded: RecordedDecision | null = null;
 
   constructor(options: AgentOptions<Tools>);
   /** @internal Used by `Agent.resume` and `Agent.load`. */
   constructor(restored: Restored);
   constructor(options: AgentOptions<Tools> | Restored) {
     if ((options as Restored)[RESTORED] === true) {
-      const { runtime, run, place } = options as Restored;
+      const { runtime, run, place, recorded } = options as Restored;
       this.#runtime = runtime;
       this.runId = run.context.runId;
       this.#run = new RunActor(runtime, this.runId, { run }, place);
+      this.#recorded = recorded;
       return;
     }
     const parsed = parseAgentOptions(options as AgentOptions<Tools>);
@@ -90,25 +96,31 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
 
   /**
    * Brings a run back from a store, in this process or any other. Every change is saved back,
-   * each save expecting the version it read: a stale writer gets a `ConflictError`.
+   * each save expecting the version it read: a stale writer gets a `ConflictError`. A decision
+   * recorded for the run (`recordDecision`, the approval queue) is applied by `run()`.
    * @throws RunNotFoundError when the store has no such run.
    * @throws CheckpointError (naming the run) when the stored run is not valid.
+   * @throws RunBusyError when another live owner holds the run (and `leaseWaitMs` passed).
    */
   static async load<Tools extends readonly Tool[] = readonly Tool[]>(
     store: CheckpointStore,
     runId: string,
-    options: ResumeOptions<Tools>,
+    options: LoadOptions<Tools>,
   ): Promise<Agent<Tools>> {
     checkText('Agent.load', 'runId', runId);
-    const parsed = parseResumeOptions(options, 'Agent.load');
+    const { lease: held, ...rest } = (options ?? {}) as LoadOptions<Tools>;
+    const parsed = parseResumeOptions(rest as ResumeOptions<Tools>, 'Agent.load');
+    if (held !== undefined) checkHeldLease(held, runId);
     const terms = parsed.runtime.lease;
     // Claimed before it is read: a run another live process works on is refused (RunBusyError),
     // never loaded and worked twice; what is read under the lease is the latest.
-    const lease = await store.claim(runId, {
-      owner: terms.owner,
-      leaseMs: terms.leaseMs,
-      ...(terms.waitMs > 0 ? { wait: terms.waitMs } : {}),
-    });
+    const lease =
+      held ??
+      (await store.claim(runId, {
+        owner: terms.owner,
+        leaseMs: terms.leaseMs,
+        ...(terms.waitMs > 0 ? { wait: terms.waitMs } : {}),
+      }));
     let agent: Agent<Tools>;
     try {
       const record = await store.load(runId);
@@ -127,14 +139,18 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         place,
         'Agent.load',
         runId,
+        record.decision ?? null,
       ) as Agent<Tools>;
     } catch (error) {
-      await store.release(lease).catch(() => false);
+      // A lease the caller handed in stays the caller's to release (or to let lapse).
+      if (held === undefined) await store.release(lease).catch(() => false);
       throw error;
     }
     // A run at rest is given up at once (claimed again before its next save); a run found
-    // `running` (its owner died mid-call) stays claimed for the caller to `run()`.
-    if (agent.status !== 'running') await agent.#run.releaseLease();
+    // `running` (its owner died mid-call) stays claimed for the caller to `run()`, and so does a
+    // run a worker claimed because it has work (a recorded decision, an expired approval).
+    const keep = agent.status === 'running' || (held !== undefined && agent.#hasWork());
+    if (!keep) await agent.#run.releaseLease();
     return agent;
   }
 
@@ -144,6 +160,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     place: StoredPlace | null,
     call: string,
     runId?: string,
+    recorded: RecordedDecision | null = null,
   ): Agent {
     const parsed = 'runtime' in options && 'limits' in options ? options : parseResumeOptions(options, call);
     let decoded: PersistedRun;
@@ -158,12 +175,20 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
       });
     }
     const run = Object.keys(parsed.limits).length > 0 ? withLimits(decoded, parsed.limits) : decoded;
-    return new Agent({ [RESTORED]: true, runtime: parsed.runtime, run, place });
+    return new Agent({ [RESTORED]: true, runtime: parsed.runtime, run, place, recorded });
   }
 
   /** The store version this agent last saved or loaded (0 before the first save); null without a store. */
   get version(): number | null {
     return this.#run.version;
+  }
+
+  /**
+   * The decision recorded in the store for this run (`recordDecision`) when it was loaded, until
+   * `run()` applies or drops it, or any other change is saved (every save clears it); else null.
+   */
+  get recordedDecision(): RecordedDecision | null {
+    return this.#recorded === null ? null : structuredClone(this.#recorded);
   }
 
   /** The run's status: the machine's top-level state. */
@@ -193,8 +218,13 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
 
   /**
    * Continues a resumable run: one restored mid-run, one that `failed` (the policy is tried
-   * again), one whose budget was raised, one with approvals that have expired (their calls end
-   * as `approval expired`). Otherwise returns the status unchanged.
+   * again), one whose budget was raised, one with a decision recorded in the store (applied as
+   * `decide` would, at the time it was recorded), one with approvals that have expired (their
+   * calls end as `approval expired`). Otherwise returns the status unchanged (and a run loaded
+   * with a held lease gives it up).
+   *
+   * A recorded decision whose checks fail now (a tool's schema or rule changed since) is dropped:
+   * it is cleared from the store and its calls stay pending, for a human to decide again.
    * @throws RunStateError if the run was never started.
    */
   async run(): Promise<Status> {
@@ -206,13 +236,58 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         this.#details(),
       );
     }
+    const recorded = this.#recorded;
+    this.#recorded = null;
     if (status === 'running') return this.#run.settle();
     if (status === 'failed' || status === 'budget_exhausted') return this.#run.send({ type: 'RUN' });
-    if (status === 'awaiting_approval') {
-      const at = isoTime(this.#runtime.clock.now());
-      if (this.#run.context.calls.some((c) => isExpiredAt(c, at))) return this.#run.send({ type: 'EXPIRE', at });
+    if (status !== 'awaiting_approval') return this.#rest(false);
+    if (recorded !== null) {
+      const applied = await this.#applyRecorded(recorded);
+      if (applied !== null && applied !== 'awaiting_approval') return applied;
+      if (applied === null && !this.#someExpired()) return this.#rest(true);
     }
-    return status;
+    if (this.#someExpired()) return this.#run.send({ type: 'EXPIRE', at: isoTime(this.#runtime.clock.now()) });
+    return this.#rest(false);
+  }
+
+  /** Applies a recorded decision at the time it was recorded; null when its checks fail now. */
+  async #applyRecorded(recorded: RecordedDecision): Promise<Status | null> {
+    const context = this.#run.context;
+    const where = {
+      calls: context.calls,
+      history: context.history.slice(),
+      tools: this.#runtime.tools,
+      at: recorded.at,
+      details: this.#details(),
+    };
+    let decisions: Awaited<ReturnType<typeof readDecisions>>['decisions'];
+    try {
+      ({ decisions } = await readDecisions([recorded.decisions, { by: recorded.by }, undefined], where));
+    } catch (error) {
+      if (error instanceof UserError) return null;
+      throw error;
+    }
+    return this.#run.send({ type: 'DECIDE', decisions, by: recorded.by, at: recorded.at });
+  }
+
+  #someExpired(): boolean {
+    const at = isoTime(this.#runtime.clock.now());
+    return this.#run.context.calls.some((c) => isExpiredAt(c, at));
+  }
+
+  /** Whether `run()` has something to do on this run at rest. */
+  #hasWork(): boolean {
+    const status = this.status;
+    if (status === 'failed' || status === 'budget_exhausted') return false;
+    return status === 'awaiting_approval' && (this.#recorded !== null || this.#someExpired());
+  }
+
+  /** A run at rest: saved if `force` (to clear a dropped decision), and its lease given up. */
+  async #rest(force: boolean): Promise<Status> {
+    this.#run.throwIfFaulted();
+    await this.#run.save(force);
+    this.#run.throwIfFaulted();
+    return this.status;
   }
 
   /**
@@ -248,6 +323,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     const { decisions, by } = await readDecisions([first, second, third], where);
     // Checked against the calls as they were: a decision that raced another is checked again.
     if (this.#run.context.calls !== where.calls) return this.decide(first as never, second as never, third as never);
+    this.#recorded = null; // this decision's save clears the recorded one
     return this.#run.send({ type: 'DECIDE', decisions, by, at: where.at });
   }
 
@@ -310,5 +386,15 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
       const why = FINAL.includes(status) ? 'the run has ended' : `expected ${allowed.join(' or ')}`;
       throw new RunStateError(`${operation}: the run is ${status}; ${why}`, allowed, this.#details());
     }
+  }
+}
+
+/** A lease handed to `Agent.load`: well-formed, and on this run. */
+function checkHeldLease(lease: unknown, runId: string): asserts lease is Lease {
+  checkLease('Agent.load: lease', lease);
+  if (lease.runId !== runId) {
+    throw new OptionsError(`Agent.load: lease is on run ${JSON.stringify(lease.runId)}, not ${JSON.stringify(runId)}`, {
+      runId,
+    });
   }
 }

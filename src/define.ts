@@ -12,8 +12,8 @@ const BRAND = Symbol.for('tollgate.agent-definition');
 
 /** An agent's definition: everything `new Agent` takes but the run id and store. */
 export interface AgentDefinition<Tools extends readonly Tool[] = readonly Tool[]>
-  extends Omit<AgentOptions<Tools>, 'runId' | 'store'> {
-  /** A short name, shown by the CLI. */
+  extends Omit<AgentOptions<Tools>, 'runId' | 'store' | 'agent'> {
+  /** A short name, shown by the CLI and saved with its runs (`StoredRun.agent`), by which workers find the definition. */
   name: string;
   /** One line on what the agent does. */
   description?: string;
@@ -29,10 +29,18 @@ export interface AgentDefinition<Tools extends readonly Tool[] = readonly Tool[]
 export function defineAgent<Tools extends readonly Tool[] = readonly Tool[]>(
   definition: AgentDefinition<Tools>,
 ): AgentDefinition<Tools> {
-  const known = [...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store'), 'name', 'description'];
+  const known = [
+    ...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store' && k !== 'agent'),
+    'name',
+    'description',
+  ];
   checkKeys('defineAgent', definition, known);
-  if (typeof definition.name !== 'string' || definition.name.trim() === '') {
-    throw new OptionsError(`defineAgent: name must be a non-empty string, got ${showValue(definition.name)}`);
+  const { name } = definition;
+  // Stored with each run (StoredRun.agent): as long and as plain as every store keeps it.
+  if (typeof name !== 'string' || name.trim() === '' || name.length > 256 || name.includes('\u0000')) {
+    throw new OptionsError(
+      `defineAgent: name must be a non-empty string of at most 256 characters, without NUL, got ${showValue(name)}`,
+    );
   }
   if (definition.description !== undefined && typeof definition.description !== 'string') {
     throw new OptionsError(`defineAgent: description must be a string, got ${showValue(definition.description)}`);
@@ -41,12 +49,15 @@ export function defineAgent<Tools extends readonly Tool[] = readonly Tool[]>(
   return Object.freeze({ ...definition, [BRAND]: true });
 }
 
-/** The options of `new Agent` that a definition gives: all of it but its name and description. */
+/**
+ * The options of `new Agent` that a definition gives: all of it but its description, its name
+ * as `agent` (saved with the run, so that a `Worker` given the definition can take it up).
+ */
 export function agentOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
   definition: AgentDefinition<Tools>,
-): Omit<AgentDefinition<Tools>, 'name' | 'description'> {
-  const { name: _n, description: _d, ...options } = definition;
-  return options;
+): Omit<AgentOptions<Tools>, 'runId' | 'store'> {
+  const { name, description: _d, ...options } = definition;
+  return { ...options, agent: name };
 }
 
 /**
@@ -57,11 +68,12 @@ export function agentOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
 export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
   definition: AgentDefinition<Tools>,
 ): ResumeOptions<Tools> {
-  const { policy, tools, clock, policyRetries, retryDelayMs, policyTimeoutMs, leaseMs, leaseWaitMs, owner } =
+  const { name, policy, tools, clock, policyRetries, retryDelayMs, policyTimeoutMs, leaseMs, leaseWaitMs, owner } =
     definition;
   return {
     policy,
     tools,
+    agent: name,
     ...(clock === undefined ? {} : { clock }),
     ...(policyRetries === undefined ? {} : { policyRetries }),
     ...(retryDelayMs === undefined ? {} : { retryDelayMs }),

@@ -109,6 +109,7 @@ export type {
   Json,
   JsonObject,
   Limits,
+  LoadOptions,
   PendingCall,
   Policy,
   PolicyContext,

@@ -100,6 +100,13 @@ const runtimeShape = {
   owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
   ).optional(),
+  // As a store keeps it (stores/rules.ts checkAgentName): 1 to 256 characters, no NUL, no lone surrogate.
+  agent: must('a string of 1 to 256 characters, without NUL or lone surrogates', (e) =>
+    z.custom<string>(
+      (v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !v.includes('\u0000') && !hasLoneSurrogate(v),
+      e,
+    ),
+  ).optional(),
 };
 const limitShape = { maxSteps: count.optional(), maxTokens: tokens, maxActiveMs: activeMs };
 const storeShape = z.custom<object>(
@@ -153,6 +160,8 @@ export interface Runtime {
   lease: LeaseTerms;
   /** XState's inspector for the run's actor, when given. */
   inspect: InspectOption | undefined;
+  /** The agent definition's name, saved with the run for workers; null: none given. */
+  agent: string | null;
 }
 
 /** The value at `path` in `value`, read without throwing. */
@@ -203,6 +212,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     retryDelayMs: options.retryDelayMs ?? 250,
     policyTimeoutMs: options.policyTimeoutMs ?? null,
     inspect: options.inspect,
+    agent: options.agent ?? null,
     lease: {
       owner: options.owner ?? ownerId(),
       leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,

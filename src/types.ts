@@ -13,7 +13,7 @@ import type {
   Usage,
 } from '../machines/types.js';
 import type { Clock } from './clock.js';
-import type { CheckpointStore } from './store.js';
+import type { CheckpointStore, Lease } from './store.js';
 import type { ActionOf, Tool } from './tool-types.js';
 
 export type {
@@ -125,6 +125,13 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
   /** With a store: this agent's owner id on its leases, unique per holder. @default host:pid:random */
   owner?: string;
   /**
+   * With a store: the name of the agent definition the run belongs to, saved with the run
+   * (`StoredRun.agent`) so that a `Worker` given that definition can take the run up.
+   * `agentOptionsOf` and `resumeOptionsOf` set it to the definition's `name`. A run keeps one
+   * agent for life: saving it under another name is refused. @default none
+   */
+  agent?: string;
+  /**
    * Passed to XState's `createActor`: an inspector (`@statelyai/inspect`'s `inspector.inspect`,
    * or any function or observer of inspection events) sees the live machine of this run.
    */
@@ -152,6 +159,19 @@ export interface ResumeOptions<Tools extends readonly Tool[] = readonly Tool[]> 
   maxSteps?: number;
   maxTokens?: number | null;
   maxActiveMs?: number | null;
+}
+
+/** Options of `Agent.load`: those of `Agent.resume`, and a lease already held. */
+export interface LoadOptions<Tools extends readonly Tool[] = readonly Tool[]> extends ResumeOptions<Tools> {
+  /**
+   * A lease on this run that the caller already holds (from `store.claim` or `store.claimNext`):
+   * `Agent.load` takes it over (renews it, saves with it, releases it when the run settles)
+   * instead of claiming the run. A run it finds with nothing to do is given up at once; one with
+   * work (running, a recorded decision, an expired approval) stays claimed for `run()`. If
+   * loading fails, the lease is left to the caller.
+   * @default none: `Agent.load` claims the run itself
+   */
+  lease?: Lease;
 }
 
 /** Options of `decide(approved, note, options)`. */

@@ -14,6 +14,9 @@ Examples:
   $ tollgate deny ticket-42 --note "refunds over $100 need a manager"
   $ tollgate resume ticket-42 --max-steps 12
   $ tollgate cancel ticket-42 --reason "customer withdrew the request"
+  $ tollgate submit ./agents/support.js "Refund order A-1001" --run-id ticket-43
+  $ tollgate worker ./agents/support.js --concurrency 8
+  $ tollgate approve ticket-43 --queue --note "receipt checked"
 
 Store: --store <path|url>, else $TOLLGATE_STORE, else ./${DEFAULT_STORE} (an SQLite file in the
 current directory). A postgres:// URL uses Postgres; its password is never printed.

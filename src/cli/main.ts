@@ -15,6 +15,8 @@ import { runCommand } from './commands/run.js';
 import { runsCommand } from './commands/runs.js';
 import type { Act } from './commands/shared.js';
 import { showCommand } from './commands/show.js';
+import { submitCommand } from './commands/submit.js';
+import { workerCommand } from './commands/worker.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { colorsFor } from './format.js';
 import { programHelp } from './help.js';
@@ -47,6 +49,8 @@ export function program(act: Act, options: { json?: boolean } = {}): Command {
     exportCommand,
     importCommand,
     machineCommand,
+    submitCommand,
+    workerCommand,
   ];
   // copyInheritedSettings: exitOverride, the output configuration and help-after-error, as
   // `.command()` would give them.

@@ -16,7 +16,7 @@ import { remainingOf } from './limits.js';
 import { Observers } from './observe.js';
 import { registerPorts } from './ports.js';
 import { runStateOf } from './run-state.js';
-import { Saver } from './saver.js';
+import { type RunView, Saver } from './saver.js';
 
 type Snapshot = ReturnType<Actor<RuntimeMachine>['getSnapshot']>;
 
@@ -37,6 +37,19 @@ export type Origin = { input: AgentInput } | { run: PersistedRun };
 const statusOf = (snapshot: Snapshot): Status => statusOfValue(snapshot.value as PersistedRun['value']);
 const isDeciding = (snapshot: Snapshot) =>
   typeof snapshot.value === 'object' && (snapshot.value as { running?: string }).running === 'deciding';
+
+/** What a save writes of a snapshot; null once the actor failed or stopped. */
+export function viewOf(s: Snapshot): RunView | null {
+  if (s.status === 'error' || s.status === 'stopped') return null;
+  const value = s.value as PersistedRun['value'];
+  const run = { status: s.status, value, historyValue: {} as Record<string, never>, context: s.context };
+  return {
+    run,
+    status: statusOfValue(value),
+    pendingCalls: pendingCalls(s.context.calls),
+    history: s.context.history,
+  };
+}
 
 export class RunActor {
   readonly runId: string;
@@ -63,6 +76,7 @@ export class RunActor {
       this.#saver = new Saver({
         ...place,
         runId,
+        agent: runtime.agent,
         read: () => this.#view(),
         onFailure: (error) => this.#halt(error),
       });
@@ -142,8 +156,12 @@ export class RunActor {
     await this.#saver?.releaseOnly();
   }
 
-  /** Saves what changed (without waiting for the run to settle); a run at rest gives its lease up. */
-  async save(): Promise<void> {
+  /**
+   * Saves what changed (without waiting for the run to settle); a run at rest gives its lease up.
+   * `force`: writes even if nothing changed (a dropped recorded decision is cleared so).
+   */
+  async save(force = false): Promise<void> {
+    if (force) this.#saver?.touch();
     await this.#saver?.flush();
     if (this.status !== 'running') await this.#saver?.release();
   }
@@ -207,16 +225,7 @@ export class RunActor {
   }
 
   #view() {
-    const s = this.#actor.getSnapshot();
-    if (s.status === 'error' || s.status === 'stopped') return null;
-    const value = s.value as PersistedRun['value'];
-    const run = { status: s.status, value, historyValue: {} as Record<string, never>, context: s.context };
-    return {
-      run,
-      status: statusOfValue(value),
-      pendingCalls: pendingCalls(s.context.calls),
-      history: s.context.history,
-    };
+    return viewOf(this.#actor.getSnapshot());
   }
 
   /** Stops the run in this process for good: after a failed save nothing may run here. */

@@ -31,6 +31,9 @@ export class Saver {
   readonly #read: () => RunView | null;
   readonly #onFailure: (error: unknown) => void;
   readonly #lease: LeaseHolder;
+  readonly #agent: string | null;
+  /** The next save writes even if nothing changed (to clear a recorded decision it dropped). */
+  #touched = false;
 
   constructor(options: {
     store: CheckpointStore;
@@ -41,6 +44,8 @@ export class Saver {
     lease: LeaseTerms;
     /** A lease already claimed (by `Agent.load`, before it read the run). */
     claimed: Lease | null;
+    /** The agent definition's name, saved with every write (null: none). */
+    agent: string | null;
     read: () => RunView | null;
     onFailure: (error: unknown) => void;
   }) {
@@ -51,6 +56,7 @@ export class Saver {
     this.#lastHead = options.head;
     this.#read = options.read;
     this.#onFailure = options.onFailure;
+    this.#agent = options.agent;
     this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
     if (options.claimed) this.#lease.adopt(options.claimed);
   }
@@ -76,6 +82,14 @@ export class Saver {
     return this.#version;
   }
 
+  /**
+   * Makes the next save write even if the run did not change: every save clears a decision
+   * recorded in the store, and a dropped one must not stay there to be claimed again.
+   */
+  touch(): void {
+    this.#touched = true;
+  }
+
   /** Queues a save of the run as it will be when the save runs; resolves once it is durable. */
   flush(): Promise<void> {
     const next = this.#chain.then(() => this.#save());
@@ -88,14 +102,21 @@ export class Saver {
     const view = this.#read();
     if (!view) return;
     const head = headOf(view.run);
-    if (head === this.#lastHead && view.history.length === this.#stored) return;
+    if (head === this.#lastHead && view.history.length === this.#stored && !this.#touched) return;
     const append = view.history.slice(this.#stored).map(entryOf);
     try {
       // Fenced: the save is refused in the same statement if this lease is no longer the run's.
       const lease = await this.#lease.current();
       this.#version = await this.store.save(
         this.runId,
-        { status: view.status, head, from: this.#stored, append, pendingCalls: view.pendingCalls },
+        {
+          status: view.status,
+          head,
+          from: this.#stored,
+          append,
+          pendingCalls: view.pendingCalls,
+          ...(this.#agent === null ? {} : { agent: this.#agent }),
+        },
         this.#version,
         lease,
       );
@@ -108,5 +129,6 @@ export class Saver {
     }
     this.#stored += append.length;
     this.#lastHead = head;
+    this.#touched = false;
   }
 }

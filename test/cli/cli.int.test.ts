@@ -25,6 +25,8 @@ describe('tollgate (built) in child processes', () => {
       'export',
       'import',
       'machine',
+      'submit',
+      'worker',
     ]) {
       expect(top.stdout).toContain(command);
       const help = await cli([command, '--help']);

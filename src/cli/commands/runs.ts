@@ -33,7 +33,10 @@ export function runsCommand(act: Act): Command {
           out(`${c.dim(`${runs.length} run${runs.length === 1 ? '' : 's'}${which} in ${storeName(opened)}`)}\n`);
           for (const r of runs) {
             const pending = r.pending ? `  ${r.pending.tool} ${json(r.pending.args)}` : '';
-            out(`${r.runId}  ${statusText(r.status, c)}  v${r.version}  ${r.updatedAt}${pending}\n`);
+            // Recorded with approve/deny --queue: decided, waiting for a worker to apply it.
+            const decided = r.decision ? `  ${c.dim(`(decided by ${r.decision.by}; a worker applies it)`)}` : '';
+            const agent = r.agent ? `  ${r.agent}` : '';
+            out(`${r.runId}  ${statusText(r.status, c)}  v${r.version}  ${r.updatedAt}${agent}${pending}${decided}\n`);
           }
           return EXIT.ok;
         }),

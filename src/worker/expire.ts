@@ -1,0 +1,77 @@
+/**
+ * `expireDue`: makes expiry fire without a worker loop, e.g. from a scheduled job. Each run
+ * awaiting approval with a call past its `expiresAt` is claimed and worked: `EXPIRE` ends the
+ * expired calls as `approval expired` (what the model hears), and the run continues until it
+ * settles again.
+ */
+import type { Status } from '../../machines/types.js';
+import type { AgentDefinition } from '../define.js';
+import { RunBusyError } from '../errors.js';
+import { checkKeys } from '../option-keys.js';
+import { parseResumeOptions } from '../options.js';
+import type { CheckpointStore } from '../store.js';
+import { checkQueueStore, definitionsByName } from './checks.js';
+import { workClaimed } from './work.js';
+
+/** Options of `expireDue`. */
+export interface ExpireOptions {
+  /** The agents whose runs are worked (by `defineAgent` name); others are left alone. */
+  agents: readonly AgentDefinition<any>[];
+  /** The owner id on the leases. @default host:pid:random */
+  owner?: string;
+  /** The lease length while a run is worked. @default 30_000 */
+  leaseMs?: number;
+}
+
+/** One run `expireDue` took up: the status it settled in, or the error that stopped it. */
+export type ExpiredRun = { runId: string; status: Status } | { runId: string; error: unknown };
+
+/**
+ * Works every run of `agents` whose approvals expired (by the store's clock; the run's agent
+ * applies what has expired by its own clock). A run another owner holds is skipped: its owner
+ * sees the expiry. Errors of one run do not stop the others.
+ * @returns each run taken up, in the order it was.
+ * @throws OptionsError on a bad option (nothing is claimed).
+ *
+ * @example
+ * // every minute, from a scheduler: expired approvals reach the model as "approval expired"
+ * for (const r of await expireDue(store, { agents: [support] })) if ('error' in r) log(r.runId, r.error);
+ */
+export async function expireDue(store: CheckpointStore, options: ExpireOptions): Promise<ExpiredRun[]> {
+  const call = 'expireDue';
+  checkQueueStore(call, store);
+  checkKeys(call, options, ['agents', 'owner', 'leaseMs']);
+  const byName = definitionsByName(call, options.agents);
+  // The same checks (and messages) as the Agent's own owner and leaseMs options.
+  const { lease: terms } = parseResumeOptions(
+    {
+      policy: () => ({ final: '' }),
+      tools: [],
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    },
+    call,
+  ).runtime;
+  const { owner, leaseMs } = terms;
+  const out: ExpiredRun[] = [];
+  for (const [name, definition] of byName) {
+    const due = await store.list({ status: 'awaiting_approval', expired: true, agent: name });
+    for (const { runId } of due) {
+      let lease: Awaited<ReturnType<CheckpointStore['claim']>>;
+      try {
+        lease = await store.claim(runId, { owner, leaseMs });
+      } catch (error) {
+        if (error instanceof RunBusyError) continue;
+        out.push({ runId, error });
+        continue;
+      }
+      try {
+        const { status } = await workClaimed(store, lease, definition, { owner, leaseMs });
+        out.push({ runId, status });
+      } catch (error) {
+        out.push({ runId, error });
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,109 @@
+/**
+ * `submitRun`: stores a run for a worker to start, calling nothing in the caller's process.
+ *
+ * The run's first durable state is the one every run has just before its first policy call: the
+ * write-ahead record "running, policy call in flight". Loading such a run makes that call (a
+ * policy call is safe to make again), so a worker that claims it simply continues it. The state
+ * is built by starting the run's machine with a policy port that is never reached (the actor is
+ * stopped at its write-ahead point), and saved under a lease that is released at once.
+ */
+import { randomUUID } from 'node:crypto';
+import { createActor } from 'xstate';
+import type { Limits } from '../../machines/types.js';
+import { type AgentDefinition, agentOptionsOf } from '../define.js';
+import { ConflictError, SystemError } from '../errors.js';
+import { checkKeys } from '../option-keys.js';
+import { checkText, parseAgentOptions, parseLimits } from '../options.js';
+import { runtimeMachine } from '../runtime/host.js';
+import { remainingOf } from '../runtime/limits.js';
+import { registerPorts } from '../runtime/ports.js';
+import { viewOf } from '../runtime/run-actor.js';
+import { Saver } from '../runtime/saver.js';
+import type { CheckpointStore } from '../store.js';
+import { checkDefinition, checkQueueStore } from './checks.js';
+
+/** What `submitRun` stores. */
+export interface SubmitOptions {
+  /** The agent definition (`defineAgent`) whose workers run it; its name is saved with the run. */
+  agent: AgentDefinition<any>;
+  /** The user's goal: the run's first history entry. */
+  goal: string;
+  /** The run's id. @default a fresh UUID */
+  runId?: string;
+  /** Limits replacing the definition's for this run (`maxSteps`, `maxTokens`, `maxActiveMs`). @default the definition's */
+  limits?: Partial<Limits>;
+}
+
+const SUBMIT_KEYS = ['agent', 'goal', 'runId', 'limits'];
+
+/**
+ * Stores a new run of `options.agent` with `options.goal`, for a `Worker` given that definition
+ * to start. Nothing is called here: not the policy, not a tool.
+ * @returns the run's id.
+ * @throws OptionsError on a bad argument (nothing is stored).
+ * @throws ConflictError if the store already has a run with this id.
+ *
+ * @example
+ * const runId = await submitRun(store, { agent: support, goal: 'refund order 42' });
+ */
+export async function submitRun(store: CheckpointStore, options: SubmitOptions): Promise<string> {
+  const call = 'submitRun';
+  checkQueueStore(call, store);
+  checkKeys(call, options, SUBMIT_KEYS);
+  checkDefinition(call, 'agent', options.agent);
+  checkText(call, 'goal', options.goal);
+  const limits = options.limits === undefined ? {} : parseLimits(options.limits, `${call}: limits`);
+  const parsed = parseAgentOptions(
+    {
+      ...agentOptionsOf(options.agent),
+      ...limits,
+      ...(options.runId === undefined ? {} : { runId: options.runId }),
+    },
+    call,
+  );
+  const runId = parsed.runId ?? randomUUID();
+  if (await store.load(runId)) {
+    throw new ConflictError(`${call}: the store already has a run ${JSON.stringify(runId)}`, 0, null, { runId });
+  }
+  const input = { runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs };
+  const actor = createActor(runtimeMachine, { input });
+  registerPorts(actor.system, {
+    ...parsed.runtime,
+    runId,
+    history: () => actor.getSnapshot().context.history,
+    remaining: () => remainingOf(actor.getSnapshot().context),
+    // The write-ahead point of the first policy call: the run stops here, before any call.
+    beforeCall: () => new Promise<void>(() => {}),
+    takeRecovered: () => false,
+    delta: () => {},
+  });
+  let failure: unknown;
+  actor.subscribe({ error: (error) => (failure ??= error) });
+  actor.start();
+  actor.send({ type: 'START', goal: options.goal });
+  const view = viewOf(actor.getSnapshot());
+  actor.stop();
+  if (failure !== undefined || view?.status !== 'running') {
+    throw new SystemError(`${call}: the run could not be started (${String(failure ?? view?.status)})`, { runId });
+  }
+  const saver = new Saver({
+    store,
+    runId,
+    version: 0,
+    stored: 0,
+    head: null,
+    lease: parsed.runtime.lease,
+    claimed: null,
+    agent: options.agent.name,
+    read: () => view,
+    onFailure: () => {},
+  });
+  try {
+    // Raced by another submit of the same id, the store refuses this save (ConflictError).
+    await saver.flush();
+  } finally {
+    // No live lease stays behind: a worker may claim the run at once.
+    await saver.releaseOnly();
+  }
+  return runId;
+}

@@ -1,0 +1,39 @@
+/**
+ * Working one claimed run: load it under the lease the claim gave, and `run()` it until it
+ * settles (awaiting a human, done, failed, out of budget, cancelled). The Agent renews the lease
+ * while it works and releases it when the run settles.
+ */
+import type { Status } from '../../machines/types.js';
+import { Agent } from '../agent.js';
+import { type AgentDefinition, resumeOptionsOf } from '../define.js';
+import type { CheckpointStore, Lease } from '../store.js';
+
+/** What working a claimed run came to. */
+export interface Worked {
+  status: Status;
+  /** Whether anything was saved: false when the run had nothing to do after all. */
+  progressed: boolean;
+}
+
+/**
+ * Works the run `lease` is on, as `definition` says, with this worker's owner id and lease
+ * length. On an error the lease is not released: it lapses, so a run that fails every time (a
+ * damaged checkpoint, a store that refuses it) is retried once per lease, never in a busy loop,
+ * while other runs go on.
+ */
+export async function workClaimed(
+  store: CheckpointStore,
+  lease: Lease,
+  definition: AgentDefinition<any>,
+  terms: { owner: string; leaseMs: number },
+): Promise<Worked> {
+  const agent = await Agent.load(store, lease.runId, {
+    ...resumeOptionsOf(definition),
+    owner: terms.owner,
+    leaseMs: terms.leaseMs,
+    lease,
+  });
+  const before = agent.version;
+  const status = await agent.run();
+  return { status, progressed: agent.version !== before };
+}
