@@ -63,7 +63,7 @@ beforeAll(async () => {
   const packed = await packedTarball();
   project = await installedProject(packed, {
     type: 'module',
-    link: ['better-sqlite3', 'pg', '@types/node', '@types/pg'],
+    link: ['better-sqlite3', 'pg', '@types/node', '@types/pg', 'openai', '@anthropic-ai/sdk'],
   });
   mkdirSync(join(project, 'docs'));
   for (const block of blocks) {

@@ -31,6 +31,9 @@ const entryPoints = Object.keys(manifest.exports)
   .filter((key) => key !== './package.json')
   .map((key) => key.replace(/^\./, 'tollgate'));
 
+/** The SDKs of the model adapters (tollgate/openai, …), optional peers like the drivers. */
+const modelSdks = ['openai', '@anthropic-ai/sdk'];
+
 let packed: Packed;
 const projects: string[] = [];
 
@@ -76,7 +79,8 @@ describe('installed in an ESM project', () => {
 
   beforeAll(async () => {
     // No better-sqlite3 nor pg: `tollgate` and the stores without a driver must load without them.
-    project = await installedProject(packed, { type: 'module', link: ['@types/node', '@types/pg'] });
+    // The model SDKs are there for the type check: the adapters' declarations name their types.
+    project = await installedProject(packed, { type: 'module', link: ['@types/node', '@types/pg', ...modelSdks] });
     projects.push(project);
     pkg = join(project, 'node_modules', 'tollgate');
   }, 300_000);
