@@ -63,7 +63,7 @@ beforeAll(async () => {
   const packed = await packedTarball();
   project = await installedProject(packed, {
     type: 'module',
-    link: ['better-sqlite3', 'pg', '@types/node', '@types/pg', 'openai', '@anthropic-ai/sdk'],
+    link: ['better-sqlite3', 'pg', '@types/node', '@types/pg', 'openai', '@anthropic-ai/sdk', '@ai-sdk/provider', '@ai-sdk/openai', 'ai'],
   });
   mkdirSync(join(project, 'docs'));
   for (const block of blocks) {

@@ -32,7 +32,7 @@ const entryPoints = Object.keys(manifest.exports)
   .map((key) => key.replace(/^\./, 'tollgate'));
 
 /** The SDKs of the model adapters (tollgate/openai, …), optional peers like the drivers. */
-const modelSdks = ['openai', '@anthropic-ai/sdk'];
+const modelSdks = ['openai', '@anthropic-ai/sdk', '@ai-sdk/provider'];
 
 let packed: Packed;
 const projects: string[] = [];
