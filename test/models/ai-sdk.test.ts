@@ -14,6 +14,7 @@ describe('aiSdkPolicy (@ai-sdk/openai, chat)', () => {
   adapterScenarios({
     dir: 'openai-chat',
     policy: (url, options) => aiSdkPolicy({ model: model(url), tools, ...options }),
+    retryAfterMs: 20,
     maxTokensOf: (body) => body.max_completion_tokens ?? body.max_tokens,
     resultIdsOf: (body) => body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.tool_call_id),
   });

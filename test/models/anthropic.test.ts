@@ -12,6 +12,7 @@ describe('anthropicPolicy', () => {
   adapterScenarios({
     dir: 'anthropic',
     policy: (url, options) => anthropicPolicy({ client: client(url), model: 'claude-sonnet-4-5', tools, ...options }),
+    retryAfterMs: 1000,
     maxTokensOf: (body) => body.max_tokens,
     resultIdsOf: (body) =>
       body.messages.flatMap((m: any) =>

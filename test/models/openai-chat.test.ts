@@ -12,6 +12,7 @@ describe('openaiPolicy (chat)', () => {
   adapterScenarios({
     dir: 'openai-chat',
     policy: (url, options) => openaiPolicy({ client: client(url), model: 'gpt-4.1-mini', tools, ...options }),
+    retryAfterMs: 20,
     maxTokensOf: (body) => body.max_completion_tokens,
     resultIdsOf: (body) => body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.tool_call_id),
   });

@@ -12,6 +12,7 @@ describe('openaiPolicy (responses)', () => {
     dir: 'openai-responses',
     policy: (url, options) =>
       openaiPolicy({ client: client(url), model: 'gpt-4.1-mini', api: 'responses', tools, ...options }),
+    retryAfterMs: 20,
     maxTokensOf: (body) => body.max_output_tokens,
     resultIdsOf: (body) => body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.call_id),
   });

@@ -16,6 +16,8 @@ export interface ApiUnderTest {
   policy(url: string, options?: { stream?: boolean; maxOutputTokens?: number }): Policy<Tools>;
   /** The output-token limit a request asked for. */
   maxTokensOf(body: any): number | undefined;
+  /** The wait its rate-limited fixture asks for (`retry-after-ms`, else `retry-after`). */
+  retryAfterMs: number;
   /** The ids of the tool results a request sends, in order. */
   resultIdsOf(body: any): string[];
 }
@@ -95,11 +97,14 @@ export function adapterScenarios(api: ApiUnderTest): void {
       expect(agent.state.usage.outputTokens).toBeGreaterThan(7);
     });
 
-    it('leaves retries to the runtime: one request per attempt, even with retry-after', async () => {
+    it("leaves retries to the runtime: one request per attempt, after the server's retry-after", async () => {
       server.reply(f('rate-limited.json'), f('final.json'));
-      const agent = agentOf({ policyRetries: 1, retryDelayMs: 1 });
+      const sleeps: number[] = [];
+      const clock = { now: () => Date.now(), sleep: async (ms: number) => void sleeps.push(ms) };
+      const agent = agentOf({ policyRetries: 1, retryDelayMs: 1, clock });
       expect(await agent.start('go')).toBe('done');
       expect(server.requests).toHaveLength(2);
+      expect(sleeps).toEqual([api.retryAfterMs]);
     });
 
     it('fails after the runtime retries a server error, keeping the error', async () => {
