@@ -15,6 +15,7 @@ import type {
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import type { HistoryEntry } from '../../machines/types.js';
+import { OptionsError } from '../errors.js';
 import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, Policy, PolicyContext, Tool } from '../types.js';
 import { actionOf, type ModelUsage, outputLimit, type RawCall, streamTo, usageOf } from './actions.js';
@@ -137,10 +138,14 @@ async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>,
  */
 export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkPolicyOptions<Tools>): Policy<Tools> {
   const model = options?.model;
+  if (typeof model !== 'object' || model === null || typeof model.doGenerate !== 'function') {
+    const got = typeof model === 'string' ? JSON.stringify(model) : typeof model;
+    throw new OptionsError(`aiSdkPolicy: model must be a language model (such as openai('gpt-5-mini')), got ${got}`);
+  }
   const call = modelCall<LanguageModelV3>('aiSdkPolicy', {
     ...options,
     client: model,
-    model: typeof model === 'object' && model !== null ? `${model.provider}:${model.modelId}` : '',
+    model: `${model.provider}:${model.modelId}`,
   });
   return policyOf<Tools>(async (history: HistoryEntry[], ctx: PolicyContext) => {
     const maxOutputTokens = outputLimit(call.maxOutputTokens, ctx);
