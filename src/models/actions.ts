@@ -99,3 +99,26 @@ export function streamTo(ctx: PolicyContext) {
     },
   };
 }
+
+/** The action for a response that could not be read: neither tool nor final (a malformed action), with its usage when known. */
+export function unreadable(usage: ModelUsage | undefined): Action {
+  return (usage ? { usage } : {}) as Action;
+}
+
+/**
+ * Reads a response into an action where its shape may be anything (a compatible server, a proxy,
+ * a future API version): a shape the reader did not expect gives `unreadable`, which the runtime
+ * records as a malformed action. Only the reading is guarded: the API call's own errors are
+ * thrown before, and retried.
+ */
+export function readSafely(read: () => Action, usage: () => ModelUsage | undefined): Action {
+  try {
+    return read();
+  } catch {
+    try {
+      return unreadable(usage());
+    } catch {
+      return unreadable(undefined);
+    }
+  }
+}

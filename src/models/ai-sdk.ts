@@ -18,7 +18,7 @@ import type { HistoryEntry } from '../../machines/types.js';
 import { OptionsError } from '../errors.js';
 import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, Policy, PolicyContext, Tool } from '../types.js';
-import { actionOf, type ModelUsage, outputLimit, type RawCall, streamTo, usageOf } from './actions.js';
+import { actionOf, type ModelUsage, outputLimit, type RawCall, readSafely, streamTo, usageOf } from './actions.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
 
@@ -104,6 +104,7 @@ async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>,
     for (;;) {
       const { done, value: part } = await reader.read();
       if (done) break;
+      if (typeof part !== 'object' || part === null) continue;
       if (part.type === 'text-delta') {
         text += part.delta;
         out.text(part.delta);
@@ -120,7 +121,10 @@ async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>,
   } finally {
     reader.releaseLock();
   }
-  return contentAction([{ type: 'text', text }, ...content], usage);
+  return readSafely(
+    () => contentAction([{ type: 'text', text }, ...content], usage),
+    () => usageOfModel(usage),
+  );
 }
 
 /**
@@ -158,7 +162,10 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
     };
     if (!call.stream) {
       const result = await call.client.doGenerate(callOptions);
-      return contentAction(result.content, result.usage);
+      return readSafely(
+        () => contentAction(result.content, result.usage),
+        () => usageOfModel(result?.usage),
+      );
     }
     const { stream } = await call.client.doStream(callOptions);
     return streamedAction(stream, ctx);

@@ -8,7 +8,16 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { HistoryEntry } from '../../machines/types.js';
 import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, Policy, PolicyContext, Tool } from '../types.js';
-import { actionOf, type ModelUsage, outputLimit, type RawCall, streamTo, usageOf } from './actions.js';
+import {
+  actionOf,
+  type ModelUsage,
+  outputLimit,
+  type RawCall,
+  readSafely,
+  streamTo,
+  unreadable,
+  usageOf,
+} from './actions.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
 
@@ -103,7 +112,9 @@ export function anthropicAction(message: Pick<Anthropic.Message, 'content' | 'st
 /**
  * Reads the raw event stream into a message, telling `ctx.stream` the text and `tool_use` pieces as
  * they come. Not the SDK's `messages.stream()` helper: it parses partial tool input as it goes and
- * throws on input that is not JSON, which must instead become an observation.
+ * throws on input that is not JSON, which must instead become an observation. An event of a shape
+ * it does not expect makes the response unreadable (a malformed action): skipping it could change
+ * what a call's input says. An `error` event is thrown by the SDK: the API's error.
  */
 async function streamedAction(stream: AsyncIterable<Anthropic.RawMessageStreamEvent>, ctx: PolicyContext) {
   const out = streamTo(ctx);
@@ -113,7 +124,8 @@ async function streamedAction(stream: AsyncIterable<Anthropic.RawMessageStreamEv
   const callIndex = new Map<number, number>();
   let usage: Partial<Anthropic.Usage> = {};
   let stopReason: Anthropic.StopReason | null = null;
-  for await (const event of stream) {
+  let odd = false;
+  const read = (event: Anthropic.RawMessageStreamEvent) => {
     if (event.type === 'message_start') usage = { ...event.message.usage };
     else if (event.type === 'message_delta') {
       stopReason = event.delta.stop_reason ?? stopReason;
@@ -124,8 +136,8 @@ async function streamedAction(stream: AsyncIterable<Anthropic.RawMessageStreamEv
     } else if (event.type === 'content_block_start') {
       const block = event.content_block;
       if (block.type === 'text') {
-        blocks.set(event.index, { kind: 'text', text: block.text });
-        out.text(block.text);
+        blocks.set(event.index, { kind: 'text', text: String(block.text ?? '') });
+        out.text(String(block.text ?? ''));
       } else if (block.type === 'tool_use') {
         blocks.set(event.index, { kind: 'tool', id: block.id, name: block.name, json: '' });
         callIndex.set(event.index, callIndex.size);
@@ -141,7 +153,16 @@ async function streamedAction(stream: AsyncIterable<Anthropic.RawMessageStreamEv
         out.call(callIndex.get(event.index) ?? 0, { argsText: event.delta.partial_json });
       }
     }
+  };
+  for await (const event of stream) {
+    if (odd) continue;
+    try {
+      read(event);
+    } catch {
+      odd = true;
+    }
   }
+  if (odd) return unreadable(usageOfMessage(usage));
   let text = '';
   const calls: RawCall[] = [];
   for (const [, slot] of [...blocks.entries()].sort(([a], [b]) => a - b)) {
@@ -182,7 +203,13 @@ export function anthropicPolicy<const Tools extends readonly Tool[]>(
     };
     // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
     const options = { signal: ctx.signal, maxRetries: 0 };
-    if (!call.stream) return anthropicAction(await call.client.messages.create({ ...body, stream: false }, options));
+    if (!call.stream) {
+      const message = await call.client.messages.create({ ...body, stream: false }, options);
+      return readSafely(
+        () => anthropicAction(message),
+        () => usageOfMessage(message?.usage),
+      );
+    }
     return streamedAction(await call.client.messages.create({ ...body, stream: true }, options), ctx);
   });
 }

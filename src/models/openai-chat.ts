@@ -5,7 +5,16 @@
 import type OpenAI from 'openai';
 import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, PolicyContext } from '../types.js';
-import { actionOf, type ModelUsage, outputLimit, type RawCall, streamTo, usageOf } from './actions.js';
+import {
+  actionOf,
+  type ModelUsage,
+  outputLimit,
+  type RawCall,
+  readSafely,
+  streamTo,
+  unreadable,
+  usageOf,
+} from './actions.js';
 import type { ModelCall } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
 
@@ -62,7 +71,11 @@ export function chatAction(completion: OpenAI.Chat.ChatCompletion): Action {
   return actionOf({ text, calls, usage: usageOfChat(completion.usage) });
 }
 
-/** Reads a stream of chunks into the action, telling `ctx.stream` the text and call pieces as they come. */
+/**
+ * Reads a stream of chunks into the action, telling `ctx.stream` the text and call pieces as they
+ * come. A chunk of a shape it does not expect makes the whole response unreadable (a malformed
+ * action): skipping it could change what a call's arguments say.
+ */
 async function streamedAction(
   stream: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>,
   ctx: PolicyContext,
@@ -71,12 +84,13 @@ async function streamedAction(
   let text = '';
   let refusal = '';
   let usage: ModelUsage | undefined;
+  let odd = false;
   // By the chunk's `index`, which a hostile stream may make sparse or huge: a Map, sorted at the end.
   const calls = new Map<number, { id: string; name: string; args: string }>();
-  for await (const chunk of stream) {
+  const read = (chunk: OpenAI.Chat.ChatCompletionChunk) => {
     if (chunk.usage) usage = usageOfChat(chunk.usage);
     const delta = chunk.choices?.[0]?.delta;
-    if (!delta) continue;
+    if (!delta) return;
     if (typeof delta.content === 'string') {
       text += delta.content;
       out.text(delta.content);
@@ -86,12 +100,22 @@ async function streamedAction(
       const index = Number.isSafeInteger(piece.index) ? piece.index : 0;
       const call = calls.get(index) ?? { id: '', name: '', args: '' };
       calls.set(index, call);
-      if (piece.id) call.id = piece.id;
-      if (piece.function?.name) call.name += piece.function.name;
-      if (piece.function?.arguments) call.args += piece.function.arguments;
-      out.call(index, { id: piece.id, tool: piece.function?.name, argsText: piece.function?.arguments });
+      const { name, arguments: args } = piece.function ?? {};
+      if (typeof piece.id === 'string' && piece.id !== '') call.id = piece.id;
+      if (typeof name === 'string') call.name += name;
+      if (typeof args === 'string') call.args += args;
+      out.call(index, { id: piece.id, tool: name, argsText: args });
+    }
+  };
+  for await (const chunk of stream) {
+    if (odd) continue;
+    try {
+      read(chunk);
+    } catch {
+      odd = true;
     }
   }
+  if (odd) return unreadable(usage);
   const raw: RawCall[] = [...calls.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, c]) => ({ id: c.id || undefined, name: c.name, args: c.args }));
@@ -110,7 +134,13 @@ export async function chatCall(call: ModelCall<OpenAI>, history: Parameters<type
   };
   // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
   const options = { signal: ctx.signal, maxRetries: 0 };
-  if (!call.stream) return chatAction(await call.client.chat.completions.create({ ...body, stream: false }, options));
+  if (!call.stream) {
+    const completion = await call.client.chat.completions.create({ ...body, stream: false }, options);
+    return readSafely(
+      () => chatAction(completion),
+      () => usageOfChat(completion.usage),
+    );
+  }
   const stream = await call.client.chat.completions.create(
     { ...body, stream: true, stream_options: { include_usage: true } },
     options,

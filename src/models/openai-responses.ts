@@ -8,7 +8,16 @@ import type OpenAI from 'openai';
 import type { HistoryEntry } from '../../machines/types.js';
 import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, PolicyContext } from '../types.js';
-import { actionOf, type ModelUsage, outputLimit, type RawCall, streamTo, usageOf } from './actions.js';
+import {
+  actionOf,
+  type ModelUsage,
+  outputLimit,
+  type RawCall,
+  readSafely,
+  streamTo,
+  unreadable,
+  usageOf,
+} from './actions.js';
 import type { ModelCall } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
 
@@ -53,11 +62,10 @@ function usageOfResponse(usage: OpenAI.Responses.ResponseUsage | null | undefine
 
 /** The action of a finished response: its text (or refusal) and its function calls, in output order. */
 export function responsesAction(response: OpenAI.Responses.Response): Action {
-  if (response.status === 'failed') throw new Error(`response failed: ${response.error?.message ?? 'no reason given'}`);
   let text = '';
   let refusal = '';
   const calls: RawCall[] = [];
-  for (const item of Array.isArray(response.output) ? response.output : []) {
+  for (const item of response.output ?? []) {
     if (item.type === 'function_call') calls.push({ id: item.call_id, name: item.name, args: item.arguments });
     else if (item.type === 'custom_tool_call') calls.push({ id: item.call_id, name: item.name, args: item.input });
     else if (item.type === 'message') {
@@ -71,33 +79,50 @@ export function responsesAction(response: OpenAI.Responses.Response): Action {
   return actionOf({ text: text === '' ? refusal : text, calls, usage: usageOfResponse(response.usage) });
 }
 
-/** Reads the event stream: deltas to `ctx.stream` as they come, the action from the final response. */
+/** A failed response is the API's error (thrown, so the runtime retries); any other is read safely. */
+function finish(response: OpenAI.Responses.Response): Action {
+  if (response?.status === 'failed') {
+    throw new Error(`response failed: ${response.error?.message ?? 'no reason given'}`);
+  }
+  return readSafely(
+    () => responsesAction(response),
+    () => usageOfResponse(response?.usage),
+  );
+}
+
+/**
+ * Reads the event stream: deltas to `ctx.stream` as they come, the action from the final
+ * response. An event of a shape it does not expect makes the response unreadable (a malformed
+ * action); an `error` event, or a failed response, is the API's error.
+ */
 async function streamedAction(stream: AsyncIterable<OpenAI.Responses.ResponseStreamEvent>, ctx: PolicyContext) {
   const out = streamTo(ctx);
   /** A function call's index among the calls, by its output index. */
   const callIndex = new Map<number, number>();
+  let odd = false;
+  const read = (event: OpenAI.Responses.ResponseStreamEvent) => {
+    if (event.type === 'response.output_text.delta') out.text(event.delta);
+    else if (event.type === 'response.output_item.added' && event.item.type === 'function_call') {
+      callIndex.set(event.output_index, callIndex.size);
+      out.call(callIndex.size - 1, { id: event.item.call_id, tool: event.item.name });
+    } else if (event.type === 'response.function_call_arguments.delta') {
+      const index = callIndex.get(event.output_index);
+      if (index !== undefined) out.call(index, { argsText: event.delta });
+    }
+  };
   for await (const event of stream) {
-    switch (event.type) {
-      case 'response.output_text.delta':
-        out.text(event.delta);
-        break;
-      case 'response.output_item.added':
-        if (event.item.type === 'function_call') {
-          callIndex.set(event.output_index, callIndex.size);
-          out.call(callIndex.size - 1, { id: event.item.call_id, tool: event.item.name });
-        }
-        break;
-      case 'response.function_call_arguments.delta': {
-        const index = callIndex.get(event.output_index);
-        if (index !== undefined) out.call(index, { argsText: event.delta });
-        break;
-      }
-      case 'response.completed':
-      case 'response.incomplete':
-      case 'response.failed':
-        return responsesAction(event.response);
-      case 'error':
-        throw new Error(`response stream error: ${event.code ?? ''} ${event.message}`.replace('  ', ' '));
+    const type = event?.type;
+    if (type === 'error')
+      throw new Error(`response stream error: ${[event.code, event.message].filter(Boolean).join(' ')}`);
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      return odd && type !== 'response.failed'
+        ? unreadable(usageOfResponse(event.response?.usage))
+        : finish(event.response);
+    }
+    try {
+      read(event);
+    } catch {
+      odd = true;
     }
   }
   throw new Error('response stream ended without a response');
@@ -117,6 +142,6 @@ export async function responsesCall(call: ModelCall<OpenAI>, history: HistoryEnt
   };
   // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
   const options = { signal: ctx.signal, maxRetries: 0 };
-  if (!call.stream) return responsesAction(await call.client.responses.create({ ...body, stream: false }, options));
+  if (!call.stream) return finish(await call.client.responses.create({ ...body, stream: false }, options));
   return streamedAction(await call.client.responses.create({ ...body, stream: true }, options), ctx);
 }
