@@ -14,7 +14,7 @@ const fixtures = join(import.meta.dirname, '..', 'fixtures');
 /** A reply: JSON (`status`, `headers`, `body`), an SSE stream, or a reply that never comes. */
 export type Reply =
   | { status: number; headers?: Record<string, string>; body: unknown }
-  | { sse: string; delayMs?: number }
+  | { sse: string; delayMs?: number; hold?: { after: string; until: Promise<void> } }
   | { hang: true };
 
 /** A fixture file: `<api>/<name>.json` is a JSON reply, `<api>/<name>.sse` a recorded stream body. */
@@ -68,10 +68,18 @@ export async function fakeServer(): Promise<FakeServer> {
     if ('sse' in reply) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       // One event per write, as a server flushes them.
-      for (const event of reply.sse.split(/(?<=\n\n)/)) {
+      const events = reply.sse.split(/(?<=\n\n)/);
+      let hold = reply.hold;
+      for (const event of events) {
         if (res.destroyed) return;
         res.write(event);
         await new Promise((resolve) => setTimeout(resolve, reply.delayMs ?? 0));
+        // Holds the rest of the stream back, after the first event with the given text, until the
+        // test has seen what came so far.
+        if (hold && event.includes(hold.after)) {
+          await hold.until;
+          hold = undefined;
+        }
       }
       res.end();
       return;

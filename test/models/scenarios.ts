@@ -97,6 +97,32 @@ export function adapterScenarios(api: ApiUnderTest): void {
       expect(agent.state.usage.outputTokens).toBeGreaterThan(7);
     });
 
+    it('delivers the deltas while the stream is still open', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      server.reply({ ...f('stream-final.sse'), hold: { after: 'Both orders', until: held } });
+      const agent = agentOf({ stream: true });
+      // The server sends the rest only once an observer has seen a delta: a policy that reported
+      // its deltas only at the end would never finish.
+      agent.observe((event) => {
+        if (event.type === 'delta') release();
+      });
+      expect(await agent.start('go')).toBe('done');
+      expect(agent.state.answer).toBe('Both orders are fine.');
+    });
+
+    it('passes the signal: a cancelled run aborts its request', async () => {
+      server.reply({ hang: true });
+      const agent = agentOf({ stream: true });
+      const started = agent.start('go');
+      await vi.waitFor(() => expect(server.requests).toHaveLength(1));
+      expect(await agent.cancel('user left')).toBe('cancelled');
+      await started;
+      await vi.waitFor(() => expect(server.aborted).toBe(1));
+    });
+
     it("leaves retries to the runtime: one request per attempt, after the server's retry-after", async () => {
       server.reply(f('rate-limited.json'), f('final.json'));
       const sleeps: number[] = [];
