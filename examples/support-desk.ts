@@ -1,11 +1,15 @@
 /**
- * The support-desk agent behind `npm start`: a scripted policy (no API key), a pure order
- * lookup, an idempotent email tool, and a refund tool that needs a human's approval above
- * $50. Its effects go to JSON files beside the store (`.tollgate/`), keyed by idempotency key.
+ * The support-desk agent behind `npm start`: a scripted policy (no API key) or a real model
+ * (`OPENAI_API_KEY` or `ANTHROPIC_API_KEY`: see model.ts), a pure order lookup, an idempotent
+ * email tool, and a refund tool that needs a human's approval above $50. Its effects go to JSON
+ * files beside the store (`.tollgate/`), keyed by idempotency key. The tools' schemas are what a
+ * real model is told of their arguments.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { defineAgent, type HistoryEntry, type Policy, type Tool } from '../src/index.js';
+import { modelPolicy } from './model.js';
 
 const dir = process.env.TOLLGATE_DEMO_DIR ?? '.tollgate';
 const thinkMs = Number(process.env.TOLLGATE_DEMO_THINK_MS ?? 400);
@@ -36,6 +40,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 const tools: Tool[] = [
   {
     name: 'lookup_order',
+    description: 'Look an order up by its id (A-1234): customer email, item, amount in dollars',
+    input: z.object({ order: z.string() }),
     fn: async ({ order }: { order: string }) => {
       await sleep(thinkMs / 2);
       const found = ORDERS[order];
@@ -45,6 +51,8 @@ const tools: Tool[] = [
   },
   {
     name: 'refund',
+    description: 'Refund an order, an amount in dollars',
+    input: z.object({ order: z.string(), amount: z.number().positive() }),
     sideEffect: true,
     // Small refunds go through; above $50 a human approves each one.
     needsApproval: ({ amount }: { amount: number }) => amount > 50,
@@ -55,6 +63,8 @@ const tools: Tool[] = [
   },
   {
     name: 'send_email',
+    description: 'Email a customer',
+    input: z.object({ to: z.string(), subject: z.string(), body: z.string().optional() }),
     sideEffect: true,
     needsApproval: false, // routine customer mail: no approval, but deduplicated by key
     idempotent: true,
@@ -99,7 +109,7 @@ const policy: Policy = async (history, { signal }) => {
 export default defineAgent({
   name: 'support-desk',
   description: 'Handles a refund request: looks up the order, refunds (approval above $50), emails the customer.',
-  policy,
+  policy: modelPolicy(tools) ?? policy,
   tools,
   maxSteps: 8,
   approvalTtlMs: 24 * 3600 * 1000,

@@ -63,7 +63,17 @@ beforeAll(async () => {
   const packed = await packedTarball();
   project = await installedProject(packed, {
     type: 'module',
-    link: ['better-sqlite3', 'pg', '@types/node', '@types/pg'],
+    link: [
+      'better-sqlite3',
+      'pg',
+      '@types/node',
+      '@types/pg',
+      'openai',
+      '@anthropic-ai/sdk',
+      '@ai-sdk/provider',
+      '@ai-sdk/openai',
+      'ai',
+    ],
   });
   mkdirSync(join(project, 'docs'));
   for (const block of blocks) {

@@ -12,6 +12,7 @@ import { readAction } from './classify.js';
 import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
 import { portsOf } from './ports.js';
+import { retryAfterMs } from './retry-after.js';
 import { unwrap, withElapsed } from './returned.js';
 
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -67,8 +68,10 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
       if (signal.aborted || attempt >= run.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
         throw withElapsed(error, spent());
       }
-      // The back-off counts as active time, so it is cut short where the budget ends.
-      const delay = earliest(Math.min(run.retryDelayMs * 2 ** attempt, MAX_RETRY_DELAY_MS), timeLeft) ?? 0;
+      // The back-off counts as active time, so it is cut short where the budget ends. A server's
+      // retry-after (a rate limit) lengthens it, within the same cap.
+      const backoff = Math.max(run.retryDelayMs * 2 ** attempt, retryAfterMs(error, run.clock.now()) ?? 0);
+      const delay = earliest(Math.min(backoff, MAX_RETRY_DELAY_MS), timeLeft) ?? 0;
       await run.clock.sleep(delay, signal);
       continue;
     }

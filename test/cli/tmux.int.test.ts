@@ -128,7 +128,9 @@ describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal
 
   it('the npm start demo, killed at the prompt and started again, resumes where it was', async () => {
     const { dir, env } = base();
-    const demoEnv = { ...env, TOLLGATE_DEMO_DIR: join(dir, '.tollgate'), TOLLGATE_DEMO_THINK_MS: '20' };
+    // No API key: the demo stays on its scripted policy, offline, whatever the shell holds.
+    const offline = { OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' };
+    const demoEnv = { ...env, ...offline, TOLLGATE_DEMO_DIR: join(dir, '.tollgate'), TOLLGATE_DEMO_THINK_MS: '20' };
     const first = startSession(`node ${demo}`, dir, demoEnv);
     await waitFor(first, 'Run refund?');
     // Kill the whole terminal session: the process dies at the prompt.

@@ -1,0 +1,173 @@
+/**
+ * `tollgate/ai-sdk`: a policy over the AI SDK's language-model interface (`LanguageModelV3` of
+ * `@ai-sdk/provider` 3.x, what `ai` 6.x providers return: `openai('gpt-5-mini')`,
+ * `anthropic('claude-sonnet-4-5')`, `google(…)`, …). It calls the model's `doStream` /
+ * `doGenerate` itself, below `ai`'s `generateText`: no tool loop and no retries of the AI SDK's,
+ * the runtime's own instead. This module imports only the interface's types.
+ */
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Message,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider';
+import type { HistoryEntry } from '../../machines/types.js';
+import { OptionsError } from '../errors.js';
+import type { ToolDeclaration } from '../tool-declarations.js';
+import type { Action, Policy, PolicyContext, Tool } from '../types.js';
+import { actionOf, type ModelUsage, outputLimit, type RawCall, readSafely, streamTo, usageOf } from './actions.js';
+import { type ModelOptions, modelCall, policyOf } from './options.js';
+import { type Turn, turnsOf } from './turns.js';
+
+export type { ModelUsage } from './actions.js';
+
+/** Options of `aiSdkPolicy`: `model` is the language model itself, not a name. */
+export interface AiSdkPolicyOptions<Tools extends readonly Tool[]>
+  extends Omit<ModelOptions<LanguageModelV3, Tools>, 'client' | 'model'> {
+  model: LanguageModelV3;
+  /**
+   * Further call options (`temperature`, `toolChoice`, `providerOptions`, …). The adapter sets
+   * `prompt`, `tools`, `maxOutputTokens` and `abortSignal` itself.
+   */
+  request?: Partial<LanguageModelV3CallOptions>;
+}
+
+/** The turns as the interface's prompt: tool results are `tool` messages after their assistant message. */
+export function aiSdkPrompt(turns: Turn[], instructions: string | undefined): LanguageModelV3Message[] {
+  const prompt: LanguageModelV3Message[] = instructions ? [{ role: 'system', content: instructions }] : [];
+  for (const turn of turns) {
+    if (turn.role === 'user') prompt.push({ role: 'user', content: [{ type: 'text', text: turn.text }] });
+    else if (turn.role === 'results') {
+      prompt.push({
+        role: 'tool',
+        content: turn.results.map((r) => ({
+          type: 'tool-result',
+          toolCallId: r.id,
+          toolName: r.name,
+          output: r.isError ? { type: 'error-text', value: r.content } : { type: 'text', value: r.content },
+        })),
+      });
+    } else {
+      prompt.push({
+        role: 'assistant',
+        content: [
+          ...(turn.text === '' ? [] : [{ type: 'text' as const, text: turn.text }]),
+          ...turn.calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.args })),
+        ],
+      });
+    }
+  }
+  return prompt;
+}
+
+/** The declarations as the interface's function tools. */
+export function aiSdkTools(declarations: ToolDeclaration[]): LanguageModelV3FunctionTool[] {
+  return declarations.map(({ name, description, parameters }) => ({
+    type: 'function',
+    name,
+    inputSchema: parameters as LanguageModelV3FunctionTool['inputSchema'],
+    ...(description === undefined ? {} : { description }),
+  }));
+}
+
+function usageOfModel(usage: LanguageModelV3Usage | undefined): ModelUsage | undefined {
+  if (!usage) return undefined;
+  return usageOf(usage.inputTokens?.total, usage.outputTokens?.total, usage.inputTokens?.cacheRead);
+}
+
+/** The action of a whole result: its text and its tool calls (not those the provider ran itself). */
+function contentAction(content: LanguageModelV3Content[], usage: LanguageModelV3Usage | undefined): Action {
+  let text = '';
+  const calls: RawCall[] = [];
+  for (const part of Array.isArray(content) ? content : []) {
+    if (part.type === 'text') text += part.text;
+    else if (part.type === 'tool-call' && !part.providerExecuted) {
+      calls.push({ id: part.toolCallId, name: part.toolName, args: part.input });
+    }
+  }
+  return actionOf({ text, calls, usage: usageOfModel(usage) });
+}
+
+/** Reads the stream parts: deltas to `ctx.stream` as they come, the action from the parts. */
+async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>, ctx: PolicyContext) {
+  const out = streamTo(ctx);
+  const content: LanguageModelV3Content[] = [];
+  let text = '';
+  let usage: LanguageModelV3Usage | undefined;
+  /** A call's index by its tool-input id (the call's id). */
+  const callIndex = new Map<string, number>();
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value: part } = await reader.read();
+      if (done) break;
+      if (typeof part !== 'object' || part === null) continue;
+      if (part.type === 'text-delta') {
+        text += part.delta;
+        out.text(part.delta);
+      } else if (part.type === 'tool-input-start' && !part.providerExecuted) {
+        callIndex.set(part.id, callIndex.size);
+        out.call(callIndex.size - 1, { id: part.id, tool: part.toolName });
+      } else if (part.type === 'tool-input-delta') {
+        const index = callIndex.get(part.id);
+        if (index !== undefined) out.call(index, { argsText: part.delta });
+      } else if (part.type === 'tool-call') content.push(part);
+      else if (part.type === 'finish') usage = part.usage;
+      else if (part.type === 'error') throw part.error;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return readSafely(
+    () => contentAction([{ type: 'text', text }, ...content], usage),
+    () => usageOfModel(usage),
+  );
+}
+
+/**
+ * A policy that asks an AI SDK language model for the next action. The history becomes the
+ * interface's prompt (tool calls and `tool` results paired by id), the tools function tools with
+ * their JSON Schema, the result an action: one call `{ tool, args, id }`, several `{ calls, text? }`,
+ * text alone `{ final }`, with `usage` (`cachedInputTokens`: cache reads). The provider maps all
+ * of it to its own API. Streams by default; passes `ctx.signal` as `abortSignal`; caps
+ * `maxOutputTokens` to the token budget left; retries are the runtime's (`policyRetries`).
+ *
+ * @example
+ * import { openai } from '@ai-sdk/openai';
+ * const tools = [lookupOrder, refund] as const;
+ * const agent = new Agent({ tools, policy: aiSdkPolicy({ model: openai('gpt-5-mini'), tools }) });
+ */
+export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkPolicyOptions<Tools>): Policy<Tools> {
+  const model = options?.model;
+  if (typeof model !== 'object' || model === null || typeof model.doGenerate !== 'function') {
+    const got = typeof model === 'string' ? JSON.stringify(model) : typeof model;
+    throw new OptionsError(`aiSdkPolicy: model must be a language model (such as openai('gpt-5-mini')), got ${got}`);
+  }
+  const call = modelCall<LanguageModelV3>('aiSdkPolicy', {
+    ...options,
+    client: model,
+    model: `${model.provider}:${model.modelId}`,
+  });
+  return policyOf<Tools>(async (history: HistoryEntry[], ctx: PolicyContext) => {
+    const maxOutputTokens = outputLimit(call.maxOutputTokens, ctx);
+    const callOptions: LanguageModelV3CallOptions = {
+      ...(call.request as Partial<LanguageModelV3CallOptions>),
+      prompt: aiSdkPrompt(turnsOf(history), call.instructions),
+      abortSignal: ctx.signal,
+      ...(call.declarations.length > 0 ? { tools: aiSdkTools(call.declarations) } : {}),
+      ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
+    };
+    if (!call.stream) {
+      const result = await call.client.doGenerate(callOptions);
+      return readSafely(
+        () => contentAction(result.content, result.usage),
+        () => usageOfModel(result?.usage),
+      );
+    }
+    const { stream } = await call.client.doStream(callOptions);
+    return streamedAction(stream, ctx);
+  });
+}

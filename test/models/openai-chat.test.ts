@@ -1,0 +1,172 @@
+import OpenAI from 'openai';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Agent } from '../../src/index.js';
+import { openaiPolicy } from '../../src/models/openai.js';
+import { type FakeServer, fakeServer, fixture } from './fake-server.js';
+import { adapterScenarios } from './scenarios.js';
+import { history, policyContext, tools } from './support.js';
+
+const client = (url: string) => new OpenAI({ apiKey: 'test-key', baseURL: `${url}/v1` });
+
+describe('openaiPolicy (chat)', () => {
+  adapterScenarios({
+    dir: 'openai-chat',
+    policy: (url, options) => openaiPolicy({ client: client(url), model: 'gpt-4.1-mini', tools, ...options }),
+    retryAfterMs: 20,
+    maxTokensOf: (body) => body.max_completion_tokens,
+    resultIdsOf: (body) => body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.tool_call_id),
+  });
+
+  let server: FakeServer;
+  beforeEach(async () => {
+    server = await fakeServer();
+  });
+  afterEach(() => server.close());
+
+  it('maps every kind of history entry to messages the API accepts', async () => {
+    server.reply(fixture('openai-chat/final.json'));
+    const policy = openaiPolicy({
+      client: client(server.url),
+      model: 'gpt-4.1-mini',
+      tools,
+      instructions: 'You are a support agent.',
+      stream: false,
+    });
+    await policy(history, policyContext());
+    const body = server.requests[0]?.body;
+    expect(server.requests[0]?.path).toBe('/v1/chat/completions');
+    expect(body.model).toBe('gpt-4.1-mini');
+    expect(body.stream).toBe(false);
+    expect(body.messages).toEqual([
+      { role: 'system', content: 'You are a support agent.' },
+      { role: 'user', content: 'Refund the broken orders A-1001 and A-1002.' },
+      {
+        role: 'assistant',
+        content: 'Looking up both.',
+        tool_calls: [
+          { id: 'call_a', type: 'function', function: { name: 'lookup_order', arguments: '{"order":"A-1001"}' } },
+          {
+            id: 'call_b',
+            type: 'function',
+            function: { name: 'refund', arguments: '{"order":"A-1002","amount":500}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_a', content: '{"order":"A-1001","damaged":true}' },
+      { role: 'tool', tool_call_id: 'call_b', content: 'Error: denied by human: too much' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_tg_1',
+            type: 'function',
+            function: { name: 'refund', arguments: '{"order":"A-1001","amount":500}' },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_tg_1',
+        content: 'A human edited the arguments before the call ran; it ran with {"order":"A-1001","amount":129}.\nok',
+      },
+      {
+        role: 'user',
+        content:
+          'Your last reply could not be used (malformed action: args must be an object). Reply with tool calls (their arguments a JSON object that fits the tool) or with a final answer.',
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_tg_2',
+            type: 'function',
+            function: { name: 'refund', arguments: '{"order":"A-1002","amount":19}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_tg_2', content: 'Error: approval expired' },
+      { role: 'assistant', content: 'Refunded A-1001.' },
+      { role: 'user', content: 'And A-1002?' },
+    ]);
+    expect(body.tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'lookup_order',
+          description: 'Look an order up by its id',
+          parameters: {
+            type: 'object',
+            properties: { order: { type: 'string' } },
+            required: ['order'],
+          },
+        },
+      },
+      {
+        type: 'function',
+        function: {
+          name: 'refund',
+          description: 'Refund an order, in dollars',
+          parameters: {
+            type: 'object',
+            properties: { order: { type: 'string' }, amount: { type: 'number' } },
+            required: ['order', 'amount'],
+          },
+        },
+      },
+    ]);
+  });
+
+  it('reports usage with the cached input tokens', async () => {
+    server.reply(fixture('openai-chat/parallel-calls.json'));
+    const policy = openaiPolicy({ client: client(server.url), model: 'm', tools, stream: false });
+    const action = await policy(history.slice(0, 1), policyContext());
+    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384 });
+  });
+
+  it('makes arguments that are not JSON, and unknown tools, observations', async () => {
+    server.reply(
+      fixture('openai-chat/bad-arguments.json'),
+      fixture('openai-chat/unknown-tool.json'),
+      fixture('openai-chat/final.json'),
+    );
+    const policy = openaiPolicy({ client: client(server.url), model: 'm', tools, stream: false });
+    const agent = new Agent({ tools, policy });
+    expect(await agent.start('go')).toBe('done');
+    expect(agent.state.history.slice(1, 4)).toEqual([
+      { role: 'tool', tool: 'lookup_order', error: 'malformed action: args must be an object' },
+      { role: 'assistant', tool: 'delete_everything', args: {}, id: 'call_Qw3eR5tY7uI9oP1aS2dF4gHj' },
+      {
+        role: 'tool',
+        tool: 'delete_everything',
+        id: 'call_Qw3eR5tY7uI9oP1aS2dF4gHj',
+        error: 'unknown tool delete_everything',
+      },
+    ]);
+    // The malformed step reaches the model as a note, never as a result without its call.
+    const second = server.requests[1]?.body.messages;
+    expect(second.at(-1)).toEqual({
+      role: 'user',
+      content: expect.stringMatching(/^Your last reply could not be used \(malformed action/),
+    });
+    expect(server.requests[2]?.body.messages.at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_Qw3eR5tY7uI9oP1aS2dF4gHj',
+      content: 'Error: unknown tool delete_everything',
+    });
+  });
+
+  it('records an empty answer cut off at the token limit as a malformed action, counting its usage', async () => {
+    server.reply(fixture('openai-chat/empty.json'), fixture('openai-chat/final.json'));
+    const policy = openaiPolicy({ client: client(server.url), model: 'm', tools, stream: false });
+    const agent = new Agent({ tools, policy });
+    expect(await agent.start('go')).toBe('done');
+    expect(agent.state.history[1]).toEqual({
+      role: 'tool',
+      tool: '',
+      error: 'malformed action: has neither tool nor final',
+    });
+    expect(agent.state.usage).toEqual({ inputTokens: 810, outputTokens: 28 });
+  });
+});
