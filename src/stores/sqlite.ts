@@ -63,9 +63,13 @@ import {
   nowOf,
 } from './rules.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
-import { migrate, type SqliteSettings, settingsOf } from './sqlite/migrations.js';
+import { migrate, settingsOf } from './sqlite/migrations.js';
 import { leaseAccess, type QueueTransactions, queueTransactions } from './sqlite/queue.js';
 import { type RunRow, storedRun, summary } from './sqlite/rows.js';
+import type { SqliteSettings } from './sqlite/settings.js';
+
+export type { SqliteSettings };
+
 import { Watchers } from './watchers.js';
 
 export interface SqliteStoreOptions {

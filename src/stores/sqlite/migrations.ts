@@ -7,6 +7,7 @@
 import type { Database } from 'better-sqlite3';
 import { SchemaVersionError } from '../../errors.js';
 import { earliestExpiry, pendingCallsOf } from '../rules.js';
+import type { SqliteSettings } from './settings.js';
 
 export interface Migration {
   version: number;
@@ -141,14 +142,6 @@ export function migrate(db: Database, migrations: readonly Migration[] = MIGRATI
   });
   apply.immediate();
   return latest;
-}
-
-/** A connection's settings as SQLite reports them, and the schema version of the file. */
-export interface SqliteSettings {
-  journalMode: string;
-  synchronous: string;
-  busyTimeoutMs: number;
-  schemaVersion: number;
 }
 
 /** What `SqliteStore.settings` shows. */
