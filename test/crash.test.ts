@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { callIdOf } from '../machines/index.js';
-import { Agent, StaleApprovalError, type Tool } from '../src/index.js';
+import { Agent, StaleApprovalError } from '../src/index.js';
 import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
 import { blocking, midCall } from './support/mid-call.js';
 
