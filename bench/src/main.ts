@@ -3,7 +3,7 @@
  * process, interleaved; prints the results and writes them as Markdown (docs/performance.md;
  * `--quick` writes reports/performance-quick.md unless --out is given).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, release, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +22,8 @@ import { type Results, render } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
 import { measureCheckpoints, measureSteps, type StepPlan } from './steps.js';
 import { targets } from './targets.js';
+import { measurePool, type PoolPlan } from './workers/pool.js';
+import { keptPool, poolSection, splicePool } from './workers/report.js';
 import type { Contestant } from './workload.js';
 
 // No tracing to anyone's servers: the peers stay on this machine.
@@ -33,6 +35,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
     only: { type: 'string' },
+    workers: { type: 'boolean', default: false },
   },
 });
 const quick = values.quick ?? false;
@@ -62,7 +65,34 @@ const scale = quick
   ? { checkpointSteps: 100, checkpointSamples: 2, decideSamples: 2, concurrentRuns: 100, pausedRuns: 1000 }
   : { checkpointSteps: 1000, checkpointSamples: 7, decideSamples: 9, concurrentRuns: 1000, pausedRuns: 10_000 };
 
+const pool: PoolPlan = quick
+  ? { processes: [1, 2], runs: 40, concurrency: 16, decisions: 3, takeovers: 1, leaseMs: 1_000 }
+  : { processes: [1, 2, 4], runs: 1_000, concurrency: 16, decisions: 25, takeovers: 7, leaseMs: 2_000 };
+
 const log = (line: string) => console.log(line);
+const readPage = () => (existsSync(out) ? readFileSync(out, 'utf8') : '');
+
+/** The worker-pool section, or why it was not measured (no Postgres: the section is kept). */
+async function poolMarkdown(date: string, command: string): Promise<string | undefined> {
+  log(`a pool of worker processes on Postgres (${pool.runs} runs × 10 steps):`);
+  try {
+    return poolSection(await measurePool(pool, log), date, command);
+  } catch (error) {
+    log(`  not measured: ${String((error as Error).message ?? error)}`);
+    if (process.env.CI) throw error;
+    return undefined;
+  }
+}
+
+/** `npm run bench -- --workers`: the worker-pool section alone, put in place in the page. */
+async function workersOnly() {
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const section = await poolMarkdown(`${date} UTC`, `npm run bench -- --workers${quick ? ' --quick' : ''}`);
+  if (!section) process.exit(1);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, splicePool(readPage(), section));
+  console.log(`${section}\nwritten to ${out}`);
+}
 
 async function peers(): Promise<Contestant[]> {
   const found: Contestant[] = [];
@@ -148,6 +178,10 @@ async function main() {
     );
     log(`${scale.pausedRuns} runs paused for approval:`);
     const paused = await measurePaused(scale.pausedRuns, log);
+    const command = `npm run bench${quick ? ' -- --quick' : ''}`;
+    const workers = values.only
+      ? keptPool(readPage())
+      : ((await poolMarkdown(`${date} UTC`, command)) ?? keptPool(readPage()));
     description.push(
       `load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
@@ -157,7 +191,7 @@ async function main() {
       date: `${date} UTC`,
       quick,
       machine: description,
-      command: `npm run bench${quick ? ' -- --quick' : ''}`,
+      command,
       durationS: (performance.now() - started) / 1000,
       contestants: listed,
       peers: peerNames.filter((n) => steps.has(n)),
@@ -169,7 +203,8 @@ async function main() {
       concurrent,
       paused,
     };
-    const markdown = render(results, targets(results));
+    const page = render(results, targets(results));
+    const markdown = workers ? splicePool(page, workers) : page;
     console.log(`\n${markdown}`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, markdown);
@@ -179,4 +214,5 @@ async function main() {
   }
 }
 
-await main();
+if (values.workers) await workersOnly();
+else await main();

@@ -28,7 +28,7 @@ export const TOLLGATE = 'tollgate';
 const cell = (r: Results, name: string, n: number): Cell | undefined => r.steps.get(name)?.get(n);
 const median = (r: Results, name: string, n: number) => cell(r, name, n)?.perStepUs?.median ?? null;
 
-function table(head: string[], rows: string[][]): string {
+export function table(head: string[], rows: string[][]): string {
   return [
     `| ${head.join(' | ')} |`,
     `|${head.map(() => '---').join('|')}|`,

@@ -1,17 +1,10 @@
 /**
  * `tollgate submit`, `tollgate worker` and `approve --queue`, as child processes of the built
- * command. The flow through a worker needs a store with the approval queue (`claimNext`,
- * `queueDecision`); until the SQLite store has them, those cases are skipped, saying why.
+ * command.
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/stores/sqlite.js';
 import { build, fixture, workspace } from './workspace.js';
-
-const queueReady =
-  typeof (SqliteStore.prototype as unknown as Record<string, unknown>).claimNext === 'function' &&
-  typeof (SqliteStore.prototype as unknown as Record<string, unknown>).queueDecision === 'function';
-const NOT_READY = 'the SQLite store has no claimNext/queueDecision yet';
 
 describe('worker commands: usage', () => {
   it('refuses bad arguments with exit 2, creating no store', async () => {
@@ -30,7 +23,7 @@ describe('worker commands: usage', () => {
   });
 });
 
-describe.skipIf(!queueReady)(`worker commands: the flow (skipped while ${NOT_READY})`, () => {
+describe('worker commands: the flow', () => {
   it('submit stores a run; a worker starts it; approve --queue records; the next worker applies it; SIGTERM stops each', async () => {
     const { dir, env, cli, paid, stored } = workspace();
     const submitted = await cli(['submit', fixture('pay-agent.mjs'), 'pay inv-7', '--run-id', 'w1', '--json']);

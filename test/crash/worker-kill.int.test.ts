@@ -2,8 +2,7 @@
  * Two worker processes on one SQLite store; the first is SIGKILLed in the middle of an approved,
  * non-idempotent call. The second takes the run over once the dead one's lease lapses and applies
  * the crash rule: the call is not made again; the run goes back to awaiting approval, marked
- * outcome unknown. Needs the SQLite store's approval queue (`claimNext`, `queueDecision`):
- * skipped, saying why, until it has them.
+ * outcome unknown.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -14,9 +13,6 @@ import { defineAgent } from '../../src/index.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 import { recordDecision, submitRun } from '../../src/worker/index.js';
 
-const queueReady = ['claimNext', 'queueDecision'].every(
-  (m) => typeof (SqliteStore.prototype as unknown as Record<string, unknown>)[m] === 'function',
-);
 const child = join(import.meta.dirname, 'worker-child.ts');
 // The same name and tool as the child's: the parent submits and decides, it never runs a call.
 const payer = defineAgent({
@@ -52,7 +48,7 @@ async function until(check: () => Promise<boolean> | boolean, what: string): Pro
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe.skipIf(!queueReady)('worker processes killed with SIGKILL (SQLite)', () => {
+describe('worker processes killed with SIGKILL (SQLite)', () => {
   it('the run of a worker killed mid-call is taken over; the call is not made again but asked again', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-worker-kill-'));
     const db = join(dir, 'runs.db');
