@@ -3,6 +3,7 @@
  * thrown `McpToolError` for `isError: true` (an error observation). The answer is the server's,
  * hostile data: every field is read once, and nothing here trusts its shape.
  */
+import { wellFormed } from '../../machines/strings.js';
 import { isPlainObject } from '../json.js';
 import { McpToolError } from './errors.js';
 
@@ -66,6 +67,7 @@ export function resultOf(answer: unknown, tool: string): unknown {
   if (isPlainObject(reply.structuredContent)) return reply.structuredContent;
   if (reply.hasToolResult && reply.content === undefined) return reply.toolResult;
   const { texts, others } = blocksOf(reply.content);
-  const text = texts.join('\n');
+  // A lone surrogate cannot be in a checkpoint: it becomes U+FFFD rather than failing the call.
+  const text = wellFormed(texts.join('\n'));
   return others.length === 0 ? text : { text, content: others };
 }

@@ -5,6 +5,7 @@
  * tool that skips approval.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { Agent } from '../../src/index.js';
 import {
   MAX_DESCRIPTION_LENGTH,
   MAX_PAGES,
@@ -12,8 +13,9 @@ import {
   McpToolsError,
   mcpTools,
 } from '../../src/mcp/index.js';
+import { scriptedPolicy } from '../../src/testing/index.js';
 import { listed, type RawTool, rawServer } from './servers.js';
-import { type Connected, inMemory } from './support.js';
+import { type Connected, inMemory, outcomes } from './support.js';
 
 let connected: Connected | undefined;
 afterEach(async () => {
@@ -23,6 +25,12 @@ afterEach(async () => {
 
 async function clientOf(pages: RawTool[][], cursorOf?: (page: number) => unknown) {
   connected = await inMemory(rawServer(pages, cursorOf ? { cursorOf } : {}));
+  return connected.client;
+}
+
+/** A client of a server listing `tools` whose calls answer `answer(name)`. */
+async function answering(tools: RawTool[], answer: (name: string) => unknown) {
+  connected = await inMemory(rawServer([tools], { answer }));
   return connected.client;
 }
 
@@ -112,6 +120,53 @@ describe('hostile tool lists', () => {
     expect(tools.map((t) => [t.name, t.sideEffect, t.needsApproval, t.idempotent])).toEqual([
       ['destructive-false', true, true, false],
       ['read-only-false', true, true, true],
+    ]);
+  });
+});
+
+describe('hostile schemas and results', () => {
+  it('a schema that is not JSON, and one the validator refuses, are invalid tools', async () => {
+    const notJson = { type: 'object', properties: {}, default: () => 1 };
+    const client = await clientOf([[listed('fn', { inputSchema: notJson }), listed('ok')]]);
+    const problems: McpToolProblem[] = [];
+    const refusing = {
+      getValidator: () => {
+        throw new Error('unknown keyword');
+      },
+    };
+    await mcpTools(client, { onInvalidTool: (p) => problems.push(p) });
+    expect(problems).toEqual([{ name: 'fn', reason: expect.stringMatching(/^its inputSchema is not JSON/) }]);
+    const refused = await thrown(mcpTools(client, { validator: refusing }));
+    expect(refused.problems.map((p) => p.reason)).toEqual([
+      expect.stringMatching(/^its inputSchema is not JSON/),
+      'the validator refused its inputSchema (unknown keyword)',
+    ]);
+  });
+
+  it('results that are not JSON, or not results at all, are error observations; the run goes on', async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const answers: Record<string, unknown> = {
+      dated: { content: [], structuredContent: { when: new Date(0) } },
+      cyclic: { content: [], structuredContent: cyclic },
+      nothing: 42,
+      surrogate: { content: [{ type: 'text', text: 'half \ud800 a pair' }] },
+    };
+    const client = await answering(
+      Object.keys(answers).map((name) => listed(name)),
+      (name) => answers[name],
+    );
+    const policy = scriptedPolicy([...Object.keys(answers).map((tool) => ({ tool })), { final: 'survived' }]);
+    const agent = new Agent({ tools: await mcpTools(client), policy });
+    let status = await agent.start('go');
+    while (status === 'awaiting_approval') status = await agent.decide(true, 'ok');
+    expect(status).toBe('done');
+    expect(agent.state.answer).toBe('survived');
+    expect(outcomes(agent.state.history)).toEqual([
+      { error: expect.stringMatching(/^TypeError: tool result is not JSON: .*Date/) },
+      { error: expect.stringMatching(/^TypeError: tool result is not JSON: .*cycl/) },
+      { error: expect.stringMatching(/^McpError: /) },
+      { result: 'half \ufffd a pair' },
     ]);
   });
 });

@@ -89,9 +89,13 @@ export type RawTool = Record<string, unknown>;
 
 /**
  * A low-level `Server` whose `tools/list` answers with `pages` (the page a cursor names: cursor
- * `"1"` is the second page), and whose `tools/call` echoes the call.
+ * `"1"` is the second page), and whose `tools/call` answers `answer(name)` (by default, a text
+ * naming the tool). In memory, what it answers reaches the client unserialised: not JSON, even.
  */
-export function rawServer(pages: RawTool[][], options: { cursorOf?: (page: number) => unknown } = {}): Server {
+export function rawServer(
+  pages: RawTool[][],
+  options: { cursorOf?: (page: number) => unknown; answer?: (name: string) => unknown } = {},
+): Server {
   const server = new Server({ name: 'raw', version: '1.0.0' }, { capabilities: { tools: {} } });
   const cursorOf = options.cursorOf ?? ((page: number) => (page + 1 < pages.length ? String(page + 1) : undefined));
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
@@ -99,9 +103,8 @@ export function rawServer(pages: RawTool[][], options: { cursorOf?: (page: numbe
     const nextCursor = cursorOf(page);
     return { tools: pages[page] ?? [], ...(nextCursor === undefined ? {} : { nextCursor }) } as never;
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request) => ({
-    content: [{ type: 'text', text: `called ${request.params.name}` }],
-  }));
+  const answer = options.answer ?? ((name: string) => ({ content: [{ type: 'text', text: `called ${name}` }] }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => answer(request.params.name) as never);
   return server;
 }
 
