@@ -20,8 +20,14 @@ export interface Seen {
   cancelled?: boolean;
 }
 
-/** An `McpServer` of an order desk; `seen` gets every call it receives. */
-export function ordersServer(seen: (call: Seen) => void): { server: McpServer; lookup: RegisteredTool } {
+/**
+ * An `McpServer` of an order desk; `seen` gets every call it receives. `hold`, when given, is
+ * awaited by `refund` and `note` before they answer (a call in flight, for a crash to happen in).
+ */
+export function ordersServer(
+  seen: (call: Seen) => void,
+  hold: () => Promise<void> = async () => {},
+): { server: McpServer; lookup: RegisteredTool } {
   const server = new McpServer({ name: 'orders', version: '1.0.0' });
   const saw = (tool: string, args: unknown, meta: Record<string, unknown> | undefined) =>
     seen({ tool, key: meta?.[IDEMPOTENCY_KEY_META], args });
@@ -44,6 +50,7 @@ export function ordersServer(seen: (call: Seen) => void): { server: McpServer; l
     },
     async (args, extra) => {
       saw('refund', args, extra._meta);
+      await hold();
       const result = { refunded: args.cents, order: args.order };
       return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
     },
@@ -53,6 +60,7 @@ export function ordersServer(seen: (call: Seen) => void): { server: McpServer; l
     { description: 'Add a note to an order', inputSchema: { order: z.string(), text: z.string() } },
     async (args, extra) => {
       saw('note', args, extra._meta);
+      await hold();
       return { content: [] };
     },
   );

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { OptionsError, type Tool, toolDeclarations } from '../../src/index.js';
-import { IDEMPOTENCY_KEY_META, McpToolError, mcpTools } from '../../src/mcp/index.js';
+import { IDEMPOTENCY_KEY_META, McpToolError, McpToolsError, mcpTools } from '../../src/mcp/index.js';
 import { ordersServer, type Seen } from './servers.js';
 import { type Connected, inMemory } from './support.js';
 
@@ -167,5 +167,12 @@ describe('options', () => {
     await expect(mcpTools(client, { prefix: 'a.b' })).rejects.toThrow(/prefix/);
     await expect(mcpTools(client, { timeoutMs: 0 })).rejects.toThrow(/timeoutMs/);
     await expect(mcpTools({} as never)).rejects.toThrow(/client must be a connected MCP Client/);
+  });
+
+  it('signal aborts the listing: a typed error, no tools', async () => {
+    const { client } = await orders();
+    const listing = mcpTools(client, { signal: AbortSignal.abort(new Error('shutting down')) });
+    await expect(listing).rejects.toBeInstanceOf(McpToolsError);
+    await expect(listing).rejects.toThrow(/tools\/list failed: .*shutting down/);
   });
 });
