@@ -73,6 +73,7 @@ beforeAll(async () => {
       '@ai-sdk/provider',
       '@ai-sdk/openai',
       'ai',
+      '@modelcontextprotocol/sdk',
     ],
   });
   mkdirSync(join(project, 'docs'));

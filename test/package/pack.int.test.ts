@@ -31,8 +31,8 @@ const entryPoints = Object.keys(manifest.exports)
   .filter((key) => key !== './package.json')
   .map((key) => key.replace(/^\./, 'tollgate'));
 
-/** The SDKs of the model adapters (tollgate/openai, …), optional peers like the drivers. */
-const modelSdks = ['openai', '@anthropic-ai/sdk', '@ai-sdk/provider'];
+/** The SDKs of the model adapters (tollgate/openai, …) and of tollgate/mcp, optional peers like the drivers. */
+const modelSdks = ['openai', '@anthropic-ai/sdk', '@ai-sdk/provider', '@modelcontextprotocol/sdk'];
 
 let packed: Packed;
 const projects: string[] = [];
