@@ -7,6 +7,8 @@ import type { Status } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import type { TracerLike } from '../tracer.js';
+import type { InspectOption } from '../types.js';
 
 /** What working a claimed run came to. */
 export interface Worked {
@@ -25,14 +27,9 @@ export async function workClaimed(
   store: CheckpointStore,
   lease: Lease,
   definition: AgentDefinition<any>,
-  terms: { owner: string; leaseMs: number },
+  terms: { owner: string; leaseMs: number; inspect?: InspectOption; tracer?: TracerLike },
 ): Promise<Worked> {
-  const agent = await Agent.load(store, lease.runId, {
-    ...resumeOptionsOf(definition),
-    owner: terms.owner,
-    leaseMs: terms.leaseMs,
-    lease,
-  });
+  const agent = await Agent.load(store, lease.runId, { ...resumeOptionsOf(definition), ...terms, lease });
   const before = agent.version;
   const status = await agent.run();
   return { status, progressed: agent.version !== before };

@@ -11,6 +11,8 @@ import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { parseResumeOptions } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import type { TracerLike } from '../tracer.js';
+import type { InspectOption } from '../types.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
 import { Wakeup } from './wakeup.js';
 import { workClaimed } from './work.js';
@@ -31,6 +33,17 @@ export interface WorkerOptions {
   pollMs?: number;
   /** The clock its polls wait on (not the runs' clock: each definition has its own). @default systemClock */
   clock?: Clock;
+  /**
+   * Passed to XState's `createActor` of every run it works (in place of its definition's): an
+   * inspector (`@statelyai/inspect`'s `inspector.inspect`, or any function or observer of
+   * inspection events) sees each run's live machine. @default the definition's, if any
+   */
+  inspect?: InspectOption;
+  /**
+   * An OpenTelemetry tracer for every run it works (in place of its definition's): each drive, policy
+   * call and tool call is a span (docs/observability.md). @default the definition's, if any
+   */
+  tracer?: TracerLike;
 }
 
 /** Options of `worker.stop`. */
@@ -53,7 +66,7 @@ export type WorkerEvent =
   | { type: 'idle' }
   | { type: 'stopped' };
 
-const WORKER_KEYS = ['store', 'agents', 'concurrency', 'owner', 'leaseMs', 'pollMs', 'clock'];
+const WORKER_KEYS = ['store', 'agents', 'concurrency', 'owner', 'leaseMs', 'pollMs', 'clock', 'inspect', 'tracer'];
 const MAX_CONCURRENCY = 1_000;
 
 interface InHand {
@@ -79,6 +92,8 @@ export class Worker {
   readonly #leaseMs: number;
   readonly #pollMs: number;
   readonly #clock: Clock;
+  /** The inspector and tracer given to every run worked, over the definitions' own. */
+  readonly #runOptions: { inspect?: InspectOption; tracer?: TracerLike };
   readonly #inHand = new Map<string, InHand>();
   readonly #listeners = new Set<(event: WorkerEvent) => void>();
   readonly #wakeup = new Wakeup();
@@ -122,9 +137,13 @@ export class Worker {
         tools: [],
         ...(options.owner === undefined ? {} : { owner: options.owner }),
         ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+        ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
+        ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
       },
       call,
     );
+    const { inspect, tracer } = parsed.runtime;
+    this.#runOptions = { ...(inspect === undefined ? {} : { inspect }), ...(tracer === undefined ? {} : { tracer }) };
     this.owner = parsed.runtime.lease.owner;
     this.#leaseMs = parsed.runtime.lease.leaseMs;
     this.#concurrency = concurrency;
@@ -280,7 +299,11 @@ export class Worker {
           throw new OptionsError(
             `Worker: run ${JSON.stringify(runId)} is of agent ${JSON.stringify(agent)}, which this worker was not given`,
           );
-        const worked = await workClaimed(this.#store, lease, definition, { owner: this.owner, leaseMs: this.#leaseMs });
+        const worked = await workClaimed(this.#store, lease, definition, {
+          owner: this.owner,
+          leaseMs: this.#leaseMs,
+          ...this.#runOptions,
+        });
         this.#emit({ type: 'settled', runId, agent, status: worked.status });
         // A run worked for nothing (the store found it runnable, the run's clock did not) is
         // claimed again at the next poll, not at once: no busy loop on it.
