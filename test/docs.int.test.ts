@@ -73,6 +73,8 @@ beforeAll(async () => {
       '@ai-sdk/provider',
       '@ai-sdk/openai',
       'ai',
+      '@opentelemetry/api',
+      '@opentelemetry/sdk-trace-base',
     ],
   });
   mkdirSync(join(project, 'docs'));
