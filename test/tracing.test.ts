@@ -15,7 +15,7 @@ import {
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/define.js';
-import { Agent, type Tool } from '../src/index.js';
+import { Agent } from '../src/index.js';
 import { aiSdkPolicy } from '../src/models/ai-sdk.js';
 import { anthropicPolicy } from '../src/models/anthropic.js';
 import { openaiPolicy } from '../src/models/openai.js';
@@ -369,4 +369,3 @@ describe('a worker traces the runs it works', () => {
 // The SDK's tracer is a `TracerLike`: Tollgate's structural type accepts the real one.
 const _typed: TracerLike = tracer;
 void _typed;
-void ({} as Tool);

@@ -5,21 +5,19 @@
  */
 import { type Actor, createActor } from 'xstate';
 import { pendingCalls } from '../../machines/calls.js';
-import { describeError } from '../../machines/describe-error.js';
-import type { AgentContext, AgentEvent, AgentInput, Status, Usage } from '../../machines/types.js';
+import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
 import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
 import type { LeaseTerms, Runtime } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import type { RunEvent, RunState } from '../types.js';
+import { Drives } from './drives.js';
 import { type RuntimeMachine, runtimeMachine } from './host.js';
 import { remainingOf } from './limits.js';
 import { Observers } from './observe.js';
 import { registerPorts } from './ports.js';
 import { runStateOf } from './run-state.js';
 import { type RunView, Saver } from './saver.js';
-import { endRunSpan, recordRunEvent, startRunSpan } from './spans.js';
-import type { Span } from './tracing.js';
 
 type Snapshot = ReturnType<Actor<RuntimeMachine>['getSnapshot']>;
 
@@ -32,12 +30,6 @@ export interface StoredPlace {
   lease: LeaseTerms;
   /** The lease `Agent.load` claimed before it read the run; null: claimed before the first save. */
   claimed: Lease | null;
-}
-
-/** A drive of the run being traced: its span, and the tokens used before it began. */
-interface Drive {
-  span: Span;
-  usedBefore: Usage;
 }
 
 /** How a run actor begins: fresh from an input, or from a (validated) persisted run. */
@@ -72,13 +64,14 @@ export class RunActor {
   /** Keys in flight in the checkpoint this run was restored from (write-ahead records). */
   readonly #recovering = new Set<string>();
   readonly #details: () => { runId: string; status: Status };
-  /** The drive in progress, while a tracer is given. */
-  #drive: Drive | null = null;
+  /** Its drives' spans, with a tracer. */
+  readonly #drives: Drives;
 
   constructor(runtime: Runtime, runId: string, origin: Origin, place: StoredPlace | null) {
     this.#runtime = runtime;
     this.runId = runId;
     this.#details = () => ({ runId: this.runId, status: this.status });
+    this.#drives = new Drives(runtime.tracer, runtime.agent, () => ({ context: this.context, status: this.status }));
     if ('run' in origin) {
       for (const call of origin.run.context.calls) if (call.state === 'running') this.#recovering.add(call.key);
     }
@@ -109,7 +102,7 @@ export class RunActor {
       beforeCall: () => this.#saver?.flush() ?? Promise.resolve(),
       takeRecovered: (key) => this.#recovering.delete(key),
       delta: (step, delta) => this.#observers.delta(step, delta),
-      runSpan: () => this.#drive?.span ?? null,
+      runSpan: () => this.#drives.span,
     });
     return actor;
   }
@@ -181,59 +174,16 @@ export class RunActor {
   /** Sends `event` and resolves with the status the run settles in, once that is saved. */
   async send(event: AgentEvent): Promise<Status> {
     this.throwIfFaulted();
-    const drive = this.#openDrive(event);
+    const drive = this.#drives.open(event);
     this.#ensureStarted();
     this.#actor.send(event);
-    return this.#traced(drive, this.#settle());
+    return this.#drives.traced(drive, this.#settle());
   }
 
   /** Resolves with the status once the run is no longer `running` and that is saved. */
   async settle(): Promise<Status> {
-    const drive = this.status === 'running' ? this.#openDrive(null) : null;
-    return this.#traced(drive, this.#settle());
-  }
-
-  /**
-   * Starts a drive's span, unless one is in progress (its span then records the event); null
-   * without a tracer, or when the drive in progress is another caller's to end.
-   */
-  #openDrive(event: AgentEvent | null): Drive | null {
-    const tracer = this.#runtime.tracer;
-    if (tracer === undefined) return null;
-    try {
-      const context = this.context;
-      if (this.#drive !== null) {
-        recordRunEvent(this.#drive.span, context, event);
-        return null;
-      }
-      const { inputTokens, outputTokens } = context.usage;
-      const span = startRunSpan(tracer, this.#runtime.agent, context, event);
-      this.#drive = { span, usedBefore: { inputTokens, outputTokens } };
-      return this.#drive;
-    } catch {
-      return null; // tracing never changes a run
-    }
-  }
-
-  /** Ends `drive` (when this caller opened it) once `settling` settles, either way. */
-  async #traced(drive: Drive | null, settling: Promise<Status>): Promise<Status> {
-    if (drive === null) return settling;
-    const end = (fault?: string) => {
-      if (this.#drive === drive) this.#drive = null;
-      try {
-        endRunSpan(drive.span, this.context, this.status, drive.usedBefore, fault);
-      } catch {
-        // Tracing never changes a run.
-      }
-    };
-    try {
-      const status = await settling;
-      end();
-      return status;
-    } catch (error) {
-      end(describeError(error));
-      throw error;
-    }
+    const drive = this.status === 'running' ? this.#drives.open(null) : null;
+    return this.#drives.traced(drive, this.#settle());
   }
 
   async #settle(): Promise<Status> {
