@@ -331,6 +331,37 @@ describe('tracing never changes a run', () => {
     expect(named('execute_tool')).toHaveLength(2);
   });
 
+  it('hostile values reach spans bounded and well-formed, and a policy that throws when read is still run', async () => {
+    const look = recorder('look');
+    const policy = markModel(sequence({ tool: 'look', args: {}, id: `\uD800${'i'.repeat(20_000)}` }, { final: 1 }), {
+      provider: 'p',
+      model: `m\uD800${'x'.repeat(20_000)}`,
+    });
+    const agent = new Agent({ tools: [look.tool], policy, tracer });
+    expect(await agent.start('go')).toBe('done');
+    const texts = spans().flatMap((span) => [span.name, ...Object.values(span.attributes).map(String)]);
+    expect(Math.max(...texts.map((t) => t.length))).toBeLessThan(1_100);
+    expect(texts.some((t) => /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/.test(t))).toBe(false);
+    const chat = named('chat')[0];
+    expect(chat?.name.startsWith('chat m\uFFFDxxx')).toBe(true);
+    // The id is refused (a malformed action, which the model reads): no tool ran.
+    expect(chat?.attributes).toMatchObject({
+      'tollgate.action': 'malformed',
+      'tollgate.action.error': expect.stringContaining('id must be'),
+    });
+    expect(look.calls).toEqual([]);
+
+    exporter.reset();
+    const unreadable = new Proxy(() => ({ final: 2 }), {
+      get: () => {
+        throw new Error('no reading me');
+      },
+    });
+    const other = new Agent({ tools: [], policy: unreadable, tracer });
+    expect(await other.start('go')).toBe('done');
+    expect(only('chat').name).toBe('chat');
+  });
+
   it('the tracer option is checked like every other', () => {
     const base = { tools: [], policy: () => ({ final: 1 }) };
     expect(() => new Agent({ ...base, tracer: {} as never })).toThrow(
