@@ -27,13 +27,18 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   const run = portsOf(system);
   const tool = run.tools.get(call.tool);
   const recovered = run.takeRecovered(call.key);
+  // Write ahead: a non-idempotent side effect in flight at a crash is not called again.
+  const unknown = recovered && tool?.sideEffect === true && !tool.idempotent;
+  if (!unknown) {
+    await run.beforeCall();
+    // Cancelled while the write-ahead record was being made: the call never starts.
+    if (signal.aborted) throw signal.reason;
+  }
   const span = startToolSpan(run.tracer, run.runSpan(), run.runId, call, tool, recovered);
   try {
-    // Write ahead: a non-idempotent side effect in flight at a crash is not called again.
-    const outcome: ToolOutcome =
-      recovered && tool?.sideEffect && !tool.idempotent
-        ? { type: 'outcome_unknown', at: isoTime(run.clock.now()) }
-        : await execute(run, call, signal);
+    const outcome: ToolOutcome = unknown
+      ? { type: 'outcome_unknown', at: isoTime(run.clock.now()) }
+      : await execute(run, call, signal);
     endToolSpan(span, outcome);
     return outcome;
   } catch (error) {
@@ -43,12 +48,9 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   }
 });
 
-/** Makes the call (its write-ahead record first) and turns what it gave into an outcome. */
+/** Makes the call, its write-ahead record made, and turns what it gave into an outcome. */
 async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Promise<ToolOutcome> {
   const tool = run.tools.get(call.tool);
-  await run.beforeCall();
-  // Cancelled while the write-ahead record was being made: the call never starts.
-  if (signal.aborted) throw signal.reason;
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   const done = (body: { result: unknown } | { error: string }): ToolOutcome => {
