@@ -5,23 +5,7 @@
  * line the human approves from) and bidirectional overrides are shown escaped, never sent as is.
  */
 import type { PolicyDelta } from '../types.js';
-import type { Colors } from './format.js';
-
-/** Indent of a continued line, under the text after the 10-character labels (`model     `). */
-const INDENT = ' '.repeat(10);
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/** `text` as a terminal may show it: escapes for control and direction characters, lines indented. */
-export function terminalSafe(text: unknown): string {
-  if (typeof text !== 'string') return '';
-  return text
-    .replace(LONE_SURROGATE, '\uFFFD')
-    .replace(UNSAFE, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
-    .replace(/\n/g, `\n${INDENT}`);
-}
+import { type Colors, terminalSafe } from './format.js';
 
 /** Writes deltas as they arrive; `end()` closes the line being written. */
 export class LiveDeltas {

@@ -7,9 +7,18 @@ import { input, select } from '@inquirer/prompts';
 import yoctoSpinner from 'yocto-spinner';
 import type { PendingCall, Status } from '../../machines/types.js';
 import type { Agent } from '../agent.js';
-import { LiveDeltas, terminalSafe } from './deltas.js';
+import { LiveDeltas } from './deltas.js';
 import { exitFor } from './exit-codes.js';
-import { budgetLine, type Colors, colorsFor, entryLine, json, pendingLines, statusText } from './format.js';
+import {
+  budgetLine,
+  type Colors,
+  colorsFor,
+  entryLine,
+  json,
+  pendingLines,
+  statusText,
+  terminalSafe,
+} from './format.js';
 import { out } from './output.js';
 
 export interface DriveOptions {

@@ -1,7 +1,8 @@
 /** The CLI's live view of a streaming model: pieces written as they arrive, hostile text escaped. */
 import pc from 'picocolors';
 import { describe, expect, it } from 'vitest';
-import { LiveDeltas, terminalSafe } from '../../src/cli/deltas.js';
+import { LiveDeltas } from '../../src/cli/deltas.js';
+import { entryLine, terminalSafe } from '../../src/cli/format.js';
 
 const plain = pc.createColors(false);
 
@@ -38,5 +39,18 @@ describe('LiveDeltas', () => {
     const { written, live } = view();
     live.delta({ kind: 'call', index: 0, tool: 'x\u001b]0;pwned\u0007', argsText: 5 as never });
     expect(written.join('')).toBe('model     calls x\\u001b]0;pwned\\u0007 ');
+  });
+
+  it('history entries are escaped too: a final answer or a tool error cannot drive the terminal', () => {
+    expect(entryLine({ role: 'assistant', final: 'ok\u001b[2J\u001b]0;title\u0007' }, plain)).toBe(
+      'answer    ok\\u001b[2J\\u001b]0;title\\u0007',
+    );
+    expect(entryLine({ role: 'tool', tool: 'look', error: 'Error: \u202eevil' }, plain)).toBe(
+      'error     look: Error: \\u202eevil',
+    );
+    expect(entryLine({ role: 'tool', tool: 'x\u001b[31m', error: 'unknown tool x\u001b[31m' }, plain)).toBe(
+      'error     x\\u001b[31m: unknown tool x\\u001b[31m',
+    );
+    expect(entryLine({ role: 'assistant', final: 'two\nlines' }, plain)).toBe('answer    two\n          lines');
   });
 });
