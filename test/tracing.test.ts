@@ -228,6 +228,20 @@ describe('spans of a run', () => {
     expect(run.attributes['tollgate.run.status']).toBe('failed');
   });
 
+  it('a drive that fails (a save refused): its span is in error, and the call after it never ran', async () => {
+    const store = new MemoryStore();
+    const save = store.save.bind(store);
+    let saves = 0;
+    store.save = (...args) => (++saves > 1 ? Promise.reject(new Error('disk full')) : save(...args));
+    const look = recorder('look');
+    const agent = new Agent({ tools: [look.tool], policy: sequence({ tool: 'look', args: {} }), store, tracer });
+    await expect(agent.start('go')).rejects.toThrow('disk full');
+    const run = only('invoke_agent');
+    expect(run.status.code).toBe(ERROR);
+    expect(run.status.message).toContain('disk full');
+    expect(look.calls).toEqual([]);
+  });
+
   it('a run resumed mid-call: the resumed drive has the call again (idempotent) and the rest', async () => {
     const blob = await midCall({ sideEffect: true, idempotent: true });
     exporter.reset();
@@ -363,6 +377,10 @@ describe('tracing never changes a run', () => {
   });
 
   it('the tracer option is checked like every other', () => {
+    const support = defineAgent({ name: 'support', tools: [], policy: () => ({ final: 1 }) });
+    expect(() => new Worker({ store: new MemoryStore(), agents: [support], tracer: 5 as never })).toThrow(
+      "new Worker: tracer must be an OpenTelemetry Tracer (an object with startSpan, such as trace.getTracer('my-service')), got 5",
+    );
     const base = { tools: [], policy: () => ({ final: 1 }) };
     expect(() => new Agent({ ...base, tracer: {} as never })).toThrow(
       "new Agent: tracer must be an OpenTelemetry Tracer (an object with startSpan, such as trace.getTracer('my-service')), got an object",
