@@ -154,6 +154,35 @@ describe('spans of a run', () => {
     expect(parentOf(only('chat'))).toBe(idOf(run));
   });
 
+  it('an expired approval and a cancellation: events on the drives that applied them', async () => {
+    let now = 0;
+    const clock = { now: () => now, sleep: async () => {} };
+    const send = recorder('send', { sideEffect: true });
+    const policy = sequence({ tool: 'send', args: {} }, { tool: 'send', args: { again: true } });
+    const agent = new Agent({ runId: 'e', tools: [send.tool], policy, approvalTtlMs: 1_000, clock, tracer });
+    await agent.start('mail');
+    exporter.reset();
+    now = 5_000;
+    expect(await agent.run()).toBe('awaiting_approval');
+    const expired = only('invoke_agent');
+    expect(expired.attributes['tollgate.run.trigger']).toBe('expire');
+    expect(expired.events.map((e) => [e.name, e.attributes?.['tollgate.approval.decision']])).toEqual([
+      ['tollgate.approval', 'expired'],
+    ]);
+    exporter.reset();
+    expect(await agent.cancel('changed my mind')).toBe('cancelled');
+    const cancelled = only('invoke_agent');
+    expect(cancelled.attributes).toMatchObject({
+      'tollgate.run.trigger': 'cancel',
+      'tollgate.run.status': 'cancelled',
+    });
+    expect(cancelled.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['tollgate.cancel', { 'tollgate.cancel.reason': 'changed my mind' }],
+    ]);
+    expect(cancelled.status.code).not.toBe(ERROR);
+    expect(send.calls).toEqual([]);
+  });
+
   it('an approved call: its tool span says so', async () => {
     const send = recorder('send', { sideEffect: true });
     const agent = new Agent({
