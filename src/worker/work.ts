@@ -18,10 +18,10 @@ export interface Worked {
 }
 
 /**
- * Works the run `lease` is on, as `definition` says, with this worker's owner id and lease
- * length. On an error the lease is not released: it lapses, so a run that fails every time (a
- * damaged checkpoint, a store that refuses it) is retried once per lease, never in a busy loop,
- * while other runs go on.
+ * Works the run `lease` is on, as `definition` says, with this worker's owner id, lease length,
+ * inspector and tracer (when it has them, over the definition's own). On an error the lease is
+ * not released: it lapses, so a run that fails every time (a damaged checkpoint, a store that
+ * refuses it) is retried once per lease, never in a busy loop, while other runs go on.
  */
 export async function workClaimed(
   store: CheckpointStore,
