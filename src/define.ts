@@ -68,8 +68,20 @@ export function agentOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
 export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>(
   definition: AgentDefinition<Tools>,
 ): ResumeOptions<Tools> {
-  const { name, policy, tools, clock, policyRetries, retryDelayMs, policyTimeoutMs, leaseMs, leaseWaitMs, owner } =
-    definition;
+  const {
+    name,
+    policy,
+    tools,
+    clock,
+    policyRetries,
+    retryDelayMs,
+    policyTimeoutMs,
+    leaseMs,
+    leaseWaitMs,
+    owner,
+    inspect,
+    tracer,
+  } = definition;
   return {
     policy,
     tools,
@@ -81,6 +93,8 @@ export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>
     ...(leaseMs === undefined ? {} : { leaseMs }),
     ...(leaseWaitMs === undefined ? {} : { leaseWaitMs }),
     ...(owner === undefined ? {} : { owner }),
+    ...(inspect === undefined ? {} : { inspect }),
+    ...(tracer === undefined ? {} : { tracer }),
   };
 }
 

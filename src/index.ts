@@ -84,6 +84,7 @@ export {
   toolDeclarations,
 } from './tool-declarations.js';
 export { type ArgsCheck, defineTool, validateArgs } from './tool-schema.js';
+export type { TraceAttributes, TraceAttributeValue, TraceContext, TracerLike, TraceSpan } from './tracer.js';
 export type {
   Action,
   ActionOf,

@@ -16,6 +16,7 @@ import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
 import { checkToolSchema } from './tool-schema.js';
+import type { TracerLike } from './tracer.js';
 import type { AgentOptions, InspectOption, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
 
 /** The longest approval TTL: 10 years, so every expiry time is a representable date. */
@@ -97,6 +98,18 @@ const runtimeShape = {
       error: 'a function or an observer of inspection events',
     })
     .optional(),
+  tracer: z
+    .custom<object>(
+      (v) => {
+        try {
+          return v !== null && typeof v === 'object' && typeof (v as { startSpan?: unknown }).startSpan === 'function';
+        } catch {
+          return false;
+        }
+      },
+      { error: "an OpenTelemetry Tracer (an object with startSpan, such as trace.getTracer('my-service'))" },
+    )
+    .optional(),
   owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
   ).optional(),
@@ -160,6 +173,8 @@ export interface Runtime {
   lease: LeaseTerms;
   /** XState's inspector for the run's actor, when given. */
   inspect: InspectOption | undefined;
+  /** The OpenTelemetry tracer the run's spans go to, when given. */
+  tracer: TracerLike | undefined;
   /** The agent definition's name, saved with the run for workers; null: none given. */
   agent: string | null;
 }
@@ -212,6 +227,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     retryDelayMs: options.retryDelayMs ?? 250,
     policyTimeoutMs: options.policyTimeoutMs ?? null,
     inspect: options.inspect,
+    tracer: options.tracer,
     agent: options.agent ?? null,
     lease: {
       owner: options.owner ?? ownerId(),

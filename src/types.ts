@@ -15,6 +15,7 @@ import type {
 import type { Clock } from './clock.js';
 import type { CheckpointStore, Lease } from './store.js';
 import type { ActionOf, Tool } from './tool-types.js';
+import type { TracerLike } from './tracer.js';
 
 export type {
   Action,
@@ -136,6 +137,13 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
    * or any function or observer of inspection events) sees the live machine of this run.
    */
   inspect?: InspectOption;
+  /**
+   * An OpenTelemetry tracer (`trace.getTracer('my-service')` of `@opentelemetry/api`): each drive
+   * of the run (`start`, `run`, `decide`, …, until it settles), each policy call and each tool call
+   * becomes a span, with the GenAI semantic conventions' attributes (docs/observability.md).
+   * Tracing never changes the run: a tracer that throws costs the trace only. @default none
+   */
+  tracer?: TracerLike;
 }
 
 /** Options of `new Agent`. */

@@ -74,6 +74,8 @@ beforeAll(async () => {
       '@ai-sdk/openai',
       'ai',
       '@modelcontextprotocol/sdk',
+      '@opentelemetry/api',
+      '@opentelemetry/sdk-trace-base',
     ],
   });
   mkdirSync(join(project, 'docs'));

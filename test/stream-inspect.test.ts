@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { InspectionEvent } from 'xstate';
-import { Agent, type RunEvent } from '../src/index.js';
+import { Agent, defineAgent, type RunEvent } from '../src/index.js';
+import { MemoryStore } from '../src/stores/memory.js';
+import { submitRun, Worker } from '../src/worker/index.js';
 import { gate, until } from './support/helpers.js';
 
 describe('streaming deltas', () => {
@@ -70,6 +72,49 @@ describe('inspect', () => {
   it('must be a function or an observer', () => {
     expect(() => new Agent({ tools: [], policy: () => ({ final: 1 }), inspect: 5 as never })).toThrow(
       'new Agent: inspect must be a function or an observer of inspection events, got 5',
+    );
+  });
+
+  it("on a Worker: passed to each run's actor, in place of the definition's", async () => {
+    const store = new MemoryStore();
+    const own: InspectionEvent[] = [];
+    const support = defineAgent({
+      name: 'support',
+      tools: [],
+      policy: () => ({ final: 1 }),
+      inspect: (e) => own.push(e),
+    });
+    await submitRun(store, { agent: support, goal: 'a', runId: 'w1' });
+    await submitRun(store, { agent: support, goal: 'b', runId: 'w2' });
+    const events: InspectionEvent[] = [];
+    const worker = new Worker({ store, agents: [support], inspect: (e) => events.push(e) });
+    expect(await worker.drain()).toBe(2);
+    // Each run's actor (restored from the store), and the machine's events as the run goes on.
+    const runIds = new Set(
+      events.flatMap((e) =>
+        e.type === '@xstate.snapshot'
+          ? [(e.snapshot as { context?: { runId?: string } }).context?.runId ?? []].flat()
+          : [],
+      ),
+    );
+    expect([...runIds].sort()).toEqual(['w1', 'w2']);
+    const machineEvents = events.flatMap((e) => (e.type === '@xstate.event' ? [e.event.type] : []));
+    expect(machineEvents.filter((t) => t === 'xstate.done.actor.policy')).toHaveLength(2);
+    expect(own).toEqual([]);
+
+    // Without one of its own, the worker hands each run the definition's.
+    await submitRun(store, { agent: support, goal: 'c', runId: 'w3' });
+    expect(await new Worker({ store, agents: [support] }).drain()).toBe(1);
+    expect(own.some((e) => e.type === '@xstate.event' && e.event.type === 'xstate.done.actor.policy')).toBe(true);
+  });
+
+  it('on a Worker: checked like the Agent option', () => {
+    const support = defineAgent({ name: 'support', tools: [], policy: () => ({ final: 1 }) });
+    expect(() => new Worker({ store: new MemoryStore(), agents: [support], inspect: 5 as never })).toThrow(
+      'new Worker: inspect must be a function or an observer of inspection events, got 5',
+    );
+    expect(() => new Worker({ store: new MemoryStore(), agents: [support], inspec: () => {} } as never)).toThrow(
+      'new Worker: unknown option "inspec" (did you mean "inspect"?)',
     );
   });
 });

@@ -7,8 +7,18 @@ import { input, select } from '@inquirer/prompts';
 import yoctoSpinner from 'yocto-spinner';
 import type { PendingCall, Status } from '../../machines/types.js';
 import type { Agent } from '../agent.js';
+import { LiveDeltas } from './deltas.js';
 import { exitFor } from './exit-codes.js';
-import { budgetLine, type Colors, colorsFor, entryLine, json, pendingLines, statusText } from './format.js';
+import {
+  budgetLine,
+  type Colors,
+  colorsFor,
+  entryLine,
+  json,
+  pendingLines,
+  statusText,
+  terminalSafe,
+} from './format.js';
 import { out } from './output.js';
 
 export interface DriveOptions {
@@ -22,10 +32,16 @@ export interface DriveOptions {
   decideLater: (callId: string) => string[];
 }
 
-/** Shows the run's progress until `work` settles; returns a function that stops showing. */
+/**
+ * Shows the run's progress until `work` settles; returns a function that stops showing. At a
+ * terminal a streaming model's text and tool-call pieces are written as they arrive (a `model`
+ * line); piped, the output keeps one line per history entry.
+ */
 function show(agent: Agent, c: Colors, live: boolean): () => void {
   const spinner = live && process.stderr.isTTY ? yoctoSpinner({ stream: process.stderr, handleSignals: false }) : null;
+  const deltas = live && process.stdout.isTTY ? new LiveDeltas(out, c) : null;
   const stop = agent.observe((event) => {
+    if (event.type !== 'delta') deltas?.end();
     if (event.type === 'entry') {
       spinner?.stop();
       out(`${entryLine(event.entry, c)}\n`);
@@ -35,15 +51,23 @@ function show(agent: Agent, c: Colors, live: boolean): () => void {
     } else if (event.type === 'executing') {
       spinner?.start(`running ${event.call.tool} (${event.call.key})`);
     } else if (event.type === 'delta') {
-      // A streaming model's progress: shown on the spinner, the final action prints as an entry.
-      if (spinner && event.delta.kind === 'call' && event.delta.tool) spinner.text = `model calls ${event.delta.tool}…`;
-      else if (spinner && event.delta.kind === 'text') spinner.text = `model: ${event.delta.text.slice(-60)}`;
+      // A streaming model's progress: written as it arrives at a terminal (the spinner, on the
+      // same screen, stops first), else shown on the spinner; the final action prints as an entry.
+      if (deltas) {
+        spinner?.stop();
+        deltas.delta(event.delta);
+      } else if (spinner && event.delta.kind === 'call' && event.delta.tool) {
+        spinner.text = `model calls ${terminalSafe(event.delta.tool)}…`;
+      } else if (spinner && event.delta.kind === 'text') {
+        spinner.text = `model: ${terminalSafe(event.delta.text.slice(-60))}`;
+      }
     } else if (event.status !== 'running') {
       spinner?.stop();
     }
   });
   return () => {
     spinner?.stop();
+    deltas?.end();
     stop();
   };
 }

@@ -1,8 +1,10 @@
 /**
  * How the CLI shows runs: one line per history entry, the pending call, budgets. Colours come
- * from picocolors and are off when output is not a terminal or NO_COLOR is set.
+ * from picocolors and are off when output is not a terminal or NO_COLOR is set. What a model or
+ * tool wrote is hostile input: it never reaches the terminal with its control characters.
  */
 import pc from 'picocolors';
+import { wellFormed } from '../../machines/strings.js';
 import type { HistoryEntry, PendingCall } from '../../machines/types.js';
 import type { RunState } from '../types.js';
 
@@ -16,9 +18,24 @@ export function colorsFor(stream: NodeJS.WriteStream): Colors {
   return pc.createColors(enabled);
 }
 
+/** Indent of a continued line, under the text after the 10-character labels (`model     `). */
+const INDENT = ' '.repeat(10);
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` as a terminal may show it: escapes for control and direction characters, lines indented. */
+export function terminalSafe(text: unknown): string {
+  if (typeof text !== 'string') return '';
+  return wellFormed(text)
+    .replace(UNSAFE, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    .replace(/\n/g, `\n${INDENT}`);
+}
+
 const MAX = 160;
+/** A model's or tool's text as a line shows it: cut, and safe for a terminal. */
 function clip(text: string): string {
-  return text.length > MAX ? `${text.slice(0, MAX - 1)}…` : text;
+  return terminalSafe(text.length > MAX ? `${text.slice(0, MAX - 1)}…` : text);
 }
 
 /** Compact JSON, one line. */
@@ -34,16 +51,16 @@ export function entryLine(entry: HistoryEntry, c: Colors): string {
       return `${c.green('answer')}    ${clip(typeof entry.final === 'string' ? entry.final : json(entry.final))}`;
     if ('calls' in entry) {
       return entry.calls
-        .map((call) => `${c.cyan('call')}      ${call.tool} ${c.dim(clip(json(call.args)))}`)
+        .map((call) => `${c.cyan('call')}      ${clip(call.tool)} ${c.dim(clip(json(call.args)))}`)
         .join('\n');
     }
-    return `${c.cyan('call')}      ${entry.tool} ${c.dim(clip(json(entry.args)))}`;
+    return `${c.cyan('call')}      ${clip(entry.tool)} ${c.dim(clip(json(entry.args)))}`;
   }
   const by = entry.approval
     ? c.dim(` (${entry.approval.approved ? 'approved' : 'denied'} by ${entry.approval.by})`)
     : '';
-  if ('error' in entry) return `${c.red('error')}     ${entry.tool}: ${clip(entry.error)}${by}`;
-  return `${c.blue('result')}    ${entry.tool} ${c.dim(clip(json(entry.result)))}${by}`;
+  if ('error' in entry) return `${c.red('error')}     ${clip(entry.tool)}: ${clip(entry.error)}${by}`;
+  return `${c.blue('result')}    ${clip(entry.tool)} ${c.dim(clip(json(entry.result)))}${by}`;
 }
 
 /** The pending call, as a human must see it before deciding. */

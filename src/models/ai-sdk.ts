@@ -127,6 +127,12 @@ async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>,
   );
 }
 
+/** The provider (`openai` of `openai.chat`) and model id a span names, whatever the model object holds. */
+function modelNamed(model: LanguageModelV3): { provider: string; model: string } {
+  const provider = typeof model.provider === 'string' ? model.provider : '';
+  return { provider: provider.split('.')[0] || 'unknown', model: String(model.modelId) };
+}
+
 /**
  * A policy that asks an AI SDK language model for the next action. The history becomes the
  * interface's prompt (tool calls and `tool` results paired by id), the tools function tools with
@@ -169,5 +175,5 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
     }
     const { stream } = await call.client.doStream(callOptions);
     return streamedAction(stream, ctx);
-  });
+  }, modelNamed(model));
 }

@@ -192,24 +192,27 @@ export function anthropicPolicy<const Tools extends readonly Tool[]>(
   options: AnthropicPolicyOptions<Tools>,
 ): Policy<Tools> {
   const call = modelCall<Anthropic>('anthropicPolicy', options);
-  return policyOf<Tools>(async (history: HistoryEntry[], ctx: PolicyContext) => {
-    const body: Body = {
-      ...(call.request as Partial<Body>),
-      model: call.model,
-      messages: anthropicMessages(turnsOf(history)),
-      max_tokens: outputLimit(call.maxOutputTokens ?? DEFAULT_MAX_TOKENS, ctx) ?? DEFAULT_MAX_TOKENS,
-      ...(call.instructions === undefined ? {} : { system: call.instructions }),
-      ...(call.declarations.length > 0 ? { tools: anthropicTools(call.declarations) } : {}),
-    };
-    // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
-    const options = { signal: ctx.signal, maxRetries: 0 };
-    if (!call.stream) {
-      const message = await call.client.messages.create({ ...body, stream: false }, options);
-      return readSafely(
-        () => anthropicAction(message),
-        () => usageOfMessage(message?.usage),
-      );
-    }
-    return streamedAction(await call.client.messages.create({ ...body, stream: true }, options), ctx);
-  });
+  return policyOf<Tools>(
+    async (history: HistoryEntry[], ctx: PolicyContext) => {
+      const body: Body = {
+        ...(call.request as Partial<Body>),
+        model: call.model,
+        messages: anthropicMessages(turnsOf(history)),
+        max_tokens: outputLimit(call.maxOutputTokens ?? DEFAULT_MAX_TOKENS, ctx) ?? DEFAULT_MAX_TOKENS,
+        ...(call.instructions === undefined ? {} : { system: call.instructions }),
+        ...(call.declarations.length > 0 ? { tools: anthropicTools(call.declarations) } : {}),
+      };
+      // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
+      const options = { signal: ctx.signal, maxRetries: 0 };
+      if (!call.stream) {
+        const message = await call.client.messages.create({ ...body, stream: false }, options);
+        return readSafely(
+          () => anthropicAction(message),
+          () => usageOfMessage(message?.usage),
+        );
+      }
+      return streamedAction(await call.client.messages.create({ ...body, stream: true }, options), ctx);
+    },
+    { provider: 'anthropic', model: call.model },
+  );
 }

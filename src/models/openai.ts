@@ -45,7 +45,8 @@ export function openaiPolicy<const Tools extends readonly Tool[]>(options: OpenA
   if (api !== 'chat' && api !== 'responses') {
     throw new OptionsError(`openaiPolicy: api must be 'chat' or 'responses', got ${JSON.stringify(api)}`);
   }
-  return policyOf<Tools>((history, ctx) =>
-    api === 'chat' ? chatCall(call, history, ctx) : responsesCall(call, history, ctx),
+  return policyOf<Tools>(
+    (history, ctx) => (api === 'chat' ? chatCall(call, history, ctx) : responsesCall(call, history, ctx)),
+    { provider: 'openai', model: call.model },
   );
 }

@@ -4,6 +4,7 @@
  */
 import type { HistoryEntry } from '../../machines/types.js';
 import { OptionsError } from '../errors.js';
+import { markModel, type PolicyModel } from '../policy-model.js';
 import { type DeclarationOptions, type ToolDeclaration, toolDeclarations } from '../tool-declarations.js';
 import type { Policy, PolicyContext, Tool } from '../types.js';
 import type { ModelUsage } from './actions.js';
@@ -67,11 +68,12 @@ export function modelCall<Client>(
   };
 }
 
-/** Wraps an adapter's call as a policy of `Tools`. */
+/** Wraps an adapter's call as a policy of `Tools`, marked with its model (for the policy call's span). */
 export function policyOf<Tools extends readonly Tool[]>(
   call: (history: HistoryEntry[], ctx: PolicyContext) => Promise<unknown>,
+  model: PolicyModel,
 ): Policy<Tools> {
-  return call as unknown as Policy<Tools>;
+  return markModel(call, model) as unknown as Policy<Tools>;
 }
 
 export type { ModelUsage };

@@ -4,6 +4,7 @@
  * through the ports it is handed.
  */
 import { fromPromise } from 'xstate';
+import { describeError } from '../../machines/describe-error.js';
 import type { PolicyInput } from '../../machines/events.js';
 import type { Decision } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
@@ -11,9 +12,11 @@ import type { PolicyDelta } from '../types.js';
 import { readAction } from './classify.js';
 import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
-import { portsOf } from './ports.js';
+import { type ActorPorts, portsOf } from './ports.js';
 import { retryAfterMs } from './retry-after.js';
 import { unwrap, withElapsed } from './returned.js';
+import { endPolicySpan, startPolicySpan } from './spans.js';
+import type { Span } from './tracing.js';
 
 const MAX_RETRY_DELAY_MS = 30_000;
 
@@ -21,11 +24,34 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
   const run = portsOf(system);
   await run.beforeCall();
   if (signal.aborted) throw signal.reason;
+  const span = startPolicySpan(run.tracer, run.runSpan(), run.policy, input, run.remaining());
+  const tries = { count: 0 };
+  try {
+    const decision = await decide(run, input, signal, span, tries);
+    endPolicySpan(span, decision, tries.count);
+    return decision;
+  } catch (error) {
+    span.set({ 'tollgate.policy.attempts': tries.count });
+    span.fail(describeError(error));
+    span.end();
+    throw error;
+  }
+});
+
+/** The policy's next action, tried again on a failure within the retries and budgets (`tries` counts). */
+async function decide(
+  run: ActorPorts,
+  input: PolicyInput,
+  signal: AbortSignal,
+  span: Span,
+  tries: { count: number },
+): Promise<Decision> {
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   // Read live: a budget extended while the call runs moves its deadline.
   const activeLeftNow = () => activeLeft(run.remaining(), spent());
   for (let attempt = 0; ; attempt++) {
+    tries.count = attempt + 1;
     const remaining = run.remaining();
     const left = activeLeft(remaining, spent());
     // The back-off ran into the end of the active-time budget: no further try.
@@ -72,6 +98,10 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
       // retry-after (a rate limit) lengthens it, within the same cap.
       const backoff = Math.max(run.retryDelayMs * 2 ** attempt, retryAfterMs(error, run.clock.now()) ?? 0);
       const delay = earliest(Math.min(backoff, MAX_RETRY_DELAY_MS), timeLeft) ?? 0;
+      span.event('tollgate.policy.retry', {
+        'tollgate.policy.attempt': attempt + 1,
+        'exception.message': describeError(error),
+      });
       await run.clock.sleep(delay, signal);
       continue;
     }
@@ -82,4 +112,4 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
     const now = run.clock.now();
     return { ...decision, usage, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
   }
-});
+}

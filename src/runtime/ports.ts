@@ -8,6 +8,7 @@ import { SystemError } from '../errors.js';
 import type { Runtime } from '../options.js';
 import type { PolicyDelta } from '../types.js';
 import type { Remaining } from './limits.js';
+import type { Span } from './tracing.js';
 
 export interface ActorPorts extends Runtime {
   runId: string;
@@ -28,6 +29,8 @@ export interface ActorPorts extends Runtime {
   takeRecovered(key: string): boolean;
   /** Reports a streaming policy's progress on step `step` to the run's observers. */
   delta(step: number, delta: PolicyDelta): void;
+  /** The span of the run's drive in progress, which parents the policy and tool calls' spans; null: none. */
+  runSpan(): Span | null;
 }
 
 const registry = new WeakMap<object, ActorPorts>();

@@ -11,6 +11,7 @@ import { SystemError, TollgateError } from '../errors.js';
 import type { LeaseTerms, Runtime } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import type { RunEvent, RunState } from '../types.js';
+import { Drives } from './drives.js';
 import { type RuntimeMachine, runtimeMachine } from './host.js';
 import { remainingOf } from './limits.js';
 import { Observers } from './observe.js';
@@ -63,11 +64,14 @@ export class RunActor {
   /** Keys in flight in the checkpoint this run was restored from (write-ahead records). */
   readonly #recovering = new Set<string>();
   readonly #details: () => { runId: string; status: Status };
+  /** Its drives' spans, with a tracer. */
+  readonly #drives: Drives;
 
   constructor(runtime: Runtime, runId: string, origin: Origin, place: StoredPlace | null) {
     this.#runtime = runtime;
     this.runId = runId;
     this.#details = () => ({ runId: this.runId, status: this.status });
+    this.#drives = new Drives(runtime.tracer, runtime.agent, () => ({ context: this.context, status: this.status }));
     if ('run' in origin) {
       for (const call of origin.run.context.calls) if (call.state === 'running') this.#recovering.add(call.key);
     }
@@ -98,6 +102,7 @@ export class RunActor {
       beforeCall: () => this.#saver?.flush() ?? Promise.resolve(),
       takeRecovered: (key) => this.#recovering.delete(key),
       delta: (step, delta) => this.#observers.delta(step, delta),
+      runSpan: () => this.#drives.span,
     });
     return actor;
   }
@@ -169,13 +174,19 @@ export class RunActor {
   /** Sends `event` and resolves with the status the run settles in, once that is saved. */
   async send(event: AgentEvent): Promise<Status> {
     this.throwIfFaulted();
+    const drive = this.#drives.open(event);
     this.#ensureStarted();
     this.#actor.send(event);
-    return this.settle();
+    return this.#drives.traced(drive, this.#settle());
   }
 
   /** Resolves with the status once the run is no longer `running` and that is saved. */
   async settle(): Promise<Status> {
+    const drive = this.status === 'running' ? this.#drives.open(null) : null;
+    return this.#drives.traced(drive, this.#settle());
+  }
+
+  async #settle(): Promise<Status> {
     this.throwIfFaulted();
     this.#ensureStarted();
     if (this.status === 'running') {

@@ -5,15 +5,16 @@
 import { fromPromise } from 'xstate';
 import { describeError } from '../../machines/describe-error.js';
 import type { ToolInput } from '../../machines/events.js';
-import type { JsonObject, ToolOutcome } from '../../machines/types.js';
+import type { JsonObject, StepCall, ToolOutcome } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
 import { toJson } from '../json.js';
 import { validateArgs } from '../tool-schema.js';
 import { approvalRule } from './approval.js';
 import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
-import { portsOf } from './ports.js';
+import { type ActorPorts, portsOf } from './ports.js';
 import { unwrap } from './returned.js';
+import { endToolSpan, startToolSpan } from './spans.js';
 
 /** The tool's own copy of the (frozen) arguments: the very value the approval rule saw. */
 function copyArgs(args: JsonObject): JsonObject {
@@ -25,13 +26,31 @@ function copyArgs(args: JsonObject): JsonObject {
 export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: call, signal, system }) => {
   const run = portsOf(system);
   const tool = run.tools.get(call.tool);
+  const recovered = run.takeRecovered(call.key);
   // Write ahead: a non-idempotent side effect in flight at a crash is not called again.
-  if (run.takeRecovered(call.key) && tool?.sideEffect && !tool.idempotent) {
-    return { type: 'outcome_unknown', at: isoTime(run.clock.now()) };
+  const unknown = recovered && tool?.sideEffect === true && !tool.idempotent;
+  if (!unknown) {
+    await run.beforeCall();
+    // Cancelled while the write-ahead record was being made: the call never starts.
+    if (signal.aborted) throw signal.reason;
   }
-  await run.beforeCall();
-  // Cancelled while the write-ahead record was being made: the call never starts.
-  if (signal.aborted) throw signal.reason;
+  const span = startToolSpan(run.tracer, run.runSpan(), run.runId, call, tool, recovered);
+  try {
+    const outcome: ToolOutcome = unknown
+      ? { type: 'outcome_unknown', at: isoTime(run.clock.now()) }
+      : await execute(run, call, signal);
+    endToolSpan(span, outcome);
+    return outcome;
+  } catch (error) {
+    span.fail(describeError(error));
+    span.end();
+    throw error;
+  }
+});
+
+/** Makes the call, its write-ahead record made, and turns what it gave into an outcome. */
+async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Promise<ToolOutcome> {
+  const tool = run.tools.get(call.tool);
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   const done = (body: { result: unknown } | { error: string }): ToolOutcome => {
@@ -83,4 +102,4 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   } catch (error) {
     return done({ error: describeError(error) });
   }
-});
+}

@@ -4,6 +4,7 @@
  * `expireDue` makes approval expiry fire. See docs/workers.md.
  */
 export { type ExpiredRun, type ExpireOptions, expireDue } from './expire.js';
+export type { WorkerOptions } from './options.js';
 export { type RecordDecisionOptions, recordDecision } from './record.js';
 export { type SubmitOptions, submitRun } from './submit.js';
-export { type StopOptions, Worker, type WorkerEvent, type WorkerOptions } from './worker.js';
+export { type StopOptions, Worker, type WorkerEvent } from './worker.js';

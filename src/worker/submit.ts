@@ -76,6 +76,7 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     beforeCall: () => new Promise<void>(() => {}),
     takeRecovered: () => false,
     delta: () => {},
+    runSpan: () => null,
   });
   let failure: unknown;
   actor.subscribe({ error: (error) => (failure ??= error) });

@@ -7,6 +7,8 @@ import type { Status } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import type { TracerLike } from '../tracer.js';
+import type { InspectOption } from '../types.js';
 
 /** What working a claimed run came to. */
 export interface Worked {
@@ -16,23 +18,18 @@ export interface Worked {
 }
 
 /**
- * Works the run `lease` is on, as `definition` says, with this worker's owner id and lease
- * length. On an error the lease is not released: it lapses, so a run that fails every time (a
- * damaged checkpoint, a store that refuses it) is retried once per lease, never in a busy loop,
- * while other runs go on.
+ * Works the run `lease` is on, as `definition` says, with this worker's owner id, lease length,
+ * inspector and tracer (when it has them, over the definition's own). On an error the lease is
+ * not released: it lapses, so a run that fails every time (a damaged checkpoint, a store that
+ * refuses it) is retried once per lease, never in a busy loop, while other runs go on.
  */
 export async function workClaimed(
   store: CheckpointStore,
   lease: Lease,
   definition: AgentDefinition<any>,
-  terms: { owner: string; leaseMs: number },
+  terms: { owner: string; leaseMs: number; inspect?: InspectOption; tracer?: TracerLike },
 ): Promise<Worked> {
-  const agent = await Agent.load(store, lease.runId, {
-    ...resumeOptionsOf(definition),
-    owner: terms.owner,
-    leaseMs: terms.leaseMs,
-    lease,
-  });
+  const agent = await Agent.load(store, lease.runId, { ...resumeOptionsOf(definition), ...terms, lease });
   const before = agent.version;
   const status = await agent.run();
   return { status, progressed: agent.version !== before };

@@ -5,33 +5,14 @@
  * runs it held, which others take up once its leases lapse (under the crash rules).
  */
 import type { Status } from '../../machines/types.js';
-import { type Clock, MAX_TIMER_MS, systemClock } from '../clock.js';
+import { type Clock, MAX_TIMER_MS } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
-import { parseResumeOptions } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
-import { checkQueueStore, definitionsByName } from './checks.js';
+import { parseWorkerOptions, type WorkerOptions, type WorkerSettings } from './options.js';
 import { Wakeup } from './wakeup.js';
 import { workClaimed } from './work.js';
-
-/** Options of `new Worker`. */
-export interface WorkerOptions {
-  /** The store the runs live in (every worker of a pool shares it). */
-  store: CheckpointStore;
-  /** The agents this worker may run, as `defineAgent` makes them; it takes only their runs. */
-  agents: readonly AgentDefinition<any>[];
-  /** Runs worked at once. @default 4 */
-  concurrency?: number;
-  /** This worker's owner id on its leases. @default host:pid:random */
-  owner?: string;
-  /** The lease on each run it works (renewed every third of it). @default 30_000 */
-  leaseMs?: number;
-  /** How often it looks for runnable runs when nothing wakes it (a store's `watch` does). @default 1_000 */
-  pollMs?: number;
-  /** The clock its polls wait on (not the runs' clock: each definition has its own). @default systemClock */
-  clock?: Clock;
-}
 
 /** Options of `worker.stop`. */
 export interface StopOptions {
@@ -52,9 +33,6 @@ export type WorkerEvent =
   | { type: 'released'; runId: string }
   | { type: 'idle' }
   | { type: 'stopped' };
-
-const WORKER_KEYS = ['store', 'agents', 'concurrency', 'owner', 'leaseMs', 'pollMs', 'clock'];
-const MAX_CONCURRENCY = 1_000;
 
 interface InHand {
   lease: Lease;
@@ -79,6 +57,8 @@ export class Worker {
   readonly #leaseMs: number;
   readonly #pollMs: number;
   readonly #clock: Clock;
+  /** The inspector and tracer given to every run worked, over the definitions' own. */
+  readonly #runOptions: WorkerSettings['runOptions'];
   readonly #inHand = new Map<string, InHand>();
   readonly #listeners = new Set<(event: WorkerEvent) => void>();
   readonly #wakeup = new Wakeup();
@@ -91,45 +71,15 @@ export class Worker {
 
   /** @throws OptionsError on a bad option (unknown keys name the one meant). */
   constructor(options: WorkerOptions) {
-    const call = 'new Worker';
-    checkKeys(call, options, WORKER_KEYS);
-    checkQueueStore(call, options.store);
-    this.#store = options.store;
-    this.#agents = definitionsByName(call, options.agents);
-    const { concurrency = 4, pollMs = 1_000, clock = systemClock } = options;
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-      throw new OptionsError(
-        `${call}: concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}, got ${showValue(concurrency)}`,
-      );
-    }
-    if (typeof pollMs !== 'number' || !(pollMs > 0) || pollMs > MAX_TIMER_MS) {
-      throw new OptionsError(
-        `${call}: pollMs must be a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}, got ${showValue(pollMs)}`,
-      );
-    }
-    if (
-      clock === null ||
-      typeof clock !== 'object' ||
-      typeof clock.now !== 'function' ||
-      typeof clock.sleep !== 'function'
-    ) {
-      throw new OptionsError(`${call}: clock must be an object with now() and sleep(), got ${showValue(clock)}`);
-    }
-    // The Agent's own checks (and messages) for the lease terms every run is worked with.
-    const parsed = parseResumeOptions(
-      {
-        policy: () => ({ final: '' }),
-        tools: [],
-        ...(options.owner === undefined ? {} : { owner: options.owner }),
-        ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
-      },
-      call,
-    );
-    this.owner = parsed.runtime.lease.owner;
-    this.#leaseMs = parsed.runtime.lease.leaseMs;
-    this.#concurrency = concurrency;
-    this.#pollMs = pollMs;
-    this.#clock = clock;
+    const o = parseWorkerOptions(options);
+    this.#store = o.store;
+    this.#agents = o.agents;
+    this.#runOptions = o.runOptions;
+    this.owner = o.owner;
+    this.#leaseMs = o.leaseMs;
+    this.#concurrency = o.concurrency;
+    this.#pollMs = o.pollMs;
+    this.#clock = o.clock;
   }
 
   /** The ids of the runs this worker holds now. */
@@ -280,7 +230,11 @@ export class Worker {
           throw new OptionsError(
             `Worker: run ${JSON.stringify(runId)} is of agent ${JSON.stringify(agent)}, which this worker was not given`,
           );
-        const worked = await workClaimed(this.#store, lease, definition, { owner: this.owner, leaseMs: this.#leaseMs });
+        const worked = await workClaimed(this.#store, lease, definition, {
+          owner: this.owner,
+          leaseMs: this.#leaseMs,
+          ...this.#runOptions,
+        });
         this.#emit({ type: 'settled', runId, agent, status: worked.status });
         // A run worked for nothing (the store found it runnable, the run's clock did not) is
         // claimed again at the next poll, not at once: no busy loop on it.

@@ -3,7 +3,7 @@
  * tmux, which gives them a pseudo-terminal; keys are sent and the screen is read back.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +124,25 @@ describe.skipIf(!hasTmux && !process.env.CI)('interactive approval in a terminal
     expect(end).toContain('denied by human: wrong amount');
     expect(end).toContain('EXIT=0');
     expect(existsSync(join(dir, 'ledger.txt'))).toBe(false);
+  });
+
+  it("a streaming model's text and call pieces appear as they arrive, escaped", async () => {
+    const { dir, env } = base();
+    const go = join(dir, 'go');
+    const s = startSession(`node ${bin} run ${build.fixture('stream-agent.mjs')} 'look' --run-id t4`, dir, {
+      ...env,
+      TOLLGATE_TEST_GO: go,
+    });
+    // The policy call is still in flight (it waits for the go file): what shows was streamed.
+    const live = await waitFor(s, 'model     calls lookup {"id":');
+    expect(live).toContain('model     Checking the \\u001b[2Jinvoice');
+    expect(live).not.toContain('call      lookup');
+    writeFileSync(go, '');
+    const end = await waitFor(s, /EXIT=\d+/);
+    expect(end).toContain('model     calls lookup {"id":"inv-7"}\ncall      lookup {"id":"inv-7"}');
+    expect(end).toContain('model     All done\nanswer    looked up');
+    expect(end).toContain('goal      look'); // nothing cleared the screen
+    expect(end).toContain('EXIT=0');
   });
 
   it('the npm start demo, killed at the prompt and started again, resumes where it was', async () => {
