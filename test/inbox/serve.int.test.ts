@@ -59,20 +59,27 @@ describe('tollgate serve', () => {
     "shows the demo's pending refund; approving it in the browser, with a worker running, finishes the run",
     async () => {
       const { dir, env, cli, stored } = workspace();
-      const demoEnv: NodeJS.ProcessEnv = { ...env, TOLLGATE_DEMO_DIR: dir, TOLLGATE_DEMO_THINK_MS: '0' };
-      delete demoEnv.OPENAI_API_KEY;
-      delete demoEnv.ANTHROPIC_API_KEY;
+      // No model keys: the demo's scripted policy. (`cli` adds these to its own environment.)
+      const demoEnv: Record<string, string> = {
+        TOLLGATE_DEMO_DIR: dir,
+        TOLLGATE_DEMO_THINK_MS: '0',
+        OPENAI_API_KEY: '',
+        ANTHROPIC_API_KEY: '',
+      };
       const run = await cli(
         ['run', demoAgent, GOAL, '--store', 'demo.db', '--run-id', 'demo-1', '--no-input'],
         demoEnv,
       );
       expect(run.code, run.stderr).toBe(3); // waits for approval
 
-      const serveEnv = { ...demoEnv, TOLLGATE_INBOX_TOKEN: TOKEN };
+      const serveEnv = { ...env, ...demoEnv, TOLLGATE_INBOX_TOKEN: TOKEN };
       const serve = await start(['serve', demoAgent, '--store', 'demo.db', '--port', '0', '--json'], dir, serveEnv);
       const { url, auth } = JSON.parse(serve.first) as { url: string; auth: string };
       expect(auth).toBe('token');
-      const worker = await start(['worker', demoAgent, '--store', 'demo.db', '--poll-ms', '100'], dir, demoEnv);
+      const worker = await start(['worker', demoAgent, '--store', 'demo.db', '--poll-ms', '100'], dir, {
+        ...env,
+        ...demoEnv,
+      });
 
       const browser = await launchChromium();
       try {

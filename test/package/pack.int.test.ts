@@ -63,6 +63,12 @@ describe('npm pack', () => {
     }
   });
 
+  it("ships the inbox page's static files beside the compiled server, which reads them from ./page/", () => {
+    for (const file of ['index.html', 'inbox.js', 'card.js', 'render.js', 'inbox.css']) {
+      expect(paths()).toContain(`dist/src/inbox/page/${file}`);
+    }
+  });
+
   it('ships no tests, fixtures, examples, benchmarks or docs', () => {
     const unwanted = [...paths()].filter(
       (path) =>
