@@ -105,8 +105,12 @@ export function apiRoutes(ctx: ApiContext): Hono<InboxEnv> {
     const now = ctx.now();
     const summaries = await ctx.store.list({ status, ...(q.agent ? { agent: q.agent } : {}) });
     const views = [];
-    // Newest first: the list is oldest update first, so read it from the end.
+    // Newest first: the list is oldest update first, so read it from the end. A run that waits
+    // for approval is ordered by its oldest request, so all of those are read; for the other
+    // statuses the last update is the order, and reading stops at `limit`.
+    const waiting = status === 'awaiting_approval';
     for (const summary of summaries.reverse()) {
+      if (!waiting && views.length >= limit) break;
       const record = await ctx.store.load(summary.runId);
       if (!record || record.status !== status) continue;
       const view = runView(record, now);
@@ -116,7 +120,8 @@ export function apiRoutes(ctx: ApiContext): Hono<InboxEnv> {
       views.push(view);
     }
     views.sort((a, b) => waitingSince(b) - waitingSince(a));
-    return c.json({ now: new Date(now).toISOString(), total: views.length, runs: views.slice(0, limit) });
+    const total = waiting || q.tool || minAge !== undefined || maxAge !== undefined ? views.length : summaries.length;
+    return c.json({ now: new Date(now).toISOString(), total, runs: views.slice(0, limit) });
   });
 
   api.get('/runs/:runId', async (c) => {

@@ -17,6 +17,7 @@ export interface FeedChange {
 
 type Listener = (change: FeedChange) => void;
 
+/** Tells its subscribers what changed among the runs awaiting approval (see the module's comment). */
 export class RunFeed {
   readonly #store: CheckpointStore;
   readonly #pollMs: number;

@@ -67,7 +67,7 @@ export interface InboxServer {
   listen(options?: ListenOptions): Promise<string>;
   /** The URL it listens on, or null before `listen`. */
   readonly url: string | null;
-  /** Stops listening, ends the event streams, and stops reading the store. The store stays open. */
+  /** Stops listening, ends the event streams, and stops reading the store; for good. The store stays open. */
   close(): Promise<void>;
 }
 
@@ -147,6 +147,7 @@ export function createInboxServer(options: InboxOptions): InboxServer {
     },
     async listen({ port = 8470, host = '127.0.0.1' }: ListenOptions = {}) {
       if (server) throw new OptionsError(`${call}: listen: already listening on ${url}`);
+      if (closing.signal.aborted) throw new OptionsError(`${call}: listen: this inbox was closed; make a new one`);
       const { createServer } = await import('node:http');
       // overrideGlobalObjects: false — an embedding application's own Request/Response stay its own.
       const listener = getRequestListener(fetch, { overrideGlobalObjects: false });

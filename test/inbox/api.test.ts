@@ -7,7 +7,7 @@ import type { InboxServer } from '../../src/inbox/index.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { recordDecision, Worker } from '../../src/worker/index.js';
-import { deskAgent, type Ledger, pausedRun, TOKENS } from './fixture.js';
+import { crashedRun, deskAgent, type Ledger, pausedRun, TOKENS } from './fixture.js';
 import { call, startInbox } from './support.js';
 
 let store: MemoryStore;
@@ -190,6 +190,23 @@ describe('recording decisions', () => {
     expect(answer.status).toBe(422);
     expect(answer.body.error.message).toMatch(/definition/);
     expect((await decide('r-old', { [pending!.id]: { approve: true } })).status).toBe(201);
+  });
+});
+
+describe('a call in flight at a crash', () => {
+  it('is listed with its outcome unknown; it can be approved or denied as it was, not edited', async () => {
+    await inbox.close();
+    const clock = new ManualClock(Date.now());
+    store = new MemoryStore({ now: () => clock.now() });
+    expect(await crashedRun(store, clock, 'crashed')).toBe('awaiting_approval');
+    ({ inbox, url } = await startInbox({ store, auth: { users: TOKENS }, agents: [desk] }));
+    const { body } = await call(url, 'GET', '/api/runs', { token: dana });
+    const [pending] = body.runs[0].pendingCalls;
+    expect(pending).toMatchObject({ tool: 'refund', attempt: 2, outcome: 'unknown' });
+    const edit = await decide('crashed', { [pending.id]: { approve: true, args: { order: 'A-9', cents: 1 } } });
+    expect(edit.status).toBe(422);
+    expect(edit.body.error.message).toMatch(/outcome is unknown/);
+    expect((await decide('crashed', { [pending.id]: { approve: false, note: 'it went through' } })).status).toBe(201);
   });
 });
 

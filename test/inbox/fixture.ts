@@ -72,3 +72,32 @@ export async function pausedRun(
 
 /** A token long enough for the inbox. */
 export const TOKENS = { dana: 'dana-token-0123456789abcdef', lee: 'lee-token-0123456789abcdef' };
+
+/**
+ * A run whose approved refund was in flight when its process died: taken up again after its
+ * lease lapsed (on `clock`, the store's), it awaits approval with the call's outcome unknown.
+ */
+export async function crashedRun(store: CheckpointStore, clock: { advance(ms: number): void }, runId: string) {
+  let started = false;
+  const hanging: Tool = {
+    name: 'refund',
+    sideEffect: true,
+    fn: () => {
+      started = true;
+      return new Promise(() => {}); // the process dies before it ends
+    },
+  };
+  const policy: Policy = (history) =>
+    history.some((e) => e.role === 'tool')
+      ? { final: 'finished' }
+      : { tool: 'refund', args: { order: 'A-9', cents: 900 } };
+  const dying = defineAgent({ name: 'desk', policy, tools: [hanging], maxSteps: 4 });
+  const first = new Agent({ ...agentOptionsOf(dying), store, runId });
+  await first.start('refund A-9 900');
+  void first.decide(true, 'ok');
+  for (let i = 0; i < 200 && !started; i++) await new Promise((r) => setTimeout(r, 5));
+  if (!started) throw new Error('the refund never started');
+  clock.advance(60_000); // the dead process's lease lapses
+  const again = await Agent.load(store, runId, { policy, tools: [hanging], agent: 'desk' });
+  return again.run();
+}
