@@ -103,9 +103,10 @@ function repeatOf(
     if (match) return queued;
   }
   const records = ids.map((id) => applied.get(id));
-  const all = records.every(
-    (r, i) => r && r.by === by && r.approved === (decisions[ids[i] as string] as ApiDecision).approve,
-  );
+  const all = records.every((r, i) => {
+    const d = decisions[ids[i] as string] as ApiDecision;
+    return r && r.by === by && r.approved === d.approve && (!('args' in d) || same(r.args, d.args));
+  });
   if (!all || records.length === 0) return null;
   const first = records[0] as ApprovalRecord;
   return {
@@ -118,15 +119,6 @@ function repeatOf(
       ]),
     ),
   };
-}
-
-/** Who decided a call that is no longer pending, for a clear refusal; null if unknown. */
-export async function decidedBy(store: CheckpointStore, runId: string, callId: string): Promise<string | null> {
-  const record = await store.load(runId);
-  if (!record) return null;
-  if (record.decision && callId in record.decision.decisions) return record.decision.by;
-  const run = decodeRun(record);
-  return decisionsOf(run.context.calls, run.context.history).get(callId)?.by ?? null;
 }
 
 /**

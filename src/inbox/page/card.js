@@ -61,7 +61,10 @@ export function runCard(run, app) {
       }),
     );
   } else if (run.status === 'awaiting_approval') {
-    const calls = run.pendingCalls.map((call) => callBox(run, call, app));
+    const quiet = () => {
+      message.textContent = '';
+    };
+    const calls = run.pendingCalls.map((call) => callBox(run, call, app, quiet));
     const send = el('button', { type: 'button', class: 'send', text: 'Record decisions' });
     send.addEventListener('click', () => submit(run, send, message, app));
     card.append(el('div', { class: 'calls' }, calls), el('div', { class: 'actions' }, send, message));
@@ -69,7 +72,8 @@ export function runCard(run, app) {
   return card;
 }
 
-function callBox(run, call, app) {
+/** One pending call with its decision controls; `touched` is called when the approver changes something. */
+function callBox(run, call, app, touched) {
   const draft = draftOf(call.id);
   const left = countdown(call, app.now());
   const timer = el('span', {
@@ -100,6 +104,7 @@ function callBox(run, call, app) {
   note.value = draft.note;
   note.addEventListener('input', () => {
     draft.note = note.value;
+    touched();
   });
   const editor = el('textarea', {
     class: 'args-editor',
@@ -140,10 +145,12 @@ function callBox(run, call, app) {
   };
   let debounce = null;
   editor.addEventListener('input', () => {
+    touched();
     clearTimeout(debounce);
     debounce = setTimeout(check, 250);
   });
   choice.addEventListener('change', () => {
+    touched();
     draft.choice = choice.value;
     editBox.hidden = choice.value !== 'edit';
     if (choice.value === 'edit') void check();
