@@ -125,6 +125,25 @@ function forbidden(message: string): HttpError {
   return new HttpError(403, 'forbidden', message);
 }
 
+/**
+ * With a proxy's header as the identity, only requests addressed to a known host (the `Host`
+ * header) are answered; others get 403. Without this, a web page whose DNS name an attacker
+ * points at 127.0.0.1 (DNS rebinding) could reach the inbox from a browser on the same machine
+ * as a same-origin page, and set the header itself. `hosts()` is read per request (the port is
+ * known once the server listens); an empty list checks nothing.
+ */
+export function checkHost(auth: Authenticator, hosts: () => readonly string[]): MiddlewareHandler {
+  return async (c, next) => {
+    const known = hosts();
+    if (auth.mode === 'proxy' && known.length > 0 && !known.includes((c.req.header('host') ?? '').toLowerCase())) {
+      throw forbidden(
+        `requests to host ${JSON.stringify(c.req.header('host'))} are refused: add its origin to origins`,
+      );
+    }
+    await next();
+  };
+}
+
 /** Whether the request came over HTTPS (directly, or through a proxy that says so). */
 export function isHttps(c: Context): boolean {
   return new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https';

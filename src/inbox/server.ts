@@ -16,7 +16,7 @@ import { checkQueueStore, definitionsByName } from '../worker/checks.js';
 import { apiRoutes } from './api.js';
 import { Authenticator, type InboxAuth } from './auth.js';
 import { RunFeed } from './feed.js';
-import { authenticate, checkCsrf, type InboxEnv, limitBody, securityHeaders } from './guard.js';
+import { authenticate, checkCsrf, checkHost, type InboxEnv, limitBody, securityHeaders } from './guard.js';
 import { errorAnswer } from './http-errors.js';
 import { readPage, servePage } from './page.js';
 import { Sessions } from './sessions.js';
@@ -41,7 +41,9 @@ export interface InboxOptions {
   sessionTtlMs?: number;
   /**
    * Other origins whose pages may send state-changing requests (`https://approvals.example.com`
-   * when a proxy serves the inbox under another name). @default only the inbox's own origin
+   * when a proxy serves the inbox under another name). With `auth: { proxyHeader }`, their hosts
+   * are also the only names (with the address it listens on) that requests may be addressed to,
+   * against DNS rebinding. @default only the inbox's own origin
    */
   origins?: readonly string[];
   /** The clock decisions are checked and recorded by. @default each run's definition's clock, else the system clock */
@@ -118,7 +120,23 @@ export function createInboxServer(options: InboxOptions): InboxServer {
     return c.json(body, status as 400);
   });
   app.use('*', securityHeaders);
-  app.use('/api/*', authenticate(auth, sessions), limitBody(maxBodyBytes), checkCsrf(sessions, origins));
+  let server: Server | null = null;
+  let url: string | null = null;
+  const hosts = () => {
+    const names = (origins ?? []).map((o) => new URL(o).host.toLowerCase());
+    if (url) {
+      const { host, port } = new URL(url);
+      names.push(host, `localhost:${port}`);
+    }
+    return names;
+  };
+  app.use(
+    '/api/*',
+    checkHost(auth, hosts),
+    authenticate(auth, sessions),
+    limitBody(maxBodyBytes),
+    checkCsrf(sessions, origins),
+  );
   app.route(
     '/api',
     apiRoutes({
@@ -136,8 +154,6 @@ export function createInboxServer(options: InboxOptions): InboxServer {
   servePage(app, readPage());
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
 
-  let server: Server | null = null;
-  let url: string | null = null;
   const fetch = (request: Request) => Promise.resolve(app.fetch(request));
 
   return {

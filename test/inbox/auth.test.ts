@@ -2,6 +2,7 @@
  * The inbox's door, over real HTTP on loopback: authentication (tokens, sessions, a proxy's
  * header), CSRF on every state-changing request, the security headers, and the options check.
  */
+import { request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OptionsError } from '../../src/errors.js';
 import { createInboxServer, type InboxServer } from '../../src/inbox/index.js';
@@ -142,6 +143,32 @@ describe('a trusted reverse proxy', () => {
     const withToken = { ...headers, 'x-tollgate-csrf': session.body.csrf };
     expect((await call(url, 'POST', path, { headers: withToken, body: decisionBody() })).status).toBe(201);
     expect((await store.load('r1'))?.decision?.by).toBe('kim@example.com');
+  });
+});
+
+describe('a trusted reverse proxy, reached under another name', () => {
+  it('refuses a request addressed to an unknown host (DNS rebinding), unless its origin is allowed', async () => {
+    const asHost = (base: string, host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const { port } = new URL(base);
+        const headers = { host, 'x-forwarded-user': 'kim' };
+        request({ host: '127.0.0.1', port, path: '/api/runs', headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+          .on('error', reject)
+          .end();
+      });
+    await inbox.close();
+    ({ inbox, url } = await startInbox({ store, auth: { proxyHeader: 'X-Forwarded-User' } }));
+    expect(await asHost(url, new URL(url).host)).toBe(200);
+    expect(await asHost(url, `localhost:${new URL(url).port}`)).toBe(200);
+    expect(await asHost(url, `evil.example:${new URL(url).port}`)).toBe(403);
+    await inbox.close();
+    const origins = ['https://approvals.example.com'];
+    ({ inbox, url } = await startInbox({ store, auth: { proxyHeader: 'X-Forwarded-User' }, origins }));
+    expect(await asHost(url, 'approvals.example.com')).toBe(200);
+    expect(await asHost(url, 'evil.example')).toBe(403);
   });
 });
 
