@@ -20,6 +20,7 @@ interface ServeFlags extends Common {
   usersFile?: string;
   proxyHeader?: string;
   as?: string;
+  origin?: string[];
 }
 
 const port = (value: string) => {
@@ -92,7 +93,7 @@ async function serve(modules: string[], o: ServeFlags): Promise<number> {
   for (const module of modules) agents.push(await loadAgentModule(module));
   const { auth, generated, mode } = authOf(o);
   return withStore(o, { create: true }, async (opened) => {
-    const inbox = createInboxServer({ store: opened.store, auth, agents });
+    const inbox = createInboxServer({ store: opened.store, auth, agents, ...(o.origin ? { origins: o.origin } : {}) });
     const stopped = new Promise<void>((done) => {
       const stop = () => void inbox.close().finally(done);
       process.once('SIGINT', stop);
