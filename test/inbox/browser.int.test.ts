@@ -32,7 +32,8 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}`, () => {
+// A browser on a loaded CI machine is slow: each step has a minute.
+describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}`, { timeout: 60_000 }, () => {
   let dir: string;
   let store: SqliteStore;
   let inbox: InboxServer;
