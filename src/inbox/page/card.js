@@ -116,36 +116,42 @@ function callBox(run, call, app, touched) {
   const editBox = el('div', { class: 'edit', hidden: draft.choice !== 'edit' }, editor, verdict);
   editor.value = draft.args ?? pretty(call.args);
   let checking = 0;
+  /** Checks the editor's text: JSON syntax here, then the tool's schema and rule on the server. */
   const check = async () => {
-    draft.args = editor.value;
+    const text = editor.value;
+    draft.args = text;
     const mine = ++checking;
+    let result;
     let args;
     try {
-      args = JSON.parse(editor.value);
+      args = JSON.parse(text);
     } catch (error) {
-      draft.check = { ok: false, error: `not JSON: ${error.message}` };
+      result = { ok: false, error: `not JSON: ${error.message}` };
     }
-    if (args !== undefined) {
-      if (args === null || typeof args !== 'object' || Array.isArray(args))
-        draft.check = { ok: false, error: 'the arguments must be a JSON object' };
-      else {
-        draft.check = { ok: null };
-        verdict.textContent = 'checking against the tool’s schema…';
-        try {
-          const path = `/api/runs/${encodeURIComponent(run.runId)}/calls/${encodeURIComponent(call.id)}/check`;
-          draft.check = await app.api('POST', path, { args });
-        } catch (error) {
-          draft.check = { ok: false, error: explain(error) };
-        }
+    if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
+      result = { ok: false, error: 'the arguments must be a JSON object' };
+    } else if (args !== undefined) {
+      verdict.textContent = 'checking against the tool’s schema…';
+      try {
+        const path = `/api/runs/${encodeURIComponent(run.runId)}/calls/${encodeURIComponent(call.id)}/check`;
+        result = await app.api('POST', path, { args });
+      } catch (error) {
+        result = { ok: false, error: explain(error) };
       }
     }
-    if (mine !== checking) return;
-    verdict.className = draft.check.ok ? 'verdict ok' : 'verdict bad';
-    verdict.textContent = draft.check.ok ? '✓ valid for the tool’s schema' : `✗ ${draft.check.error}`;
+    // A later edit (or check) wins: an answer about older text changes nothing.
+    if (mine !== checking || editor.value !== text) return;
+    draft.check = result;
+    verdict.className = result.ok ? 'verdict ok' : 'verdict bad';
+    verdict.textContent = result.ok ? '✓ valid for the tool’s schema' : `✗ ${result.error}`;
   };
   let debounce = null;
   editor.addEventListener('input', () => {
     touched();
+    // What is sent is what was checked: until the check of this text answers, nothing is.
+    draft.args = editor.value;
+    draft.check = null;
+    checking++;
     clearTimeout(debounce);
     debounce = setTimeout(check, 250);
   });
@@ -192,7 +198,8 @@ async function submit(run, button, message, app) {
       if (!draft.note.trim()) return say(message, `A denial needs a note: say why (${call.tool}).`, true);
       decisions[call.id] = { approve: false, note: draft.note };
     } else if (draft.choice === 'edit') {
-      if (!draft.check?.ok) return say(message, `Fix the edited arguments of ${call.tool} first.`, true);
+      if (!draft.check?.ok)
+        return say(message, `Fix the edited arguments of ${call.tool} first (or wait for their check).`, true);
       decisions[call.id] = { approve: true, note: draft.note, args: JSON.parse(draft.args) };
     } else {
       decisions[call.id] = { approve: true, note: draft.note };
