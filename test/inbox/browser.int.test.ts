@@ -108,6 +108,19 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     await page.screenshot({ path: join(IMAGES, 'inbox.png'), fullPage: true });
   });
 
+  it('filters by tool and by how long a run has waited', async () => {
+    const shown = () => page.locator('article.run').count();
+    await page.fill('#filter-tool', 'email');
+    await until('the tool filter', async () => (await shown()) === 1);
+    expect(await card('approve-me').count()).toBe(1);
+    await page.fill('#filter-tool', '');
+    await page.selectOption('#filter-age', 'min:3600');
+    await until('the age filter', async () => (await shown()) === 0);
+    expect(await page.locator('#summary').textContent()).toBe('No runs awaiting approval.');
+    await page.selectOption('#filter-age', '');
+    await until('no filter', async () => (await shown()) === 6);
+  });
+
   it('renders HTML in goals and tool arguments as text', async () => {
     const xss = card('xss');
     expect(await xss.locator('.goal').textContent()).toContain('<script>window.__xss=1;alert(1)</script>');
