@@ -50,7 +50,7 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     dir = mkdtempSync(join(tmpdir(), 'tollgate-inbox-e2e-'));
     store = SqliteStore.open(join(dir, 'runs.db'));
     await pausedRun(store, deskAgent(ledger, { approvalTtlMs: 1 }), 'gone', 'refund A-500 100');
-    await pausedRun(store, deskAgent(ledger, { approvalTtlMs: 60_000 }), 'late', 'refund A-600 100');
+    await pausedRun(store, deskAgent(ledger, { approvalTtlMs: 300_000 }), 'late', 'refund A-600 100');
     await pausedRun(store, desk, 'deny-me', 'refund A-300 100');
     await pausedRun(store, desk, 'edit-me', 'refund A-200 9900');
     await pausedRun(store, desk, 'approve-me', 'refund+email A-100 4200');
@@ -180,7 +180,7 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
   });
 
   it('says clearly that a call which expired meanwhile cannot be approved, and records nothing', async () => {
-    clock.advance(120_000); // past the 60 s approval of `late`, on the server's clock
+    clock.advance(600_000); // past the 5-minute approval of `late`, on the server's clock
     const late = card('late');
     await late.locator('select.choice').selectOption('approve');
     await late.getByRole('button', { name: 'Record decisions' }).click();
