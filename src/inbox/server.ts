@@ -100,10 +100,12 @@ export function createInboxServer(options: InboxOptions): InboxServer {
   const maxBodyBytes = positive(call, 'maxBodyBytes', options.maxBodyBytes, 65_536, 16 * 1024 * 1024);
   const pollMs = positive(call, 'pollMs', options.pollMs, 1_000);
   const sessionTtlMs = positive(call, 'sessionTtlMs', options.sessionTtlMs, 8 * 3600 * 1000);
-  const origins = options.origins ?? null;
-  if (origins !== null && (!Array.isArray(origins) || origins.some((o) => typeof o !== 'string' || !URL.canParse(o)))) {
+  const given = options.origins ?? null;
+  if (given !== null && (!Array.isArray(given) || given.some((o) => typeof o !== 'string' || !URL.canParse(o)))) {
     throw new OptionsError(`${call}: origins must be a list of origins such as https://inbox.example.com`);
   }
+  // As browsers send them: scheme, host and port only (`https://x.example/` → `https://x.example`).
+  const origins = given && given.map((o) => new URL(o).origin);
   const clock = options.clock;
   if (clock !== undefined && typeof clock?.now !== 'function') {
     throw new OptionsError(`${call}: clock must have now(), got ${showValue(clock)}`);

@@ -47,6 +47,8 @@ describe('authentication', () => {
       const none = await call(url, method, path, { body });
       expect(none.status, `${method} ${path}`).toBe(401);
       expect(none.body.error.code).toBe('unauthenticated');
+      expect(none.headers.get('content-security-policy')).toContain("default-src 'none'"); // on refusals too
+      expect(none.headers.get('cache-control')).toBe('no-store');
       const wrong = await call(url, method, path, { body, token: `${TOKENS.dana}x` });
       expect(wrong.status, `${method} ${path} (wrong token)`).toBe(401);
       const basic = await call(url, method, path, { body, headers: { authorization: 'Basic ZGFuYTp4' } });
