@@ -105,7 +105,7 @@ export function createInboxServer(options: InboxOptions): InboxServer {
     throw new OptionsError(`${call}: origins must be a list of origins such as https://inbox.example.com`);
   }
   // As browsers send them: scheme, host and port only (`https://x.example/` → `https://x.example`).
-  const origins = given && given.map((o) => new URL(o).origin);
+  const origins = given?.map((o) => new URL(o).origin) ?? null;
   const clock = options.clock;
   if (clock !== undefined && typeof clock?.now !== 'function') {
     throw new OptionsError(`${call}: clock must have now(), got ${showValue(clock)}`);
