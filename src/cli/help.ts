@@ -17,6 +17,7 @@ Examples:
   $ tollgate submit ./agents/support.js "Refund order A-1001" --run-id ticket-43
   $ tollgate worker ./agents/support.js --concurrency 8
   $ tollgate approve ticket-43 --queue --note "receipt checked"
+  $ TOLLGATE_INBOX_TOKEN=… tollgate serve ./agents/support.js --port 8470
 
 Store: --store <path|url>, else $TOLLGATE_STORE, else ./${DEFAULT_STORE} (an SQLite file in the
 current directory). A postgres:// URL uses Postgres; its password is never printed.

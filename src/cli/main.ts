@@ -13,6 +13,7 @@ import { machineCommand } from './commands/machine.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { runsCommand } from './commands/runs.js';
+import { serveCommand } from './commands/serve.js';
 import type { Act } from './commands/shared.js';
 import { showCommand } from './commands/show.js';
 import { submitCommand } from './commands/submit.js';
@@ -51,6 +52,7 @@ export function program(act: Act, options: { json?: boolean } = {}): Command {
     machineCommand,
     submitCommand,
     workerCommand,
+    serveCommand,
   ];
   // copyInheritedSettings: exitOverride, the output configuration and help-after-error, as
   // `.command()` would give them.

@@ -27,6 +27,7 @@ describe('tollgate (built) in child processes', () => {
       'machine',
       'submit',
       'worker',
+      'serve',
     ]) {
       expect(top.stdout).toContain(command);
       const help = await cli([command, '--help']);

@@ -1,0 +1,119 @@
+/**
+ * `tollgate serve [modules…]`: the web approval inbox on the store, until SIGINT or SIGTERM.
+ * It records decisions; a `tollgate worker` applies them. Tokens come from the environment or a
+ * file, never from the command line (where `ps` would show them).
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { AgentDefinition } from '../../define.js';
+import type { InboxAuth } from '../../inbox/auth.js';
+import { createInboxServer } from '../../inbox/server.js';
+import { loadAgentModule } from '../agent-module.js';
+import { CliUsageError } from '../exit-codes.js';
+import { errOut, out } from '../output.js';
+import { type Act, approver, type Common, jsonOption, storeOption, withStore } from './shared.js';
+
+interface ServeFlags extends Common {
+  port: number;
+  host: string;
+  usersFile?: string;
+  proxyHeader?: string;
+  as?: string;
+  origin?: string[];
+}
+
+const port = (value: string) => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > 65_535) {
+    throw new InvalidArgumentError('expected a port from 0 to 65535 (0: any free port)');
+  }
+  return n;
+};
+
+/** `tollgate serve`. */
+export function serveCommand(act: Act): Command {
+  return new Command('serve')
+    .description('serve the web approval inbox for the store until SIGINT/SIGTERM (a worker applies the decisions)')
+    .argument('[modules...]', 'agent modules: with them, edited arguments are checked against the tools’ schemas')
+    .option('--port <port>', 'port to listen on (0: any free port)', port, 8470)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--users-file <file>', 'JSON file of approvers and their tokens: { "dana": "<token>", … }')
+    .option(
+      '--proxy-header <name>',
+      'trust this header, set by a reverse proxy, for the user name (e.g. X-Forwarded-User)',
+    )
+    .addOption(
+      new Option(
+        '--as <name>',
+        'the approver $TOLLGATE_INBOX_TOKEN signs in as (default: $TOLLGATE_USER, else the OS user)',
+      ),
+    )
+    .addOption(storeOption())
+    .addOption(jsonOption())
+    .addHelpText(
+      'after',
+      `
+Authentication (one of):
+  $TOLLGATE_INBOX_TOKEN   one approver's token (at least 16 characters)
+  --users-file <file>     one token per approver
+  --proxy-header <name>   a reverse proxy authenticates; bind to 127.0.0.1 behind it
+  none of these           a random token is made and a sign-in link printed
+
+Example:
+  $ TOLLGATE_INBOX_TOKEN=… tollgate serve ./agents/support.js --port 8470
+  $ tollgate worker ./agents/support.js     # applies what approvers decide`,
+    )
+    .action(act(serve));
+}
+
+function authOf(o: ServeFlags): { auth: InboxAuth; generated: string | null; mode: string } {
+  if (o.usersFile !== undefined && o.proxyHeader !== undefined) {
+    throw new CliUsageError('--users-file and --proxy-header cannot go together: choose one way to authenticate');
+  }
+  if (o.proxyHeader !== undefined) return { auth: { proxyHeader: o.proxyHeader }, generated: null, mode: 'proxy' };
+  if (o.usersFile !== undefined) {
+    let users: unknown;
+    try {
+      users = JSON.parse(readFileSync(o.usersFile, 'utf8'));
+    } catch (error) {
+      throw new CliUsageError(`--users-file ${o.usersFile}: ${(error as Error).message.split('\n')[0]}`);
+    }
+    return { auth: { users: users as Record<string, string> }, generated: null, mode: 'users' };
+  }
+  const user = approver(o.as);
+  const fromEnv = process.env.TOLLGATE_INBOX_TOKEN;
+  if (fromEnv) return { auth: { token: fromEnv, user }, generated: null, mode: 'token' };
+  const token = randomBytes(24).toString('base64url');
+  return { auth: { token, user }, generated: token, mode: 'token' };
+}
+
+async function serve(modules: string[], o: ServeFlags): Promise<number> {
+  const agents: AgentDefinition[] = [];
+  for (const module of modules) agents.push(await loadAgentModule(module));
+  const { auth, generated, mode } = authOf(o);
+  return withStore(o, { create: true }, async (opened) => {
+    const inbox = createInboxServer({ store: opened.store, auth, agents, ...(o.origin ? { origins: o.origin } : {}) });
+    const stopped = new Promise<void>((done) => {
+      const stop = () => void inbox.close().finally(done);
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    const url = await inbox.listen({ port: o.port, host: o.host });
+    const signIn = generated ? `${url}/#token=${generated}` : null;
+    if (o.json) {
+      out(`${JSON.stringify({ url, store: opened.location.display, auth: mode, ...(signIn ? { signIn } : {}) })}\n`);
+    } else {
+      out(`inbox ${url} · store ${opened.location.display} · auth ${mode}\n`);
+      if (signIn) out(`sign in: ${signIn}\n`);
+      out('decisions are recorded in the store: run `tollgate worker <modules…>` to apply them\n');
+    }
+    if (mode === 'proxy' && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(o.host)) {
+      errOut(
+        `warning: --proxy-header trusts any client that can reach ${o.host}: listen on 127.0.0.1 behind the proxy\n`,
+      );
+    }
+    await stopped;
+    return 0;
+  });
+}
