@@ -1,4 +1,5 @@
 /** The worker-pool section of docs/performance.md, and how it is put in place. */
+import { cpus } from 'node:os';
 import { table } from '../report.js';
 import { fmt } from '../stats.js';
 import { STEPS, TOOL_MS } from './agents.js';
@@ -30,6 +31,9 @@ ${table(
     one ? fmt.ratio(one.totalMs / t.totalMs) : '',
   ]),
 )}
+
+The pool is bound by CPU, not by waiting: ${cpus().length} cores run Postgres and every worker process, and a step costs two fenced saves (write-ahead, then the result) plus the policy and tool calls' work.
+More processes than cores add no throughput here; on a machine where Postgres has its own cores, processes scale until the database is busy.
 
 **Recorded decision → tool call.**
 One worker process holds a run paused for approval; \`recordDecision\` records an approval (the call itself, which reads, checks and queues: ${span(r.recordMs)}).
