@@ -33,7 +33,7 @@ ${table(
 )}
 
 The pool is bound by CPU, not by waiting: ${cpus().length} cores run Postgres and every worker process, and a step costs two fenced saves (write-ahead, then the result) plus the policy and tool calls' work.
-More processes than cores add no throughput here; on a machine where Postgres has its own cores, processes scale until the database is busy.
+More processes than cores add no throughput here; a machine where Postgres has cores of its own has not been measured.
 
 **Recorded decision → tool call.**
 One worker process holds a run paused for approval; \`recordDecision\` records an approval (the call itself, which reads, checks and queues: ${span(r.recordMs)}).
