@@ -67,9 +67,11 @@ function files(path: string): string[] {
     .flatMap((name) => files(join(path, name)));
 }
 
-/** A hash of every input file's path and content. */
+/** A hash of the checkout's path and every input file's path and content. */
 function inputsHash(): string {
-  const hash = createHash('sha256');
+  // The checkout's own path too: a build links that checkout's node_modules, and another
+  // checkout with the same sources must not reuse a build whose link may point at nothing.
+  const hash = createHash('sha256').update(root).update('\0');
   for (const input of INPUTS) {
     for (const file of files(join(root, input))) {
       hash.update(relative(root, file)).update('\0').update(readFileSync(file)).update('\0');
