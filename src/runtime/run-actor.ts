@@ -196,7 +196,13 @@ export class RunActor {
           this.#settling = null;
           settle();
         };
-        const fail = () => finish(() => reject(this.#faultError()));
+        // After a failed save the lease is being given up: the caller hears of it once that ended,
+        // so a reload right after the rejection is not refused as busy by this very process.
+        const fail = () => {
+          const error = this.#faultError();
+          const released = this.#saver?.givenUp() ?? Promise.resolve();
+          finish(() => void released.then(() => reject(error)));
+        };
         const subscription = this.#actor.subscribe({
           next: (snapshot) => {
             if (statusOf(snapshot) !== 'running') finish(() => resolve(statusOf(snapshot)));

@@ -34,6 +34,7 @@ export class Saver {
   readonly #agent: string | null;
   /** The next save writes even if nothing changed (to clear a recorded decision it dropped). */
   #touched = false;
+  #givenUp: Promise<void> = Promise.resolve();
 
   constructor(options: {
     store: CheckpointStore;
@@ -59,6 +60,14 @@ export class Saver {
     this.#agent = options.agent;
     this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
     if (options.claimed) this.#lease.adopt(options.claimed);
+  }
+
+  /**
+   * Resolves once the lease given up after a failed save is released (or the release failed):
+   * a caller told of the failure can then load the run again at once. Never rejects.
+   */
+  givenUp(): Promise<void> {
+    return this.#givenUp;
   }
 
   /** The run's lease, while this process holds one. */
@@ -121,10 +130,13 @@ export class Saver {
         lease,
       );
     } catch (error) {
-      this.#onFailure(error);
       // This process may not work the run any more: give the lease up (best effort), so another
       // worker can take it at once and read what the store holds, instead of after a lapse.
-      void this.#lease.release();
+      // Whoever is told of the failure is told after the release ended (see `givenUp`).
+      const released = this.#lease.release();
+      this.#givenUp = released;
+      this.#onFailure(error);
+      await released;
       throw error;
     }
     this.#stored += append.length;

@@ -1,7 +1,17 @@
 /** Lease rules that need no durable store: the bounds of a waiting claim, and the error classes. */
 import { describe, expect, it } from 'vitest';
-import { LeaseLostError, RunBusyError, SystemError, TollgateError, UserError } from '../../src/index.js';
+import {
+  Agent,
+  type Lease,
+  LeaseLostError,
+  RunBusyError,
+  StoreUnavailableError,
+  SystemError,
+  TollgateError,
+  UserError,
+} from '../../src/index.js';
 import { MemoryStore } from '../../src/stores/memory.js';
+import { recorder, sequence } from '../support/helpers.js';
 
 describe('claim with wait', () => {
   it('is bounded by the process’s clock too: with the store’s clock frozen, it gives up once wait ms have passed', async () => {
@@ -56,5 +66,41 @@ describe('lease errors', () => {
     expect((lost as Error).message).toBe(
       'renew: the lease of run "r" held by "worker-a" (token 1) is no longer current: the run was claimed again (token 2) by "worker-b"; stop working on the run, and claim it again to go on',
     );
+  });
+});
+
+describe('a save that fails', () => {
+  /** A memory store whose `failAt`-th save fails as a dropped connection would, and whose release takes a while. */
+  class FlakyStore extends MemoryStore {
+    saves = 0;
+    constructor(readonly failAt: number) {
+      super();
+    }
+    override async save(...args: Parameters<MemoryStore['save']>): Promise<number> {
+      if (++this.saves === this.failAt) throw new StoreUnavailableError('save: the connection was dropped');
+      return super.save(...args);
+    }
+    override async release(lease: Lease): Promise<boolean> {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return super.release(lease);
+    }
+  }
+
+  it('gives the lease up before the caller hears of it: a reload right after the rejection is not refused as busy', async () => {
+    const store = new FlakyStore(2);
+    const look = recorder('look');
+    const agent = new Agent({
+      runId: 'r',
+      store,
+      policy: sequence({ tool: 'look' }, { final: 'ok' }),
+      tools: [look.tool],
+    });
+    await expect(agent.start('go')).rejects.toBeInstanceOf(StoreUnavailableError);
+    const again = await Agent.load(store, 'r', {
+      policy: sequence({ tool: 'look' }, { final: 'ok' }),
+      tools: [look.tool],
+    });
+    expect(await again.run()).toBe('done');
+    expect(look.calls).toHaveLength(1);
   });
 });

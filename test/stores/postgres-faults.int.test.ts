@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { Agent, type RunWrite, StoreUnavailableError } from '../../src/index.js';
+import { Agent, RunBusyError, type RunWrite, StoreUnavailableError } from '../../src/index.js';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/stores/postgres.js';
 import { recorder, sequence } from '../support/helpers.js';
 import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
@@ -262,6 +262,7 @@ describe.skipIf(!target.url)(
         store,
         policy: sequence({ tool: 'look' }, { tool: 'mail' }, { final: 'ok' }),
         tools,
+        leaseMs: 4_000,
       });
       const { ms, error } = await timed(agent.start('go'));
       expect(error).toBeInstanceOf(StoreUnavailableError);
@@ -271,7 +272,15 @@ describe.skipIf(!target.url)(
       await expect(agent.run()).rejects.toBeInstanceOf(StoreUnavailableError);
       const stored = await store.load('r');
       expect(stored?.version).toBe(1);
-      const again = await Agent.load(store, 'r', { policy: sequence({ tool: 'mail' }, { final: 'ok' }), tools });
+      // Its release went into the black hole too: the run stays held until the lease lapses.
+      const load = (leaseWaitMs?: number) =>
+        Agent.load(store, 'r', {
+          policy: sequence({ tool: 'mail' }, { final: 'ok' }),
+          tools,
+          ...(leaseWaitMs === undefined ? {} : { leaseWaitMs }),
+        });
+      await expect(load()).rejects.toBeInstanceOf(RunBusyError);
+      const again = await load(6_000);
       expect(await again.run()).toBe('awaiting_approval');
       expect(mail.calls).toEqual([]);
     });
