@@ -2,7 +2,8 @@
  * The test set StrykerJS runs per mutant (npm run test:mutation): the unit tests and the
  * model-based suites in their mutation mode (TOLLGATE_MUTATION=1: shortest paths, fewer
  * fast-check cases, no child processes, which would not load the mutant), and the Agent with the
- * in-memory store (test/store-agent.test.ts: one process, no service). Integration tests (real
+ * in-memory store (test/store-agent.test.ts, test/stores/leases.test.ts: one process, no service),
+ * and the unit test of the runtime's retry-after reading (test/models/retry-after.test.ts). Integration tests (real
  * process kills, the file/SQLite/Postgres stores, CLI, docs) are left out: they run code in
  * other processes or need services.
  */
@@ -17,6 +18,8 @@ export default defineConfig({
     include: [
       'test/*.test.ts',
       'test/hostile/*.test.ts',
+      'test/models/retry-after.test.ts',
+      'test/stores/leases.test.ts',
       'test/model/machine.test.ts',
       'test/model/paths.int.test.ts',
       'test/model/commands.int.test.ts',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { callIdOf } from '../machines/index.js';
 import { Agent, StaleApprovalError } from '../src/index.js';
 import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
@@ -24,6 +25,20 @@ describe('crash semantics: write ahead', () => {
       result: 'ok',
       approval: { by: 'alice' },
     });
+  });
+
+  it('an idempotent call in flight is checked again against the tool it resumes with: arguments it refuses are not run', async () => {
+    const blob = await midCall({ sideEffect: true, idempotent: true });
+    const stricter = recorder('pay', {
+      sideEffect: true,
+      idempotent: true,
+      input: z.object({ amount: z.number().max(5) }),
+    });
+    const agent = Agent.resume(blob, { policy: sequence({ final: 'paid' }), tools: [stricter.tool] });
+    expect(await agent.run()).toBe('done');
+    expect(stricter.calls).toEqual([]);
+    expect(agent.state.history[2]).toMatchObject({ role: 'tool', tool: 'pay', approval: { by: 'alice' } });
+    expect(agent.state.history[2]).toHaveProperty('error', expect.stringMatching(/^invalid arguments: .*amount/));
   });
 
   it('a non-idempotent side effect in flight is not called again: a human decides, outcome unknown', async () => {

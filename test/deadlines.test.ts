@@ -43,6 +43,43 @@ describe('policyTimeoutMs', () => {
     });
   });
 
+  it("a failed try's retry-after (a rate limit) lengthens the back-off; a second try times out on its own clock", async () => {
+    const clock = new ManualClock(0);
+    const signals: AbortSignal[] = [];
+    const agent = new Agent({
+      clock,
+      tools: [],
+      policyRetries: 2,
+      retryDelayMs: 10,
+      policyTimeoutMs: 1_000,
+      policy: (_h, ctx) => {
+        signals.push(ctx.signal);
+        if (ctx.attempt === 0)
+          throw Object.assign(new Error('429'), { headers: new Headers({ 'retry-after-ms': '700' }) });
+        return never();
+      },
+    });
+    const done = agent.start('go');
+    await until(() => clock.sleepers === 1);
+    clock.advance(699);
+    await new Promise((r) => setImmediate(r));
+    expect(signals).toHaveLength(1); // not after retryDelayMs: the server asked for 700 ms
+    clock.advance(1);
+    await until(() => signals.length === 2);
+    // The second try has its full policyTimeoutMs, counted from its own start.
+    clock.advance(999);
+    await new Promise((r) => setImmediate(r));
+    expect(signals[1]?.aborted).toBe(false);
+    clock.advance(1);
+    await until(() => signals[1]?.aborted === true);
+    await until(() => clock.sleepers === 1);
+    clock.advance(40);
+    await until(() => signals.length === 3);
+    clock.advance(1_000);
+    expect(await done).toBe('failed');
+    expect(agent.state).toMatchObject({ error: 'TimeoutError: policy timed out after 1000 ms', activeMs: 2_740 });
+  });
+
   it('a policy that answers in time is not affected, and leaves no timer behind', async () => {
     const clock = new ManualClock(0);
     const agent = new Agent({ clock, tools: [], policyTimeoutMs: 1_000, policy: sequence({ final: 'ok' }) });

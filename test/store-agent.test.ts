@@ -64,6 +64,45 @@ describe('an agent with a store', () => {
     ]);
   });
 
+  it('a call cancelled while its write-ahead record is saved never starts, and its approval rule is not asked again', async () => {
+    const store = new MemoryStore();
+    const save = store.save.bind(store);
+    const held = gate();
+    let holdNext = false;
+    let holding = false;
+    store.save = async (...args) => {
+      if (holdNext) {
+        holdNext = false;
+        holding = true;
+        await held.promise;
+      }
+      return save(...args);
+    };
+    let asked = 0;
+    const look = recorder('look', {
+      sideEffect: true,
+      needsApproval: () => {
+        asked++;
+        holdNext = true; // the next save is the call's write-ahead record
+        return false;
+      },
+    });
+    const agent = new Agent({
+      runId: 'r',
+      store,
+      policy: sequence({ tool: 'look' }, { final: 'ok' }),
+      tools: [look.tool],
+    });
+    void agent.start('go').catch(() => {});
+    await until(() => holding);
+    const cancelled = agent.cancel('stop');
+    held.resolve(undefined);
+    expect(await cancelled).toBe('cancelled');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(look.calls).toEqual([]);
+    expect(asked).toBe(1);
+  });
+
   it('decides from another agent instance loaded from the store, and the first one then conflicts', async () => {
     const store = new MemoryStore();
     const mail = recorder('mail', { sideEffect: true });

@@ -45,6 +45,30 @@ describe('streaming deltas', () => {
     ]);
   });
 
+  it('a delta of a try that failed is dropped, even while the next try streams', async () => {
+    let stale: ((text: string) => void) | undefined;
+    const agent = new Agent({
+      tools: [],
+      policyRetries: 1,
+      retryDelayMs: 0,
+      policy: (_h, ctx) => {
+        if (ctx.attempt === 0) {
+          stale = (text) => ctx.stream({ kind: 'text', text });
+          throw new Error('overloaded');
+        }
+        stale?.('from the failed try');
+        ctx.stream({ kind: 'text', text: 'fresh' });
+        return { final: 'ok' };
+      },
+    });
+    const deltas: RunEvent[] = [];
+    agent.observe((e) => {
+      if (e.type === 'delta') deltas.push(e);
+    });
+    expect(await agent.start('go')).toBe('done');
+    expect(deltas).toEqual([{ type: 'delta', step: 1, delta: { kind: 'text', text: 'fresh' } }]);
+  });
+
   it('a hostile delta (not data) is dropped, never breaks the run', async () => {
     const agent = new Agent({
       tools: [],

@@ -21,9 +21,10 @@ import { anthropicPolicy } from '../src/models/anthropic.js';
 import { openaiPolicy } from '../src/models/openai.js';
 import { markModel, modelOf } from '../src/policy-model.js';
 import { MemoryStore } from '../src/stores/memory.js';
+import { ManualClock } from '../src/testing/index.js';
 import type { TracerLike } from '../src/tracer.js';
 import { submitRun, Worker } from '../src/worker/index.js';
-import { recorder, sequence } from './support/helpers.js';
+import { gate, recorder, sequence, until } from './support/helpers.js';
 import { midCall } from './support/mid-call.js';
 
 const exporter = new InMemorySpanExporter();
@@ -252,9 +253,81 @@ describe('spans of a run', () => {
     expect(chat.status).toEqual({ code: ERROR, message: 'TypeError: model down' });
     expect(chat.attributes['tollgate.policy.attempts']).toBe(2);
     expect(chat.events.map((e) => e.name)).toEqual(['tollgate.policy.retry', 'exception']);
+    expect(chat.events[0]?.attributes).toEqual({
+      'tollgate.policy.attempt': 1,
+      'exception.message': 'TypeError: model down',
+    });
     const run = only('invoke_agent');
     expect(run.status).toEqual({ code: ERROR, message: 'TypeError: model down' });
     expect(run.attributes['tollgate.run.status']).toBe('failed');
+  });
+
+  it('a policy call cut by the end of the active-time budget says so in its status, at the very deadline', async () => {
+    const clock = new ManualClock(0);
+    let signal: AbortSignal | undefined;
+    const agent = new Agent({
+      clock,
+      tools: [],
+      maxActiveMs: 500,
+      policy: (_h, ctx) => {
+        signal = ctx.signal;
+        return new Promise<never>(() => {});
+      },
+      tracer,
+    });
+    const done = agent.start('go');
+    await until(() => signal !== undefined);
+    clock.advance(500);
+    expect(await done).toBe('budget_exhausted');
+    expect(only('chat').status).toEqual({
+      code: ERROR,
+      message: 'TimeoutError: policy stopped: the active-time budget (maxActiveMs) ran out',
+    });
+  });
+
+  it('a back-off that reaches the end of the active-time budget: no further try, and the status says why', async () => {
+    const clock = new ManualClock(0);
+    let calls = 0;
+    const agent = new Agent({
+      clock,
+      tools: [],
+      maxActiveMs: 500,
+      policyRetries: 3,
+      retryDelayMs: 1_000,
+      policy: () => {
+        calls++;
+        throw new Error('overloaded');
+      },
+      tracer,
+    });
+    const done = agent.start('go');
+    await until(() => clock.sleepers === 1);
+    clock.advance(500);
+    expect(await done).toBe('budget_exhausted');
+    expect(calls).toBe(1);
+    const chat = only('chat');
+    expect(chat.status).toEqual({
+      code: ERROR,
+      message: 'TimeoutError: policy stopped: the active-time budget (maxActiveMs) ran out',
+    });
+    expect(chat.attributes['tollgate.policy.attempts']).toBe(2);
+  });
+
+  it('a call cancelled while its approval rule is asked again: the tool never runs, and its span ends in error', async () => {
+    const held = gate<boolean>();
+    let asked = 0;
+    const look = recorder('look', {
+      sideEffect: true,
+      needsApproval: () => (++asked === 1 ? false : held.promise),
+    });
+    const agent = new Agent({ tools: [look.tool], policy: sequence({ tool: 'look', args: {} }), tracer });
+    void agent.start('go').catch(() => {});
+    await until(() => asked === 2);
+    expect(await agent.cancel('stop')).toBe('cancelled');
+    held.resolve(false);
+    await until(() => named('execute_tool').length === 1);
+    expect(only('execute_tool').status.code).toBe(ERROR);
+    expect(look.calls).toEqual([]);
   });
 
   it('a drive that fails (a save refused): its span is in error, and the call after it never ran', async () => {
