@@ -121,7 +121,7 @@ describe('regressions of runtime bugs these suites found', () => {
   // resume-lower-budget-still-calls, fixed in 6843266: found by the ledger's budget check.
   it('resume-lower-budget-still-calls: resuming mid policy call with maxSteps already reached calls nothing', async () => {
     const world = new World({
-      limits: { maxSteps: 1, maxTokens: null, maxActiveMs: null },
+      limits: { maxSteps: 1, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
       approvalTtlMs: null,
       policyRetries: 0,
       retryDelayMs: 0,

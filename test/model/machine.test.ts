@@ -20,7 +20,7 @@ import {
 
 const input: AgentInput = {
   runId: 'r',
-  limits: { maxSteps: 4, maxTokens: null, maxActiveMs: null },
+  limits: { maxSteps: 4, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
   approvalTtlMs: 1_000,
 };
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
@@ -388,7 +388,7 @@ describe('budgets at the machine level', () => {
   it('RUN does not leave budget_exhausted while the budget is still spent', () => {
     const s = run([{ type: 'START', goal: 'g' }], {
       ...input,
-      limits: { maxSteps: 0, maxTokens: null, maxActiveMs: null },
+      limits: { maxSteps: 0, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
     });
     expect(s.value).toBe('budget_exhausted');
     const again = transition(agentMachine, s, { type: 'RUN' })[0];
@@ -397,7 +397,7 @@ describe('budgets at the machine level', () => {
   });
 
   it('RUN continues once every budget has room again', () => {
-    const limits = { maxSteps: 1, maxTokens: 10, maxActiveMs: 10 };
+    const limits = { maxSteps: 1, maxTokens: 10, maxActiveMs: 10, maxCostUsd: null };
     const spent = run([{ type: 'START', goal: 'g' }], { ...input, limits });
     const refused: Decision = {
       type: 'calls',
@@ -423,7 +423,7 @@ describe('budgets at the machine level', () => {
       [{ maxSteps: 2 }, false],
       [{ maxSteps: 2, maxTokens: 11 }, false],
       [{ maxSteps: 2, maxTokens: 11, maxActiveMs: 11 }, true],
-      [{ maxSteps: 2, maxTokens: null, maxActiveMs: null }, true],
+      [{ maxSteps: 2, maxTokens: null, maxActiveMs: null, maxCostUsd: null }, true],
     ] as const) {
       const [extended] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: given });
       const [after] = transition(agentMachine, extended, { type: 'RUN' });

@@ -122,7 +122,7 @@ describe('openaiPolicy (chat)', () => {
     server.reply(fixture('openai-chat/parallel-calls.json'));
     const policy = openaiPolicy({ client: client(server.url), model: 'm', tools, stream: false });
     const action = await policy(history.slice(0, 1), policyContext());
-    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384 });
+    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384, model: 'gpt-4.1-mini-2025-04-14' });
   });
 
   it('makes arguments that are not JSON, and unknown tools, observations', async () => {
@@ -167,6 +167,6 @@ describe('openaiPolicy (chat)', () => {
       tool: '',
       error: 'malformed action: has neither tool nor final',
     });
-    expect(agent.state.usage).toEqual({ inputTokens: 810, outputTokens: 28 });
+    expect(agent.state.usage).toEqual({ inputTokens: 810, outputTokens: 28, costUsd: 0 });
   });
 });
