@@ -36,8 +36,8 @@ describe('decodeCheckpoint messages', () => {
     expect(errorOf(edit(blob, (c) => (c.version = '2'))).message).toBe(
       'invalid checkpoint: unsupported version "2"; this build reads 1, 2, 3',
     );
-    expect(errorOf(edit(blob, (c) => (c.version = 3))).message).toBe(
-      'invalid checkpoint: unsupported version 3; this build reads 1, 2',
+    expect(errorOf(edit(blob, (c) => (c.version = 4))).message).toBe(
+      'invalid checkpoint: unsupported version 4; this build reads 1, 2, 3',
     );
     expect(errorOf(edit(blob, (c) => (c.version = 0))).path).toBe('version');
   });
