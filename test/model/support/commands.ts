@@ -87,6 +87,20 @@ function noteCalls(m: Model, move: Move, was: ModelState): void {
   }
   if (move.kind === 'crash' && isExecuting(was) && was.context.calls.length > 1)
     note('crashes between the calls of a step');
+  noteCost(m, move, was, note);
+}
+
+/** What a move did to the cost budget: stops for cost (spent, or unknown), extensions and lowerings. */
+function noteCost(m: Model, move: Move, was: ModelState, note: (what: string) => void): void {
+  const c = m.snapshot.context;
+  const stoppedNow = statusOf(m.snapshot.value) === 'budget_exhausted' && c.stoppedBy === 'cost';
+  const stoppedBefore = statusOf(was.value) === 'budget_exhausted' && was.context.stoppedBy === 'cost';
+  if (stoppedNow && !stoppedBefore) {
+    note(c.error?.startsWith('cost unknown: ') ? 'stops for an unknown cost' : 'stops for cost spent');
+  }
+  if (move.kind === 'extend' && stoppedBefore && move.limits.maxCostUsd !== undefined) {
+    note('cost budgets raised after a stop for cost');
+  }
 }
 
 /** The first spent budget, in the order the machine checks them (steps, tokens, cost, time). */
@@ -169,6 +183,8 @@ export class MoveCommand implements fc.AsyncCommand<Model, World> {
         ...(move.kind === 'crash' && move.maxCostUsd !== undefined ? { maxCostUsd: move.maxCostUsd } : {}),
       };
       if (move.kind === 'crash' && Object.keys(given).length > 0 && !isFinal(m)) {
+        const before = m.snapshot.context.limits.maxCostUsd ?? Number.POSITIVE_INFINITY;
+        if (move.maxCostUsd !== undefined && move.maxCostUsd < before) m.seen.push('resumes with a lower maxCostUsd');
         // Limits given at resume replace the checkpoint's (as an EXTEND_BUDGET would); a run
         // resumed mid policy call whose budget is now spent stops instead of asking again.
         m.snapshot = applyEvent(agentMachine, m.snapshot, { type: 'EXTEND_BUDGET', limits: given }, m.now);
