@@ -49,7 +49,8 @@ const modelPrice = z.strictObject(
   { inputUsdPerMTok: perMTok, outputUsdPerMTok: perMTok, cachedInputUsdPerMTok: perMTok.optional() },
   { error: 'a price { inputUsdPerMTok, outputUsdPerMTok, cachedInputUsdPerMTok? }' },
 );
-const priceTable = 'a table of prices by model name ({ [model]: { inputUsdPerMTok, outputUsdPerMTok } }), or a function';
+const priceTable =
+  'a table of prices by model name ({ [model]: { inputUsdPerMTok, outputUsdPerMTok } }), or a function';
 const price = z
   .custom<object>((v) => typeof v === 'function' || (isPlainObject(v) && Object.keys(v).length > 0), {
     error: priceTable,

@@ -304,6 +304,7 @@ export interface RunState {
   inflight: { key: string; tool: string; step: number } | null;
 }
 
+export type { ModelPrice, Price, PricedUsage, PriceFunction, PriceTable } from './price.js';
 export type {
   ApprovalRecord,
   AssistantCall,
@@ -317,4 +318,3 @@ export type {
   Status,
   Usage,
 };
-export type { ModelPrice, Price, PricedUsage, PriceFunction, PriceTable } from './price.js';

@@ -65,7 +65,10 @@ const idsOf = (agent: Agent) => agent.state.pendingCalls.map((p) => p.id);
 function migratedV2(blob: string) {
   const { snapshot } = JSON.parse(blob);
   const { usage, limits } = snapshot.context;
-  return { ...snapshot, context: { ...snapshot.context, usage: { ...usage, costUsd: 0 }, limits: { ...limits, maxCostUsd: null } } };
+  return {
+    ...snapshot,
+    context: { ...snapshot.context, usage: { ...usage, costUsd: 0 }, limits: { ...limits, maxCostUsd: null } },
+  };
 }
 /** The v3 fixtures' price (make.ts.txt there). */
 const price = { 'gpt-4.1': { inputUsdPerMTok: 2, cachedInputUsdPerMTok: 0.5, outputUsdPerMTok: 8 } };
@@ -156,7 +159,10 @@ describe('every version-2 fixture', () => {
         const blob = read(name);
         const run = JSON.parse(blob);
         const entries = run.snapshot.context.history.map(entryOf);
-        const head = canonicalize({ ...run, snapshot: { ...run.snapshot, context: { ...run.snapshot.context, history: [] } } }) as string;
+        const head = canonicalize({
+          ...run,
+          snapshot: { ...run.snapshot, context: { ...run.snapshot.context, history: [] } },
+        }) as string;
         expect(joinRun(head, entries)).toBe(blob);
         const store = new MemoryStore();
         const { pendingCalls } = Agent.resume(blob, world().options).state;
@@ -387,7 +393,11 @@ describe('a version-3 run stopped by its cost budget goes on', () => {
   it('budget-exhausted-cost: spent exactly; run() stays stopped until maxCostUsd is raised', async () => {
     const w = world([{ final: 'ok', usage: { inputTokens: 1000, outputTokens: 100, model: 'gpt-4.1' } }]);
     const agent = Agent.resume(read('budget-exhausted-cost', V3), { ...w.options, price });
-    expect(agent.state).toMatchObject({ stoppedBy: 'cost', usage: { costUsd: 0.0456 }, limits: { maxCostUsd: 0.0456 } });
+    expect(agent.state).toMatchObject({
+      stoppedBy: 'cost',
+      usage: { costUsd: 0.0456 },
+      limits: { maxCostUsd: 0.0456 },
+    });
     expect(await agent.run()).toBe('budget_exhausted');
     expect(w.asked).toEqual([]);
     agent.extendBudget({ maxCostUsd: 0.05 });

@@ -4,6 +4,7 @@
  * policy call; unknown costs fail closed; hostile usages and prices never open the budget.
  */
 import { describe, expect, it } from 'vitest';
+import { resumeOptionsOf } from '../src/define.js';
 import {
   Agent,
   defineAgent,
@@ -13,7 +14,6 @@ import {
   type Price,
   RunStateError,
 } from '../src/index.js';
-import { resumeOptionsOf } from '../src/define.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 
@@ -274,7 +274,11 @@ describe('an unknown cost fails closed', () => {
       { usage: { inputTokens: 0, outputTokens: 0, costUsd: Number.POSITIVE_INFINITY } },
       'usage.costUsd is Infinity',
     ],
-    ['a costUsd that is a string', { usage: { inputTokens: 0, outputTokens: 0, costUsd: '0' } }, 'usage.costUsd is "0"'],
+    [
+      'a costUsd that is a string',
+      { usage: { inputTokens: 0, outputTokens: 0, costUsd: '0' } },
+      'usage.costUsd is "0"',
+    ],
     ['no price and no costUsd', { usage: used, price: undefined as never }, 'no price option'],
     [
       'a price function that throws',
@@ -371,7 +375,8 @@ describe('options', () => {
       'new Agent: price["gpt-4.1"].inputUsdPerMTok must be a number of US dollars per million tokens ≥ 0, got -2',
     );
     expect(
-      () => new Agent({ ...base, price: { m: { inputUsdPerMTok: 1, outputUsdPerMTok: 1, cachedUsdPerMTok: 1 } as never } }),
+      () =>
+        new Agent({ ...base, price: { m: { inputUsdPerMTok: 1, outputUsdPerMTok: 1, cachedUsdPerMTok: 1 } as never } }),
     ).toThrow(/new Agent: price\["m"\]/);
     expect(() => new Agent({ ...base, price: { m: { inputUsdPerMTok: 1 } } as never })).toThrow(
       /price\["m"\]\.outputUsdPerMTok must be/,
@@ -385,7 +390,11 @@ describe('options', () => {
   });
 
   it('accepts maxCostUsd without a price: a policy may report costUsd itself', async () => {
-    const agent = new Agent({ ...base, policy: loop({ inputTokens: 0, outputTokens: 0, costUsd: 0.4 }), maxCostUsd: 1 });
+    const agent = new Agent({
+      ...base,
+      policy: loop({ inputTokens: 0, outputTokens: 0, costUsd: 0.4 }),
+      maxCostUsd: 1,
+    });
     expect(await agent.start('go')).toBe('budget_exhausted');
     expect(agent.state).toMatchObject({ steps: 3, usage: { costUsd: 1.2 }, error: null });
   });

@@ -34,7 +34,10 @@ const rates: fc.Arbitrary<Rates> = fc.record({
 });
 
 const reported: fc.Arbitrary<Reported> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('cost' as const), micro: fc.integer({ min: 0, max: 400_000 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ kind: fc.constant('cost' as const), micro: fc.integer({ min: 0, max: 400_000 }) }),
+  },
   {
     weight: 1,
     arbitrary: fc.record({

@@ -188,11 +188,17 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
         () => contentAction(result.content, result.usage),
         () => usageOfModel(result?.usage),
       );
-      return withModel(action, answeringModel(() => result.response?.modelId, asked));
+      return withModel(
+        action,
+        answeringModel(() => result.response?.modelId, asked),
+      );
     }
     const { stream } = await call.client.doStream(callOptions);
     const answered: { model?: unknown } = {};
     const action = await streamedAction(stream, ctx, answered);
-    return withModel(action, answeringModel(() => answered.model, asked));
+    return withModel(
+      action,
+      answeringModel(() => answered.model, asked),
+    );
   }, modelNamed(model));
 }

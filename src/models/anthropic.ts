@@ -135,8 +135,7 @@ async function streamedAction(
     if (event.type === 'message_start') {
       usage = { ...event.message.usage };
       answered.model = event.message.model;
-    }
-    else if (event.type === 'message_delta') {
+    } else if (event.type === 'message_delta') {
       stopReason = event.delta.stop_reason ?? stopReason;
       // The delta's counts are cumulative: each one given replaces the start's.
       for (const [key, value] of Object.entries(event.usage ?? {})) {
@@ -219,11 +218,21 @@ export function anthropicPolicy<const Tools extends readonly Tool[]>(
           () => anthropicAction(message),
           () => usageOfMessage(message?.usage),
         );
-        return withModel(action, answeringModel(() => message.model, call.model));
+        return withModel(
+          action,
+          answeringModel(() => message.model, call.model),
+        );
       }
       const answered: { model?: unknown } = {};
-      const action = await streamedAction(await call.client.messages.create({ ...body, stream: true }, options), ctx, answered);
-      return withModel(action, answeringModel(() => answered.model, call.model));
+      const action = await streamedAction(
+        await call.client.messages.create({ ...body, stream: true }, options),
+        ctx,
+        answered,
+      );
+      return withModel(
+        action,
+        answeringModel(() => answered.model, call.model),
+      );
     },
     { provider: 'anthropic', model: call.model },
   );

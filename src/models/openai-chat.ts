@@ -144,7 +144,10 @@ export async function chatCall(call: ModelCall<OpenAI>, history: Parameters<type
       () => chatAction(completion),
       () => usageOfChat(completion.usage),
     );
-    return withModel(action, answeringModel(() => completion.model, call.model));
+    return withModel(
+      action,
+      answeringModel(() => completion.model, call.model),
+    );
   }
   const stream = await call.client.chat.completions.create(
     { ...body, stream: true, stream_options: { include_usage: true } },
@@ -152,5 +155,8 @@ export async function chatCall(call: ModelCall<OpenAI>, history: Parameters<type
   );
   const answered: { model?: unknown } = {};
   const action = await streamedAction(stream, ctx, answered);
-  return withModel(action, answeringModel(() => answered.model, call.model));
+  return withModel(
+    action,
+    answeringModel(() => answered.model, call.model),
+  );
 }

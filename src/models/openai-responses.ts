@@ -150,8 +150,19 @@ export async function responsesCall(call: ModelCall<OpenAI>, history: HistoryEnt
   // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
   const options = { signal: ctx.signal, maxRetries: 0 };
   const answered: { response?: OpenAI.Responses.Response | undefined } = {};
-  const action = call.stream
-    ? await streamedAction(await call.client.responses.create({ ...body, stream: true }, options), ctx, answered)
-    : finish((answered.response = await call.client.responses.create({ ...body, stream: false }, options)));
-  return withModel(action, answeringModel(() => answered.response?.model, call.model));
+  let action: Action;
+  if (call.stream) {
+    action = await streamedAction(
+      await call.client.responses.create({ ...body, stream: true }, options),
+      ctx,
+      answered,
+    );
+  } else {
+    answered.response = await call.client.responses.create({ ...body, stream: false }, options);
+    action = finish(answered.response);
+  }
+  return withModel(
+    action,
+    answeringModel(() => answered.response?.model, call.model),
+  );
 }

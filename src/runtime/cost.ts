@@ -123,7 +123,12 @@ export function readUsage(raw: unknown, price: Pricing | null): ReadUsage {
   const tokens = isCount(inputTokens) && isCount(outputTokens) ? { inputTokens, outputTokens } : null;
   if (costUsd !== undefined) {
     const ok = typeof costUsd === 'number' && Number.isFinite(costUsd) && costUsd >= 0;
-    return { tokens, cost: ok ? { usd: chargeOf(costUsd) } : { unknown: `usage.costUsd is ${shown(costUsd)}, not a number of dollars ≥ 0` } };
+    return {
+      tokens,
+      cost: ok
+        ? { usd: chargeOf(costUsd) }
+        : { unknown: `usage.costUsd is ${shown(costUsd)}, not a number of dollars ≥ 0` },
+    };
   }
   if (price === null) return { tokens, cost: { unknown: 'no price option, and the usage reports no costUsd' } };
   const why = unpriceable(u, tokens);

@@ -464,7 +464,11 @@ describe('the cost budget at the machine level', () => {
     expect(steps(undefined, undefined).context.usage.costUsd).toBe(0);
     const s = steps({ usd: 0.05 }, { unknown: 'no price for model "x"' });
     expect(s.value).toBe('budget_exhausted');
-    expect(s.context).toMatchObject({ stoppedBy: 'cost', usage: { costUsd: 0.3 }, error: 'cost unknown: no price for model "x"' });
+    expect(s.context).toMatchObject({
+      stoppedBy: 'cost',
+      usage: { costUsd: 0.3 },
+      error: 'cost unknown: no price for model "x"',
+    });
     // Without a cost budget an unknown cost is no stop and no error.
     const free = run(
       [

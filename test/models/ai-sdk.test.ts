@@ -69,7 +69,12 @@ describe('aiSdkPolicy (@ai-sdk/openai, chat)', () => {
     server.reply(fixture('openai-chat/parallel-calls.json'));
     const policy = aiSdkPolicy({ model: model(server.url), tools, stream: false });
     const action = await policy(history.slice(0, 1), policyContext());
-    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384, model: 'gpt-4.1-mini-2025-04-14' });
+    expect(action.usage).toEqual({
+      inputTokens: 412,
+      outputTokens: 58,
+      cachedInputTokens: 384,
+      model: 'gpt-4.1-mini-2025-04-14',
+    });
   });
 
   it('names the model that answered when streamed too', async () => {

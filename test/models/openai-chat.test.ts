@@ -122,7 +122,12 @@ describe('openaiPolicy (chat)', () => {
     server.reply(fixture('openai-chat/parallel-calls.json'));
     const policy = openaiPolicy({ client: client(server.url), model: 'm', tools, stream: false });
     const action = await policy(history.slice(0, 1), policyContext());
-    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384, model: 'gpt-4.1-mini-2025-04-14' });
+    expect(action.usage).toEqual({
+      inputTokens: 412,
+      outputTokens: 58,
+      cachedInputTokens: 384,
+      model: 'gpt-4.1-mini-2025-04-14',
+    });
   });
 
   it('names the model that answered, streamed or not, and the one asked for when the response names none', async () => {
