@@ -15,6 +15,7 @@ import {
   RunStateError,
 } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
+import { submitRun, Worker } from '../src/worker/index.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 
 const price: Price = {
@@ -413,5 +414,22 @@ describe('options', () => {
     expect(resume.price).toBe(price);
     expect('maxCostUsd' in resume).toBe(false);
     expect(() => defineAgent({ name: 'a', ...base, maxCostUsd: -2 })).toThrow(OptionsError);
+  });
+
+  it("a worker prices the runs it takes up with the definition's price, under the limit submitted", async () => {
+    const store = new MemoryStore();
+    const policy = loop({ inputTokens: 10_000, outputTokens: 0, model: 'gpt-4.1' }); // $0.02 a call
+    const def = defineAgent({ name: 'spender', policy, tools: [recorder('t').tool], price, maxCostUsd: 1 });
+    await submitRun(store, { agent: def, goal: 'x', runId: 'w1', limits: { maxCostUsd: 0.05 } });
+    await new Worker({ store, agents: [def] }).drain();
+    const agent = await Agent.load(store, 'w1', resumeOptionsOf(def));
+    expect(agent.state).toMatchObject({
+      status: 'budget_exhausted',
+      stoppedBy: 'cost',
+      steps: 3,
+      usage: { costUsd: 0.06 },
+    });
+    expect(agent.state.limits.maxCostUsd).toBe(0.05);
+    await expect(submitRun(store, { agent: def, goal: 'x', limits: { maxCostUsd: -1 } })).rejects.toThrow(OptionsError);
   });
 });
