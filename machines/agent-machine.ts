@@ -5,7 +5,7 @@
  * state's `description` says the invariant it keeps.
  */
 import { and, assertEvent, assign, setup } from 'xstate';
-import { exhaustedBudget } from './budget.js';
+import { exhaustedBudget, spentAfter } from './budget.js';
 import {
   askAgain,
   decide,
@@ -34,6 +34,7 @@ export const agentMachine = setup({
   guards: {
     stepsExhausted: ({ context }) => exhaustedBudget(context) === 'steps',
     tokensExhausted: ({ context }) => exhaustedBudget(context) === 'tokens',
+    costExhausted: ({ context }) => exhaustedBudget(context) === 'cost',
     timeExhausted: ({ context }) => exhaustedBudget(context) === 'time',
     hasBudget: ({ context }) => exhaustedBudget(context) === null,
     isFinal: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'final',
@@ -57,23 +58,27 @@ export const agentMachine = setup({
     ...historyActions(appendCopy),
     markStepsExhausted: assign({ stoppedBy: 'steps' as const }),
     markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
+    markCostExhausted: assign({ stoppedBy: 'cost' as const }),
     markTimeExhausted: assign({ stoppedBy: 'time' as const }),
     // Whatever stops the run now (after a change of limits), so stoppedBy is never stale.
     markExhausted: assign(({ context }) => ({ stoppedBy: exhaustedBudget(context) ?? context.stoppedBy })),
     clearStop: assign({ stoppedBy: null, error: null }),
-    // Every policy outcome counts one step and adds what it cost.
+    // Every policy outcome counts one step and adds what it cost. The runtime priced the call;
+    // the machine only adds (an unknown cost under a cost budget spends what is left: budget.ts),
+    // and keeps why a cost was unknown, for the human who raises the budget.
     countDecision: assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.policy');
       const d = event.output;
+      const unknown = d.cost !== undefined && 'unknown' in d.cost && context.limits.maxCostUsd !== null;
       return {
         steps: context.steps + 1,
         activeMs: context.activeMs + d.elapsedMs,
-        usage: d.usage
-          ? {
-              inputTokens: context.usage.inputTokens + d.usage.inputTokens,
-              outputTokens: context.usage.outputTokens + d.usage.outputTokens,
-            }
-          : context.usage,
+        usage: {
+          inputTokens: context.usage.inputTokens + (d.usage?.inputTokens ?? 0),
+          outputTokens: context.usage.outputTokens + (d.usage?.outputTokens ?? 0),
+          costUsd: spentAfter(context, d.cost),
+        },
+        ...(unknown ? { error: `cost unknown: ${(d.cost as { unknown: string }).unknown}` } : {}),
       };
     }),
     countPolicyTime: assign(({ context, event }) => {
@@ -147,7 +152,7 @@ export const agentMachine = setup({
     runId: input.runId,
     history: [],
     steps: 0,
-    usage: { inputTokens: 0, outputTokens: 0 },
+    usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 },
     activeMs: 0,
     limits: input.limits,
     approvalTtlMs: input.approvalTtlMs,
@@ -177,6 +182,7 @@ export const agentMachine = setup({
           always: [
             { guard: 'stepsExhausted', target: '#agent.budget_exhausted', actions: 'markStepsExhausted' },
             { guard: 'tokensExhausted', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },
+            { guard: 'costExhausted', target: '#agent.budget_exhausted', actions: 'markCostExhausted' },
             { guard: 'timeExhausted', target: '#agent.budget_exhausted', actions: 'markTimeExhausted' },
             { target: 'deciding' },
           ],

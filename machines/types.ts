@@ -9,11 +9,39 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 /** A JSON object, the shape of tool arguments. */
 export type JsonObject = { [key: string]: Json };
 
-/** Token usage that a policy reports with an action. */
+/**
+ * What a policy reports with an action: the tokens its model call used and, for the cost
+ * budget, either the model's name (priced by the agent's `price` option) or the cost itself.
+ */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** The part of `inputTokens` read from the provider's prompt cache (priced at the cached rate). */
+  cachedInputTokens?: number;
+  /** The model that answered, as the API names it: the key looked up in a `price` table. */
+  model?: string;
+  /** What the call cost in US dollars, when the policy knows it: taken as is, `price` is not asked. */
+  costUsd?: number;
 }
+
+/** The token counts of one policy call, as the runtime checked them. */
+export interface TokenCount {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** What a run has spent so far: tokens, and US dollars kept to the micro-dollar (see `addUsd`). */
+export interface RunUsage extends TokenCount {
+  /** Dollars spent on policy calls, a whole number of micro-dollars (6 decimal places). */
+  costUsd: number;
+}
+
+/**
+ * What one policy call cost, as the runtime worked it out: `usd` (rounded up to the micro-dollar),
+ * or `unknown` with the reason (no price for its model, a price function that threw, a usage
+ * that could not be read). An unknown cost under a cost budget fails closed (see budget.ts).
+ */
+export type CallCost = { usd: number } | { unknown: string };
 
 /** A human's approval decision, kept on the call it decided. */
 export interface ApprovalRecord {
@@ -138,10 +166,12 @@ export interface Limits {
   maxSteps: number;
   maxTokens: number | null;
   maxActiveMs: number | null;
+  /** US dollars the policy calls may spend (from their usage and the agent's `price`). */
+  maxCostUsd: number | null;
 }
 
 /** Which budget stopped the run. */
-export type BudgetKind = 'steps' | 'tokens' | 'time';
+export type BudgetKind = 'steps' | 'tokens' | 'cost' | 'time';
 
 /** The machine's context: the whole run state, plain JSON. */
 export interface AgentContext {
@@ -149,7 +179,7 @@ export interface AgentContext {
   history: HistoryEntry[];
   /** Policy calls that produced an action (malformed ones included). */
   steps: number;
-  usage: Usage;
+  usage: RunUsage;
   /** Milliseconds spent running policy and tool calls; time paused for a human is not counted. */
   activeMs: number;
   limits: Limits;
@@ -162,7 +192,10 @@ export interface AgentContext {
   answer: Json | null;
   /** The budget that stopped the run, while `budget_exhausted`. */
   stoppedBy: BudgetKind | null;
-  /** The last policy failure (`failed`), as `'<ErrorName>: <message>'`. */
+  /**
+   * The last policy failure (`failed`), as `'<ErrorName>: <message>'`; or, under a cost budget,
+   * why the cost of the last policy call could not be known (the budget then counts it as spent).
+   */
   error: string | null;
   cancelReason: string | null;
 }
@@ -176,7 +209,9 @@ export interface AgentInput {
 
 /** Fields every policy outcome carries: what it cost and when it ended. */
 interface DecisionCost {
-  usage: Usage | null;
+  usage: TokenCount | null;
+  /** What the call cost; absent: nothing is added (a decision made without the runtime's pricing). */
+  cost?: CallCost;
   elapsedMs: number;
   /** ISO-8601 time the decision was made. */
   at: string;

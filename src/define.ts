@@ -81,6 +81,7 @@ export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>
     owner,
     inspect,
     tracer,
+    price,
   } = definition;
   return {
     policy,
@@ -95,6 +96,8 @@ export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>
     ...(owner === undefined ? {} : { owner }),
     ...(inspect === undefined ? {} : { inspect }),
     ...(tracer === undefined ? {} : { tracer }),
+    // The price is how the run's spending is counted, not a limit: a resumed run needs it.
+    ...(price === undefined ? {} : { price }),
   };
 }
 

@@ -9,12 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { MAX_COST_USD } from '../machines/budget.js';
 import { hasLoneSurrogate } from '../machines/strings.js';
 import type { Limits } from '../machines/types.js';
 import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
+import { type Pricing, pricingOf } from './price.js';
 import { checkToolSchema } from './tool-schema.js';
 import type { TracerLike } from './tracer.js';
 import type { AgentOptions, InspectOption, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
@@ -35,6 +37,26 @@ const tokens = must('a whole number ≥ 0, or null for no limit', (e) =>
 const activeMs = must('a number of milliseconds ≥ 0, or null for no limit', (e) =>
   z.number(e).min(0, e).max(Number.MAX_SAFE_INTEGER, e).nullable().optional(),
 );
+// Positive: a budget of 0 dollars would allow no policy call at all (maxSteps: 0 says that).
+// At least a micro-dollar, the unit spending is counted in; at most MAX_COST_USD, so sums stay exact.
+const costUsd = must(`a number of US dollars from 0.000001 to ${MAX_COST_USD}, or null for no limit`, (e) =>
+  z.number(e).min(0.000001, e).max(MAX_COST_USD, e).nullable().optional(),
+);
+const perMTok = must('a number of US dollars per million tokens ≥ 0', (e) =>
+  z.number(e).min(0, e).max(MAX_COST_USD, e),
+);
+const modelPrice = z.strictObject(
+  { inputUsdPerMTok: perMTok, outputUsdPerMTok: perMTok, cachedInputUsdPerMTok: perMTok.optional() },
+  { error: 'a price { inputUsdPerMTok, outputUsdPerMTok, cachedInputUsdPerMTok? }' },
+);
+const priceTable =
+  'a table of prices by model name ({ [model]: { inputUsdPerMTok, outputUsdPerMTok } }), or a function';
+const price = z
+  .custom<object>((v) => typeof v === 'function' || (isPlainObject(v) && Object.keys(v).length > 0), {
+    error: priceTable,
+  })
+  .optional();
+const priceEntries = z.record(z.string(), modelPrice);
 const timerMs = (extra = '') =>
   must(`a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}${extra}`, (e) => z.number(e).gt(0, e).max(MAX_TIMER_MS, e));
 const text = (what: string) =>
@@ -110,6 +132,7 @@ const runtimeShape = {
       { error: "an OpenTelemetry Tracer (an object with startSpan, such as trace.getTracer('my-service'))" },
     )
     .optional(),
+  price,
   owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
   ).optional(),
@@ -121,7 +144,7 @@ const runtimeShape = {
     ),
   ).optional(),
 };
-const limitShape = { maxSteps: count.optional(), maxTokens: tokens, maxActiveMs: activeMs };
+const limitShape = { maxSteps: count.optional(), maxTokens: tokens, maxActiveMs: activeMs, maxCostUsd: costUsd };
 const storeShape = z.custom<object>(
   (v) =>
     v !== null &&
@@ -177,6 +200,8 @@ export interface Runtime {
   tracer: TracerLike | undefined;
   /** The agent definition's name, saved with the run for workers; null: none given. */
   agent: string | null;
+  /** What a policy call costs (runtime/cost.ts); null: no price given. */
+  price: Pricing | null;
 }
 
 /** The value at `path` in `value`, read without throwing. */
@@ -208,7 +233,19 @@ export function checkShape<T>(call: string, value: T, shape: z.core.$ZodLooseSha
   throw new OptionsError(`${call}: ${where || 'options'} must be ${issue.message}, got ${got}`);
 }
 
+/** A price table's entries, each checked, the bad one named: `price["gpt-4.1"].inputUsdPerMTok`. */
+function checkPrice(call: string, value: unknown): void {
+  if (typeof value !== 'object' || value === null) return;
+  const result = priceEntries.safeParse(value);
+  if (result.success) return;
+  const issue = result.error.issues[0] as z.core.$ZodIssue;
+  const [model, ...rest] = issue.path;
+  const where = `price[${JSON.stringify(String(model))}]${rest.length > 0 ? `.${pathText(rest)}` : ''}`;
+  throw new OptionsError(`${call}: ${where} must be ${issue.message}, got ${showValue(valueAt(value, issue.path))}`);
+}
+
 function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
+  checkPrice(call, options.price);
   const tools = new Map<string, Tool>();
   for (const [i, t] of options.tools.entries()) {
     // A tool literal is strict (a typo such as `sideEfect` must not drop the approval gate); a
@@ -229,6 +266,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     inspect: options.inspect,
     tracer: options.tracer,
     agent: options.agent ?? null,
+    price: pricingOf(options.price),
     lease: {
       owner: options.owner ?? ownerId(),
       leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
@@ -243,6 +281,7 @@ function limitsGiven(options: Partial<Limits>): Partial<Limits> {
   if (options.maxSteps !== undefined) out.maxSteps = options.maxSteps;
   if (options.maxTokens !== undefined) out.maxTokens = options.maxTokens;
   if (options.maxActiveMs !== undefined) out.maxActiveMs = options.maxActiveMs;
+  if (options.maxCostUsd !== undefined) out.maxCostUsd = options.maxCostUsd;
   return out;
 }
 
@@ -251,7 +290,7 @@ export function parseAgentOptions(options: AgentOptions<any>, call = 'new Agent'
   return {
     runtime: runtimeOf(call, o),
     runId: o.runId,
-    limits: { maxSteps: 8, maxTokens: null, maxActiveMs: null, ...limitsGiven(o) } as Limits,
+    limits: { maxSteps: 8, maxTokens: null, maxActiveMs: null, maxCostUsd: null, ...limitsGiven(o) } as Limits,
     approvalTtlMs: o.approvalTtlMs ?? null,
   };
 }

@@ -9,10 +9,12 @@ import type {
   JsonObject,
   Limits,
   PendingCall,
+  RunUsage,
   Status,
   Usage,
 } from '../machines/types.js';
 import type { Clock } from './clock.js';
+import type { Price } from './price.js';
 import type { CheckpointStore, Lease } from './store.js';
 import type { ActionOf, Tool } from './tool-types.js';
 import type { TracerLike } from './tracer.js';
@@ -46,9 +48,10 @@ export interface PolicyContext {
   /**
    * What the run's budgets leave, this call included; null where a budget is unlimited. A model
    * adapter caps its output tokens to `remaining.tokens`, so the token budget is not overshot by
-   * a whole call.
+   * a whole call. `costUsd`: US dollars, to the micro-dollar (always given by the runtime; optional
+   * in the type so that a context made by hand, in a test, need not name it).
    */
-  remaining: { steps: number; tokens: number | null; activeMs: number | null };
+  remaining: { steps: number; tokens: number | null; activeMs: number | null; costUsd?: number | null };
   /**
    * Reports what a streaming model has produced so far (text, tool-call pieces): observers see it
    * as `{ type: 'delta' }` events as it arrives. The history still records only the final action.
@@ -144,6 +147,18 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
    * Tracing never changes the run: a tracer that throws costs the trace only. @default none
    */
   tracer?: TracerLike;
+  /**
+   * What a policy call costs, for `maxCostUsd` and `state.usage.costUsd`: a table of US dollars
+   * per million tokens by model name (the model the usage names: the adapters report the one
+   * that answered), or a function of the usage returning dollars. A usage that reports `costUsd`
+   * itself is taken as it is. Not persisted: give it again to `Agent.resume` and `Agent.load`.
+   * A call whose cost cannot be known (no price for its model, a function that throws) stops a
+   * run with a cost budget (docs/long-runs.md).
+   * @example
+   * price: { 'gpt-4.1': { inputUsdPerMTok: 2, cachedInputUsdPerMTok: 0.5, outputUsdPerMTok: 8 } }
+   * @default none
+   */
+  price?: Price;
 }
 
 /** Options of `new Agent`. */
@@ -154,6 +169,12 @@ export interface AgentOptions<Tools extends readonly Tool[] = readonly Tool[]> e
   maxTokens?: number | null;
   /** Active milliseconds allowed (time running, not time paused for a human). @default unlimited */
   maxActiveMs?: number | null;
+  /**
+   * US dollars the policy calls may spend (priced from their usage with `price`, or their
+   * reported `costUsd`), counted to the micro-dollar. Checked before every policy call: the call
+   * that crosses it is the last. @default unlimited
+   */
+  maxCostUsd?: number | null;
   /** Approvals expire this long after they are requested. @default never */
   approvalTtlMs?: number | null;
   /** The run's id, used in idempotency keys. @default a fresh UUID */
@@ -167,6 +188,7 @@ export interface ResumeOptions<Tools extends readonly Tool[] = readonly Tool[]> 
   maxSteps?: number;
   maxTokens?: number | null;
   maxActiveMs?: number | null;
+  maxCostUsd?: number | null;
 }
 
 /** Options of `Agent.load`: those of `Agent.resume`, and a lease already held. */
@@ -262,7 +284,8 @@ export interface RunState {
   status: Status;
   history: HistoryEntry[];
   steps: number;
-  usage: Usage;
+  /** Tokens and US dollars spent (dollars to the micro-dollar). */
+  usage: RunUsage;
   activeMs: number;
   limits: Limits;
   /** The oldest undecided call (the first in call order), or null. */
@@ -281,6 +304,7 @@ export interface RunState {
   inflight: { key: string; tool: string; step: number } | null;
 }
 
+export type { ModelPrice, Price, PricedUsage, PriceFunction, PriceTable } from './price.js';
 export type {
   ApprovalRecord,
   AssistantCall,
@@ -290,6 +314,7 @@ export type {
   JsonObject,
   Limits,
   PendingCall,
+  RunUsage,
   Status,
   Usage,
 };

@@ -307,7 +307,7 @@ describe('state, version, extendBudget', () => {
   it('extendBudget returns a copy of the new limits and keeps the others', async () => {
     const agent = new Agent({ policy: sequence({ final: 1 }), tools: [], maxSteps: 2, maxTokens: 50 });
     const limits = agent.extendBudget({ maxSteps: 5 });
-    expect(limits).toEqual({ maxSteps: 5, maxTokens: 50, maxActiveMs: null });
+    expect(limits).toEqual({ maxSteps: 5, maxTokens: 50, maxActiveMs: null, maxCostUsd: null });
     limits.maxSteps = 100;
     expect(agent.state.limits.maxSteps).toBe(5);
   });
@@ -354,7 +354,7 @@ describe('state, version, extendBudget', () => {
     });
     await agent.start('go');
     const loaded = await Agent.load(store, 'r', { policy: sequence(), tools: [], maxSteps: 7 });
-    expect(loaded.state.limits).toEqual({ maxSteps: 7, maxTokens: null, maxActiveMs: null });
+    expect(loaded.state.limits).toEqual({ maxSteps: 7, maxTokens: null, maxActiveMs: null, maxCostUsd: null });
     const plain = await Agent.load(store, 'r', { policy: sequence(), tools: [] });
     expect(plain.checkpoint()).toBe(agent.checkpoint());
   });

@@ -75,7 +75,7 @@ describe('step budget', () => {
     ]) {
       expect(() => agent.extendBudget(bad as never)).toThrow(OptionsError);
     }
-    expect(agent.state.limits).toEqual({ maxSteps: 1, maxTokens: null, maxActiveMs: null });
+    expect(agent.state.limits).toEqual({ maxSteps: 1, maxTokens: null, maxActiveMs: null, maxCostUsd: null });
   });
 
   it('extendBudget on an ended run throws RunStateError', async () => {
@@ -104,7 +104,7 @@ describe('token budget', () => {
       maxTokens: 1,
     });
     expect(await agent.start('go')).toBe('done');
-    expect(agent.state.usage).toEqual({ inputTokens: 0, outputTokens: 0 });
+    expect(agent.state.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 });
   });
 });
 

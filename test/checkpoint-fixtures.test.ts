@@ -1,7 +1,9 @@
 /**
- * The frozen version-2 checkpoints (test/fixtures/checkpoints/v2, made by make.ts.txt there)
- * round-trip exactly, load from a store, and go on; the deliberately broken ones
- * (test/fixtures/checkpoints/broken) are each refused with a `CheckpointError` that says why.
+ * The frozen version-3 checkpoints (test/fixtures/checkpoints/v3, made by make.ts.txt there)
+ * round-trip exactly, load from a store, and go on; the version-2 ones (../v2) are migrated
+ * (version 2 → 3: no cost spent, no cost budget), written back as version 3, and go on; the
+ * deliberately broken ones (test/fixtures/checkpoints/broken) are each refused with a
+ * `CheckpointError` that says why.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import canonicalize from 'canonicalize';
@@ -13,6 +15,7 @@ import { ManualClock } from '../src/testing/index.js';
 import { idLike } from './support/helpers.js';
 
 const V2 = 'test/fixtures/checkpoints/v2';
+const V3 = 'test/fixtures/checkpoints/v3';
 const BROKEN = 'test/fixtures/checkpoints/broken';
 const T0 = Date.parse('2026-12-01T09:00:00.000Z');
 const namesIn = (dir: string) =>
@@ -58,7 +61,56 @@ function world(actions: unknown[] = [{ final: 'ok' }], options: { idempotentRefu
 }
 
 const idsOf = (agent: Agent) => agent.state.pendingCalls.map((p) => p.id);
+/** The version-3 snapshot a version-2 one stands for: nothing spent that was counted, no cost budget. */
+function migratedV2(blob: string) {
+  const { snapshot } = JSON.parse(blob);
+  const { usage, limits } = snapshot.context;
+  return {
+    ...snapshot,
+    context: { ...snapshot.context, usage: { ...usage, costUsd: 0 }, limits: { ...limits, maxCostUsd: null } },
+  };
+}
+/** The v3 fixtures' price (make.ts.txt there). */
+const price = { 'gpt-4.1': { inputUsdPerMTok: 2, cachedInputUsdPerMTok: 0.5, outputUsdPerMTok: 8 } };
 const refundArgs = { cents: 5000, note: 'ünïcödé ✓' };
+
+describe('every version-3 fixture', () => {
+  const names = namesIn(V3);
+
+  it('is there: the version-2 states, and the cost budget stopping a run', () => {
+    expect(names).toEqual([...namesIn(V2), 'budget-exhausted-cost', 'budget-exhausted-cost-unknown'].sort());
+  });
+
+  for (const name of names) {
+    describe(name, () => {
+      it('is canonical version 3 and round-trips exactly', () => {
+        const blob = read(name, V3);
+        const c = JSON.parse(blob);
+        expect(c.version).toBe(3);
+        expect(canonicalize(c)).toBe(blob);
+        const agent = Agent.resume(blob, world().options);
+        expect(agent.checkpoint()).toBe(blob);
+        expect(Agent.resume(agent.checkpoint(), world().options).checkpoint()).toBe(blob);
+        const { value } = c.snapshot;
+        expect(agent.status).toBe(typeof value === 'string' ? value : 'running');
+      });
+
+      it('loads from a store in the journal form, with the same head', async () => {
+        const blob = read(name, V3);
+        const run = decodeCheckpoint(blob);
+        const head = headOf(run);
+        const entries = run.context.history.map(entryOf);
+        expect(joinRun(head, entries)).toBe(blob);
+        const store = new MemoryStore();
+        const { pendingCalls } = Agent.resume(blob, world().options).state;
+        await store.save('fx-3', { status: 'idle', head, from: 0, append: entries, pendingCalls }, 0);
+        const agent = await Agent.load(store, 'fx-3', world().options);
+        expect(agent.checkpoint()).toBe(blob);
+        expect(agent.state).toEqual(Agent.resume(blob, world().options).state);
+      });
+    });
+  }
+});
 
 describe('every version-2 fixture', () => {
   const names = namesIn(V2);
@@ -87,30 +139,38 @@ describe('every version-2 fixture', () => {
 
   for (const name of names) {
     describe(name, () => {
-      it('is canonical version 2 and round-trips exactly', () => {
+      it('is canonical version 2, written back as version 3 (the migrated snapshot), which round-trips exactly', () => {
         const blob = read(name);
         const c = JSON.parse(blob);
         expect(c.version).toBe(2);
         expect(canonicalize(c)).toBe(blob);
         const agent = Agent.resume(blob, world().options);
-        expect(agent.checkpoint()).toBe(blob);
-        expect(Agent.resume(agent.checkpoint(), world().options).checkpoint()).toBe(blob);
+        const v3 = agent.checkpoint();
+        expect(JSON.parse(v3)).toStrictEqual({ ...c, version: 3, snapshot: migratedV2(blob) });
+        expect(v3).toBe(canonicalize(JSON.parse(v3)));
+        expect(Agent.resume(v3, world().options).checkpoint()).toBe(v3);
         const { value } = c.snapshot;
         expect(agent.status).toBe(typeof value === 'string' ? value : 'running');
+        expect(agent.state.usage.costUsd).toBe(0);
+        expect(agent.state.limits.maxCostUsd).toBeNull();
       });
 
-      it('loads from a store in the journal form, with the same head', async () => {
+      it('loads from a store that holds it in the journal form (a version-2 head), as version 3', async () => {
         const blob = read(name);
-        const run = decodeCheckpoint(blob);
-        const head = headOf(run);
-        const entries = run.context.history.map(entryOf);
+        const run = JSON.parse(blob);
+        const entries = run.snapshot.context.history.map(entryOf);
+        const head = canonicalize({
+          ...run,
+          snapshot: { ...run.snapshot, context: { ...run.snapshot.context, history: [] } },
+        }) as string;
         expect(joinRun(head, entries)).toBe(blob);
         const store = new MemoryStore();
         const { pendingCalls } = Agent.resume(blob, world().options).state;
         await store.save('fx-2', { status: 'idle', head, from: 0, append: entries, pendingCalls }, 0);
         const agent = await Agent.load(store, 'fx-2', world().options);
-        expect(agent.checkpoint()).toBe(blob);
+        expect(agent.checkpoint()).toBe(Agent.resume(blob, world().options).checkpoint());
         expect(agent.state).toEqual(Agent.resume(blob, world().options).state);
+        expect(agent.version).toBe(1);
       });
     });
   }
@@ -329,11 +389,61 @@ describe('a version-2 run goes on', () => {
   });
 });
 
+describe('a version-3 run stopped by its cost budget goes on', () => {
+  it('budget-exhausted-cost: spent exactly; run() stays stopped until maxCostUsd is raised', async () => {
+    const w = world([{ final: 'ok', usage: { inputTokens: 1000, outputTokens: 100, model: 'gpt-4.1' } }]);
+    const agent = Agent.resume(read('budget-exhausted-cost', V3), { ...w.options, price });
+    expect(agent.state).toMatchObject({
+      stoppedBy: 'cost',
+      usage: { costUsd: 0.0456 },
+      limits: { maxCostUsd: 0.0456 },
+    });
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(w.asked).toEqual([]);
+    agent.extendBudget({ maxCostUsd: 0.05 });
+    expect(await agent.run()).toBe('done');
+    expect(w.asked.map((a) => a.step)).toEqual([3]);
+    // 1,000 input tokens at 2 and 100 output tokens at 8 dollars per million: 0.0028.
+    expect(agent.state.usage.costUsd).toBe(0.0484);
+  });
+
+  it('budget-exhausted-cost-unknown: the reason is kept; raising the budget lets one more call be priced', async () => {
+    const w = world([{ final: 'ok', usage: { inputTokens: 0, outputTokens: 0, costUsd: 0.25 } }]);
+    const agent = Agent.resume(read('budget-exhausted-cost-unknown', V3), { ...w.options, price });
+    expect(agent.state).toMatchObject({
+      stoppedBy: 'cost',
+      error: 'cost unknown: no price for model "o9-preview"',
+      usage: { costUsd: 1 },
+    });
+    expect(await agent.run()).toBe('budget_exhausted');
+    agent.extendBudget({ maxCostUsd: 2 });
+    expect(await agent.run()).toBe('done');
+    expect(agent.state).toMatchObject({ error: null, usage: { costUsd: 1.25 } });
+  });
+});
+
 describe('every deliberately broken fixture is refused with a CheckpointError', () => {
   const expected: Record<string, { path: string; message: string | RegExp }> = {
+    // Made when version 3 was the future: now it is a version-2 snapshot labelled 3.
     'future-version-3': {
+      path: 'snapshot.context.usage.costUsd',
+      message: /^invalid checkpoint: snapshot\.context\.usage\.costUsd: /,
+    },
+    'future-version-4': {
       path: 'version',
-      message: 'invalid checkpoint: unsupported version 3; this build reads 1, 2',
+      message: 'invalid checkpoint: unsupported version 4; this build reads 1, 2, 3',
+    },
+    'v2-with-v3-fields': {
+      path: 'snapshot.context.usage.costUsd',
+      message: 'invalid checkpoint: snapshot.context.usage.costUsd: not a version-2 field',
+    },
+    'v3-cost-not-micro-dollars': {
+      path: 'snapshot.context.usage.costUsd',
+      message: 'invalid checkpoint: snapshot.context.usage.costUsd: dollars to the micro-dollar',
+    },
+    'v3-negative-cost-budget': {
+      path: 'snapshot.context.limits.maxCostUsd',
+      message: /^invalid checkpoint: snapshot\.context\.limits\.maxCostUsd: /,
     },
     'inflight-while-awaiting': {
       path: 'snapshot.context.calls',

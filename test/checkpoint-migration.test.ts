@@ -86,9 +86,10 @@ function stateOfV1(blob: string) {
     status: typeof value === 'string' ? value : 'running',
     history: c.history,
     steps: c.steps,
-    usage: c.usage,
+    // Migrated on through version 3: nothing spent that was counted, no cost budget.
+    usage: { ...c.usage, costUsd: 0 },
     activeMs: c.activeMs,
-    limits: c.limits,
+    limits: { ...c.limits, maxCostUsd: null },
     pending: c.pending,
     pendingCalls: c.pending ? [c.pending] : [],
     standing: {},
@@ -100,7 +101,7 @@ function stateOfV1(blob: string) {
   };
 }
 
-/** The version-2 snapshot a version-1 one stands for, spelled out field by field. */
+/** The version-2 snapshot a version-1 one stands for, spelled out field by field (then version 3's). */
 function snapshotOfV1(blob: string) {
   const { pending, inflight, ...rest } = JSON.parse(blob).snapshot.context;
   const common = (c: any) => ({
@@ -141,7 +142,9 @@ function snapshotOfV1(blob: string) {
   const children = inflight
     ? { tool: { snapshot: { status: 'active', input: calls[0] }, src: 'tool', syncSnapshot: false } }
     : snapshot.children;
-  return { ...snapshot, context: { ...rest, calls, standing: {} }, children };
+  const usage = { ...rest.usage, costUsd: 0 };
+  const limits = { ...rest.limits, maxCostUsd: null };
+  return { ...snapshot, context: { ...rest, usage, limits, calls, standing: {} }, children };
 }
 
 /** A store holding the run as a version-1 Tollgate stored it: its head and its entries. */
@@ -199,11 +202,11 @@ describe('every version-1 fixture', () => {
         expect(agent.state).toStrictEqual(stateOfV1(blob));
       });
 
-      it('is written back as version 2, the migrated snapshot, which round-trips exactly', () => {
+      it('is written back as the current version (3), the migrated snapshot, which round-trips exactly', () => {
         const blob = read(name);
         const v2 = Agent.resume(blob, world().options).checkpoint();
         const c = JSON.parse(v2);
-        expect(c.version).toBe(2);
+        expect(c.version).toBe(3);
         expect(c.format).toBe('tollgate.checkpoint');
         expect(c.snapshot).toStrictEqual(snapshotOfV1(blob));
         expect(v2).toBe(canonicalize(c));
@@ -249,7 +252,7 @@ describe('a version-1 run goes on', () => {
       ['email', 'fx-1:3'],
     ]);
     expect(agent.state.answer).toEqual({ done: true, items: [1, 2.5, null, 'x'] });
-    expect(JSON.parse(agent.checkpoint()).version).toBe(2);
+    expect(JSON.parse(agent.checkpoint()).version).toBe(3);
   });
 
   it('awaiting approval: decided in the map form by the version-1 id, or named with { callId }', async () => {
@@ -300,14 +303,14 @@ describe('a version-1 run goes on', () => {
     });
   });
 
-  it('awaiting approval through a store: the decision is saved as version 2, appended to the version-1 entries', async () => {
+  it('awaiting approval through a store: the decision is saved as version 3, appended to the version-1 entries', async () => {
     const blob = read('awaiting-approval');
     const store = await storeOf(blob);
     const w = world();
     const agent = await Agent.load(store, 'fx-1', w.options);
     await agent.decide(true, 'ok');
     const record = await store.load('fx-1');
-    expect(JSON.parse(record!.head).version).toBe(2);
+    expect(JSON.parse(record!.head).version).toBe(3);
     expect(record!.entries.slice(0, 4)).toEqual(
       JSON.parse(blob).snapshot.context.history.map((e: any) => canonicalize(e)),
     );
@@ -401,7 +404,7 @@ describe('a version-1 run goes on', () => {
     expect(agent.state.pending).toMatchObject({ key: 'fx-1:3', tool: 'email' });
   });
 
-  it('executing, through a store: the write-ahead record is saved as version 2 before the call', async () => {
+  it('executing, through a store: the write-ahead record is saved as version 3 before the call', async () => {
     const store = await storeOf(read('running-executing-approved'));
     const heads: string[] = [];
     const w = world({ idempotentRefund: true });
@@ -421,7 +424,7 @@ describe('a version-1 run goes on', () => {
     await agent.run();
     expect(heads).toHaveLength(1);
     const head = JSON.parse(heads[0]!);
-    expect(head.version).toBe(2);
+    expect(head.version).toBe(3);
     expect(head.snapshot.context.calls).toMatchObject([{ key: 'fx-1:2', state: 'running' }]);
     expect(await storedBlob(store)).toBe(agent.checkpoint());
   });

@@ -261,8 +261,8 @@ describe('ctx.remaining', () => {
     });
     await agent.start('go');
     expect(seen).toEqual([
-      { steps: 5, tokens: 1_000, activeMs: 10_000 },
-      { steps: 4, tokens: 680, activeMs: 9_650 },
+      { steps: 5, tokens: 1_000, activeMs: 10_000, costUsd: null },
+      { steps: 4, tokens: 680, activeMs: 9_650, costUsd: null },
     ]);
     const unlimited: PolicyContext['remaining'][] = [];
     await new Agent({
@@ -272,6 +272,6 @@ describe('ctx.remaining', () => {
         return { final: 1 };
       },
     }).start('go');
-    expect(unlimited).toEqual([{ steps: 8, tokens: null, activeMs: null }]);
+    expect(unlimited).toEqual([{ steps: 8, tokens: null, activeMs: null, costUsd: null }]);
   });
 });

@@ -141,7 +141,7 @@ describe('malformed policy output', () => {
       tools: [],
     });
     await agent.start('go');
-    expect(agent.state.usage).toEqual({ inputTokens: 5, outputTokens: 2 });
+    expect(agent.state.usage).toEqual({ inputTokens: 5, outputTokens: 2, costUsd: 0 });
   });
 });
 

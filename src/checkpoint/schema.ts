@@ -1,8 +1,9 @@
 /**
- * The shape of a version-2 persisted snapshot, as zod schemas. What the shapes cannot say (which
+ * The shape of a version-3 persisted snapshot, as zod schemas. What the shapes cannot say (which
  * fields go with which state) is in rules.ts.
  */
 import { z } from 'zod';
+import { MAX_COST_USD, MICRO_USD, microUsd } from '../../machines/budget.js';
 import type { AgentContext } from '../../machines/types.js';
 
 /** The persisted snapshot as XState writes it for the agent machine. */
@@ -87,19 +88,27 @@ export const callSchema = z.strictObject({
 });
 
 const limitOrNull = z.number().nonnegative().nullable();
+// What the machine adds is a whole number of micro-dollars (machines/budget.ts addUsd).
+const spentUsd = z
+  .number()
+  .nonnegative()
+  .max(MAX_COST_USD)
+  .refine((usd) => Number.isFinite(usd) && microUsd(usd) / MICRO_USD === usd, 'dollars to the micro-dollar');
+// As options.ts accepts it.
+const costLimit = z.number().min(0.000001).max(MAX_COST_USD).nullable();
 
 const context = z.strictObject({
   runId: z.string().min(1),
   history: z.array(entrySchema),
   steps: count,
-  usage: z.strictObject({ inputTokens: count, outputTokens: count }),
+  usage: z.strictObject({ inputTokens: count, outputTokens: count, costUsd: spentUsd }),
   activeMs: z.number().nonnegative(),
-  limits: z.strictObject({ maxSteps: count, maxTokens: limitOrNull, maxActiveMs: limitOrNull }),
+  limits: z.strictObject({ maxSteps: count, maxTokens: limitOrNull, maxActiveMs: limitOrNull, maxCostUsd: costLimit }),
   approvalTtlMs: z.number().positive().nullable(),
   calls: z.array(callSchema),
   standing: z.record(z.string(), approvalSchema),
   answer: json,
-  stoppedBy: z.enum(['steps', 'tokens', 'time']).nullable(),
+  stoppedBy: z.enum(['steps', 'tokens', 'cost', 'time']).nullable(),
   error: z.string().nullable(),
   cancelReason: z.string().nullable(),
 });

@@ -1,18 +1,20 @@
 /**
  * The checkpoint format's name and versions. A version this build can read but does not write
- * is migrated, one step per module (`migrate-v1.ts`: version 1 → 2), before it is validated.
+ * is migrated, one step per module (`migrate-v1.ts`: version 1 → 2, `migrate-v2.ts`: 2 → 3),
+ * before it is validated.
  */
 import { CheckpointError } from '../errors.js';
 import { migrateV1 } from './migrate-v1.js';
+import { migrateV2 } from './migrate-v2.js';
 
 export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
-/** The version this build writes: 2 (several calls per step, standing approvals). */
-export const CHECKPOINT_VERSION = 2;
+/** The version this build writes: 3 (the cost budget: `usage.costUsd`, `limits.maxCostUsd`). */
+export const CHECKPOINT_VERSION = 3;
 /** Versions this build can read. */
-export const READABLE_VERSIONS: readonly number[] = [1, 2];
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** Each migration step: the snapshot of version n → version n + 1. Never throws for bad input. */
-const STEPS: Record<number, (snapshot: unknown) => unknown> = { 1: migrateV1 };
+const STEPS: Record<number, (snapshot: unknown) => unknown> = { 1: migrateV1, 2: migrateV2 };
 
 /** The snapshot of a readable version brought to `CHECKPOINT_VERSION` (validation comes after). */
 export function migrate(version: unknown, snapshot: unknown): unknown {

@@ -79,11 +79,11 @@ export function pendingLines(p: PendingCall, c: Colors): string[] {
   ];
 }
 
-/** Steps, tokens and active time used against their limits. */
+/** Steps, tokens, active time and US dollars used against their limits. */
 export function budgetLine(s: RunState): string {
   const tokens = s.usage.inputTokens + s.usage.outputTokens;
-  const of = (limit: number | null) => (limit === null ? '' : `/${limit}`);
-  return `steps ${s.steps}/${s.limits.maxSteps} · tokens ${tokens}${of(s.limits.maxTokens)} · active ${Math.round(s.activeMs)}${of(s.limits.maxActiveMs)} ms`;
+  const of = (limit: number | null, unit = '') => (limit === null ? '' : `/${unit}${limit}`);
+  return `steps ${s.steps}/${s.limits.maxSteps} · tokens ${tokens}${of(s.limits.maxTokens)} · active ${Math.round(s.activeMs)}${of(s.limits.maxActiveMs)} ms · cost $${s.usage.costUsd}${of(s.limits.maxCostUsd, '$')}`;
 }
 
 /** A status in its colour: green done, yellow waiting, cyan working, red stopped. */

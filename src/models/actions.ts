@@ -11,8 +11,32 @@ import type { Action, PolicyContext } from '../types.js';
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;
-  /** Where the API reports it. Budgets count `inputTokens + outputTokens` only. */
+  /** Where the API reports it. The token budget counts `inputTokens + outputTokens` only; `price` prices it at the cached rate. */
   cachedInputTokens?: number;
+  /** The model that answered, as the response names it (else the one asked for): what a `price` table is looked up by. */
+  model?: string;
+}
+
+/** The longest model name taken from a response. */
+const MAX_MODEL_NAME = 200;
+
+/**
+ * The model a response names (`gpt-4.1-2025-04-14` for `gpt-4.1`), when it is a plausible name;
+ * else the one asked for. Never throws.
+ */
+export function answeringModel(read: () => unknown, asked: string): string {
+  try {
+    const named = read();
+    return typeof named === 'string' && named !== '' && named.length <= MAX_MODEL_NAME ? named : asked;
+  } catch {
+    return asked;
+  }
+}
+
+/** The action with its usage (where it has one) naming `model`, so that a `price` table can price it. */
+export function withModel(action: Action, model: string): Action {
+  const usage = (action as { usage?: ModelUsage }).usage;
+  return usage ? ({ ...action, usage: { ...usage, model } } as Action) : action;
 }
 
 /** One tool call as the API returned it: arguments still as text. */

@@ -18,7 +18,17 @@ import type { HistoryEntry } from '../../machines/types.js';
 import { OptionsError } from '../errors.js';
 import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, Policy, PolicyContext, Tool } from '../types.js';
-import { actionOf, type ModelUsage, outputLimit, type RawCall, readSafely, streamTo, usageOf } from './actions.js';
+import {
+  actionOf,
+  answeringModel,
+  type ModelUsage,
+  outputLimit,
+  type RawCall,
+  readSafely,
+  streamTo,
+  usageOf,
+  withModel,
+} from './actions.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
 
@@ -92,7 +102,11 @@ function contentAction(content: LanguageModelV3Content[], usage: LanguageModelV3
 }
 
 /** Reads the stream parts: deltas to `ctx.stream` as they come, the action from the parts. */
-async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>, ctx: PolicyContext) {
+async function streamedAction(
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+  ctx: PolicyContext,
+  answered: { model?: unknown },
+) {
   const out = streamTo(ctx);
   const content: LanguageModelV3Content[] = [];
   let text = '';
@@ -116,6 +130,7 @@ async function streamedAction(stream: ReadableStream<LanguageModelV3StreamPart>,
         if (index !== undefined) out.call(index, { argsText: part.delta });
       } else if (part.type === 'tool-call') content.push(part);
       else if (part.type === 'finish') usage = part.usage;
+      else if (part.type === 'response-metadata') answered.model = part.modelId;
       else if (part.type === 'error') throw part.error;
     }
   } finally {
@@ -166,14 +181,24 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
       ...(call.declarations.length > 0 ? { tools: aiSdkTools(call.declarations) } : {}),
       ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
     };
+    const asked = String(model.modelId);
     if (!call.stream) {
       const result = await call.client.doGenerate(callOptions);
-      return readSafely(
+      const action = readSafely(
         () => contentAction(result.content, result.usage),
         () => usageOfModel(result?.usage),
       );
+      return withModel(
+        action,
+        answeringModel(() => result.response?.modelId, asked),
+      );
     }
     const { stream } = await call.client.doStream(callOptions);
-    return streamedAction(stream, ctx);
+    const answered: { model?: unknown } = {};
+    const action = await streamedAction(stream, ctx, answered);
+    return withModel(
+      action,
+      answeringModel(() => answered.model, asked),
+    );
   }, modelNamed(model));
 }

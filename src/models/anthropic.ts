@@ -10,6 +10,7 @@ import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, Policy, PolicyContext, Tool } from '../types.js';
 import {
   actionOf,
+  answeringModel,
   type ModelUsage,
   outputLimit,
   type RawCall,
@@ -17,6 +18,7 @@ import {
   streamTo,
   unreadable,
   usageOf,
+  withModel,
 } from './actions.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
@@ -116,7 +118,11 @@ export function anthropicAction(message: Pick<Anthropic.Message, 'content' | 'st
  * it does not expect makes the response unreadable (a malformed action): skipping it could change
  * what a call's input says. An `error` event is thrown by the SDK: the API's error.
  */
-async function streamedAction(stream: AsyncIterable<Anthropic.RawMessageStreamEvent>, ctx: PolicyContext) {
+async function streamedAction(
+  stream: AsyncIterable<Anthropic.RawMessageStreamEvent>,
+  ctx: PolicyContext,
+  answered: { model?: unknown },
+) {
   const out = streamTo(ctx);
   type Slot = { kind: 'text'; text: string } | { kind: 'tool'; id: string; name: string; json: string };
   const blocks = new Map<number, Slot>();
@@ -126,8 +132,10 @@ async function streamedAction(stream: AsyncIterable<Anthropic.RawMessageStreamEv
   let stopReason: Anthropic.StopReason | null = null;
   let odd = false;
   const read = (event: Anthropic.RawMessageStreamEvent) => {
-    if (event.type === 'message_start') usage = { ...event.message.usage };
-    else if (event.type === 'message_delta') {
+    if (event.type === 'message_start') {
+      usage = { ...event.message.usage };
+      answered.model = event.message.model;
+    } else if (event.type === 'message_delta') {
       stopReason = event.delta.stop_reason ?? stopReason;
       // The delta's counts are cumulative: each one given replaces the start's.
       for (const [key, value] of Object.entries(event.usage ?? {})) {
@@ -206,12 +214,25 @@ export function anthropicPolicy<const Tools extends readonly Tool[]>(
       const options = { signal: ctx.signal, maxRetries: 0 };
       if (!call.stream) {
         const message = await call.client.messages.create({ ...body, stream: false }, options);
-        return readSafely(
+        const action = readSafely(
           () => anthropicAction(message),
           () => usageOfMessage(message?.usage),
         );
+        return withModel(
+          action,
+          answeringModel(() => message.model, call.model),
+        );
       }
-      return streamedAction(await call.client.messages.create({ ...body, stream: true }, options), ctx);
+      const answered: { model?: unknown } = {};
+      const action = await streamedAction(
+        await call.client.messages.create({ ...body, stream: true }, options),
+        ctx,
+        answered,
+      );
+      return withModel(
+        action,
+        answeringModel(() => answered.model, call.model),
+      );
     },
     { provider: 'anthropic', model: call.model },
   );

@@ -7,6 +7,7 @@ import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, PolicyContext } from '../types.js';
 import {
   actionOf,
+  answeringModel,
   type ModelUsage,
   outputLimit,
   type RawCall,
@@ -14,6 +15,7 @@ import {
   streamTo,
   unreadable,
   usageOf,
+  withModel,
 } from './actions.js';
 import type { ModelCall } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
@@ -79,6 +81,7 @@ export function chatAction(completion: OpenAI.Chat.ChatCompletion): Action {
 async function streamedAction(
   stream: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>,
   ctx: PolicyContext,
+  answered: { model?: unknown },
 ): Promise<Action> {
   const out = streamTo(ctx);
   let text = '';
@@ -89,6 +92,7 @@ async function streamedAction(
   const calls = new Map<number, { id: string; name: string; args: string }>();
   const read = (chunk: OpenAI.Chat.ChatCompletionChunk) => {
     if (chunk.usage) usage = usageOfChat(chunk.usage);
+    if (chunk.model) answered.model = chunk.model;
     const delta = chunk.choices?.[0]?.delta;
     if (!delta) return;
     if (typeof delta.content === 'string') {
@@ -136,14 +140,23 @@ export async function chatCall(call: ModelCall<OpenAI>, history: Parameters<type
   const options = { signal: ctx.signal, maxRetries: 0 };
   if (!call.stream) {
     const completion = await call.client.chat.completions.create({ ...body, stream: false }, options);
-    return readSafely(
+    const action = readSafely(
       () => chatAction(completion),
       () => usageOfChat(completion.usage),
+    );
+    return withModel(
+      action,
+      answeringModel(() => completion.model, call.model),
     );
   }
   const stream = await call.client.chat.completions.create(
     { ...body, stream: true, stream_options: { include_usage: true } },
     options,
   );
-  return streamedAction(stream, ctx);
+  const answered: { model?: unknown } = {};
+  const action = await streamedAction(stream, ctx, answered);
+  return withModel(
+    action,
+    answeringModel(() => answered.model, call.model),
+  );
 }

@@ -10,6 +10,7 @@ import type { ToolDeclaration } from '../tool-declarations.js';
 import type { Action, PolicyContext } from '../types.js';
 import {
   actionOf,
+  answeringModel,
   type ModelUsage,
   outputLimit,
   type RawCall,
@@ -17,6 +18,7 @@ import {
   streamTo,
   unreadable,
   usageOf,
+  withModel,
 } from './actions.js';
 import type { ModelCall } from './options.js';
 import { type Turn, turnsOf } from './turns.js';
@@ -95,7 +97,11 @@ function finish(response: OpenAI.Responses.Response): Action {
  * response. An event of a shape it does not expect makes the response unreadable (a malformed
  * action); an `error` event, or a failed response, is the API's error.
  */
-async function streamedAction(stream: AsyncIterable<OpenAI.Responses.ResponseStreamEvent>, ctx: PolicyContext) {
+async function streamedAction(
+  stream: AsyncIterable<OpenAI.Responses.ResponseStreamEvent>,
+  ctx: PolicyContext,
+  answered: { response?: OpenAI.Responses.Response | undefined },
+) {
   const out = streamTo(ctx);
   /** A function call's index among the calls, by its output index. */
   const callIndex = new Map<number, number>();
@@ -115,6 +121,7 @@ async function streamedAction(stream: AsyncIterable<OpenAI.Responses.ResponseStr
     if (type === 'error')
       throw new Error(`response stream error: ${[event.code, event.message].filter(Boolean).join(' ')}`);
     if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      answered.response = event.response;
       return odd && type !== 'response.failed'
         ? unreadable(usageOfResponse(event.response?.usage))
         : finish(event.response);
@@ -142,6 +149,20 @@ export async function responsesCall(call: ModelCall<OpenAI>, history: HistoryEnt
   };
   // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.
   const options = { signal: ctx.signal, maxRetries: 0 };
-  if (!call.stream) return finish(await call.client.responses.create({ ...body, stream: false }, options));
-  return streamedAction(await call.client.responses.create({ ...body, stream: true }, options), ctx);
+  const answered: { response?: OpenAI.Responses.Response | undefined } = {};
+  let action: Action;
+  if (call.stream) {
+    action = await streamedAction(
+      await call.client.responses.create({ ...body, stream: true }, options),
+      ctx,
+      answered,
+    );
+  } else {
+    answered.response = await call.client.responses.create({ ...body, stream: false }, options);
+    action = finish(answered.response);
+  }
+  return withModel(
+    action,
+    answeringModel(() => answered.response?.model, call.model),
+  );
 }

@@ -6,7 +6,7 @@
  * decision, seen by the model as an error observation.
  */
 import { hasLoneSurrogate, wellFormed } from '../../machines/strings.js';
-import type { ClassifiedCall, Decision, HistoryEntry, JsonObject, Usage, Verdict } from '../../machines/types.js';
+import type { ClassifiedCall, Decision, HistoryEntry, JsonObject, Verdict } from '../../machines/types.js';
 import { isPlainObject, safeString, toJson } from '../json.js';
 import { validateArgs } from '../tool-schema.js';
 import type { Tool } from '../types.js';
@@ -15,7 +15,7 @@ import { approvalRule } from './approval.js';
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** A decision before its cost and time are known. */
-export type Classified = DistributiveOmit<Decision, 'usage' | 'elapsedMs' | 'at'>;
+export type Classified = DistributiveOmit<Decision, 'usage' | 'cost' | 'elapsedMs' | 'at'>;
 
 /** Where the calls are judged: the run and the step they belong to. */
 export interface CallSite {
@@ -76,16 +76,6 @@ function nameOf(tool: unknown): string {
 
 function malformed(tool: unknown, why: string): Classified {
   return { type: 'malformed', tool: nameOf(tool), error: `${MALFORMED}: ${why}` };
-}
-
-function isCount(n: unknown): n is number {
-  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
-}
-
-function readUsage(usage: unknown): Usage | null {
-  if (!isPlainObject(usage)) return null;
-  const { inputTokens, outputTokens } = usage;
-  return isCount(inputTokens) && isCount(outputTokens) ? { inputTokens, outputTokens } : null;
 }
 
 function describeShape(raw: unknown): string {
@@ -169,24 +159,19 @@ async function classifyFields(a: ActionFields, site: CallSite): Promise<Classifi
 }
 
 /**
- * Validates a policy's action and classifies its calls against the tools, and reads its usage:
- * each field of the action is read once. Never throws.
+ * Validates a policy's action and classifies its calls against the tools: each field of the
+ * action is read once. Its `usage` is passed on as read (undefined when the action could not be
+ * read), for cost.ts to read and price. Never throws.
  */
-export async function readAction(raw: unknown, site: CallSite): Promise<{ decision: Classified; usage: Usage | null }> {
+export async function readAction(raw: unknown, site: CallSite): Promise<{ decision: Classified; usage: unknown }> {
   let fields: ActionFields;
   try {
     if (!isPlainObject(raw)) {
-      return { decision: malformed(undefined, `expected an object, got ${describeShape(raw)}`), usage: null };
+      return { decision: malformed(undefined, `expected an object, got ${describeShape(raw)}`), usage: undefined };
     }
     fields = fieldsOf(raw);
   } catch (error) {
-    return { decision: malformed(undefined, `the action could not be read: ${safeString(error)}`), usage: null };
+    return { decision: malformed(undefined, `the action could not be read: ${safeString(error)}`), usage: undefined };
   }
-  let usage: Usage | null;
-  try {
-    usage = readUsage(fields.usage);
-  } catch {
-    usage = null;
-  }
-  return { decision: await classifyFields(fields, site), usage };
+  return { decision: await classifyFields(fields, site), usage: fields.usage };
 }

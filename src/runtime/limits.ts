@@ -2,7 +2,7 @@
  * Budgets seen from the runtime: what a policy is told it has left, and limits replaced on a run
  * that is not running (at resume, or before it starts again).
  */
-import { exhaustedBudget } from '../../machines/budget.js';
+import { exhaustedBudget, MICRO_USD, microUsd } from '../../machines/budget.js';
 import type { AgentContext, Limits } from '../../machines/types.js';
 import type { PersistedRun } from '../checkpoint/index.js';
 
@@ -14,6 +14,8 @@ export interface Remaining {
   tokens: number | null;
   /** Active milliseconds left. */
   activeMs: number | null;
+  /** US dollars left (to the micro-dollar). */
+  costUsd: number | null;
 }
 
 /** What the budgets leave, as the run stands. */
@@ -23,6 +25,10 @@ export function remainingOf(c: Pick<AgentContext, 'limits' | 'usage' | 'steps' |
     steps: Math.max(0, limits.maxSteps - c.steps),
     tokens: limits.maxTokens === null ? null : Math.max(0, limits.maxTokens - usage.inputTokens - usage.outputTokens),
     activeMs: limits.maxActiveMs === null ? null : Math.max(0, limits.maxActiveMs - c.activeMs),
+    costUsd:
+      limits.maxCostUsd === null
+        ? null
+        : Math.max(0, microUsd(limits.maxCostUsd) - microUsd(usage.costUsd)) / MICRO_USD,
   };
 }
 

@@ -10,6 +10,7 @@ import type { Decision } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
 import type { PolicyDelta } from '../types.js';
 import { readAction } from './classify.js';
+import { readUsage } from './cost.js';
 import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
 import { type ActorPorts, portsOf } from './ports.js';
@@ -108,8 +109,10 @@ async function decide(
     // The rules get their own copy of the history, as the policy does: the live one grows in place.
     live = false;
     const site = { runId: input.runId, step: input.step, tools: run.tools, history: run.history().slice(), signal };
-    const { decision, usage } = await readAction(raw, site);
+    const { decision, usage: reported } = await readAction(raw, site);
+    // Priced here, not in the machine: the machine holds no functions and only adds the numbers.
+    const { tokens, cost } = readUsage(reported, run.price);
     const now = run.clock.now();
-    return { ...decision, usage, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
+    return { ...decision, usage: tokens, cost, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
   }
 }

@@ -19,6 +19,7 @@ function budgetLeft(left: Remaining) {
     'tollgate.budget.steps_left': left.steps,
     'tollgate.budget.tokens_left': left.tokens,
     'tollgate.budget.active_ms_left': left.activeMs === null ? null : Math.round(left.activeMs),
+    'tollgate.budget.cost_usd_left': left.costUsd,
   };
 }
 
@@ -113,6 +114,7 @@ export function endPolicySpan(span: Span, decision: Decision, attempts: number):
   span.set({
     'gen_ai.usage.input_tokens': decision.usage?.inputTokens,
     'gen_ai.usage.output_tokens': decision.usage?.outputTokens,
+    'tollgate.usage.cost_usd': decision.cost !== undefined && 'usd' in decision.cost ? decision.cost.usd : null,
     'tollgate.policy.attempts': attempts,
     'tollgate.action': decision.type,
     'tollgate.action.calls': decision.type === 'calls' ? decision.calls.length : null,

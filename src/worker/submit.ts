@@ -30,7 +30,7 @@ export interface SubmitOptions {
   goal: string;
   /** The run's id. @default a fresh UUID */
   runId?: string;
-  /** Limits replacing the definition's for this run (`maxSteps`, `maxTokens`, `maxActiveMs`). @default the definition's */
+  /** Limits replacing the definition's for this run (`maxSteps`, `maxTokens`, `maxActiveMs`, `maxCostUsd`). @default the definition's */
   limits?: Partial<Limits>;
 }
 

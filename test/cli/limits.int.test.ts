@@ -19,7 +19,7 @@ describe('run limits across processes', () => {
     expect(paid()).toEqual(['l1:2 250']);
     expect(approve.code).toBe(4);
     expect(JSON.parse(approve.stdout)).toMatchObject({ status: 'budget_exhausted', steps: 2, stoppedBy: 'steps' });
-    expect(await limitsOf(cli, 'l1')).toEqual({ maxSteps: 2, maxTokens: null, maxActiveMs: null });
+    expect(await limitsOf(cli, 'l1')).toEqual({ maxSteps: 2, maxTokens: null, maxActiveMs: null, maxCostUsd: null });
 
     // resume without limits keeps them too; with --max-steps it raises them and finishes.
     expect((await cli(['resume', 'l1'])).code).toBe(4);
@@ -58,7 +58,7 @@ describe('run limits across processes', () => {
       '60000',
     ];
     expect((await cli(args)).code).toBe(3);
-    expect(await limitsOf(cli, 'l4')).toEqual({ maxSteps: 6, maxTokens: 900, maxActiveMs: 60000 });
+    expect(await limitsOf(cli, 'l4')).toEqual({ maxSteps: 6, maxTokens: 900, maxActiveMs: 60000, maxCostUsd: null });
     // Waiting for a human, a resume does no work that would save new limits: refused, unchanged.
     const resume = await cli(['resume', 'l4', '--max-tokens', '5']);
     expect(resume.code).toBe(2);
@@ -72,6 +72,31 @@ describe('run limits across processes', () => {
       const r = await cli(['run', fixture('pay-agent.mjs'), 'pay', ...bad]);
       expect(r.code, bad.join(' ')).toBe(2);
       expect(r.stderr).toContain('expected a whole number');
+    }
+  });
+
+  it('--max-cost-usd sets a cost budget; a module whose calls have no price stops at once (fail closed)', async () => {
+    const { cli, paid } = workspace();
+    // pay-agent's policy reports no usage: its first call's cost cannot be known.
+    const run = await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', 'l5', '--max-cost-usd', '2.50']);
+    expect(run.code).toBe(4);
+    expect(run.stdout).toContain('cost $2.5/$2.5');
+    expect(await limitsOf(cli, 'l5')).toEqual({ maxSteps: 6, maxTokens: null, maxActiveMs: null, maxCostUsd: 2.5 });
+    const show = JSON.parse((await cli(['show', 'l5', '--json'])).stdout);
+    expect(show).toMatchObject({ stoppedBy: 'cost', error: 'cost unknown: the policy reported no usage' });
+    // Raised: one more call (the payment, which waits for a human), whose cost is unknown again.
+    const more = await cli(['resume', 'l5', '--max-cost-usd', '5', '--json']);
+    expect(more.code).toBe(3);
+    expect(JSON.parse(more.stdout)).toMatchObject({ status: 'awaiting_approval', steps: 2, usage: { costUsd: 5 } });
+    // Approved, the payment runs; the policy is not asked again: the budget is spent.
+    const approve = await cli(['approve', 'l5', '--json']);
+    expect(approve.code).toBe(4);
+    expect(JSON.parse(approve.stdout)).toMatchObject({ status: 'budget_exhausted', steps: 2, stoppedBy: 'cost' });
+    expect(paid()).toEqual(['l5:2 250']);
+    for (const bad of ['-1', '0', 'lots', '1e3', '']) {
+      const r = await cli(['run', fixture('pay-agent.mjs'), 'pay', '--max-cost-usd', bad]);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toContain('expected a number of US dollars > 0');
     }
   });
 });

@@ -36,6 +36,13 @@ const CALL_COUNTS = [
   'expiries of one call among several pending',
   'crashes between the calls of a step',
 ];
+/** The cost budget (issue 16), exercised, not just offered. */
+const COST_COUNTS = [
+  'stops for cost spent',
+  'stops for an unknown cost',
+  'cost budgets raised after a stop for cost',
+  'resumes with a lower maxCostUsd',
+];
 
 describe('command sequences on the real Agent, against the machine as model', () => {
   it(`hold invariants 1-7 and match the model (seed ${SEED}, ${RUNS} cases)`, {
@@ -86,7 +93,7 @@ describe('command sequences on the real Agent, against the machine as model', ()
       );
     }
     const kinds = [...executed].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`);
-    const stepCounts = CALL_COUNTS.map((k) => `${k} ${calls.get(k) ?? 0}`);
+    const stepCounts = [...CALL_COUNTS, ...COST_COUNTS].map((k) => `${k} ${calls.get(k) ?? 0}`);
     console.log(
       `[model] fast-check: ${details.numRuns} cases, ${commands} commands run (longest ${longest}), ` +
         `${crashesMidCall} crashes mid-call, in ${Date.now() - started} ms\n[model]   ${kinds.join(', ')}\n` +
@@ -106,7 +113,9 @@ describe('command sequences on the real Agent, against the machine as model', ()
     for (const kind of ['decideNothing', 'startAgain', 'policy:call', 'policy:calls']) {
       expect(executed.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(MUTATION ? 1 : 5);
     }
-    for (const what of CALL_COUNTS) expect(calls.get(what) ?? 0, what).toBeGreaterThanOrEqual(MUTATION ? 0 : 3);
+    for (const what of [...CALL_COUNTS, ...COST_COUNTS]) {
+      expect(calls.get(what) ?? 0, what).toBeGreaterThanOrEqual(MUTATION ? 0 : 3);
+    }
 
     // Invariant 5: every final checkpoint loads in a new process and writes itself back.
     if (MUTATION) return;
@@ -121,7 +130,7 @@ describe('regressions of runtime bugs these suites found', () => {
   // resume-lower-budget-still-calls, fixed in 6843266: found by the ledger's budget check.
   it('resume-lower-budget-still-calls: resuming mid policy call with maxSteps already reached calls nothing', async () => {
     const world = new World({
-      limits: { maxSteps: 1, maxTokens: null, maxActiveMs: null },
+      limits: { maxSteps: 1, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
       approvalTtlMs: null,
       policyRetries: 0,
       retryDelayMs: 0,

@@ -20,7 +20,7 @@ import {
 
 const input: AgentInput = {
   runId: 'r',
-  limits: { maxSteps: 4, maxTokens: null, maxActiveMs: null },
+  limits: { maxSteps: 4, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
   approvalTtlMs: 1_000,
 };
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
@@ -388,7 +388,7 @@ describe('budgets at the machine level', () => {
   it('RUN does not leave budget_exhausted while the budget is still spent', () => {
     const s = run([{ type: 'START', goal: 'g' }], {
       ...input,
-      limits: { maxSteps: 0, maxTokens: null, maxActiveMs: null },
+      limits: { maxSteps: 0, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
     });
     expect(s.value).toBe('budget_exhausted');
     const again = transition(agentMachine, s, { type: 'RUN' })[0];
@@ -397,7 +397,7 @@ describe('budgets at the machine level', () => {
   });
 
   it('RUN continues once every budget has room again', () => {
-    const limits = { maxSteps: 1, maxTokens: 10, maxActiveMs: 10 };
+    const limits = { maxSteps: 1, maxTokens: 10, maxActiveMs: 10, maxCostUsd: null };
     const spent = run([{ type: 'START', goal: 'g' }], { ...input, limits });
     const refused: Decision = {
       type: 'calls',
@@ -423,11 +423,92 @@ describe('budgets at the machine level', () => {
       [{ maxSteps: 2 }, false],
       [{ maxSteps: 2, maxTokens: 11 }, false],
       [{ maxSteps: 2, maxTokens: 11, maxActiveMs: 11 }, true],
-      [{ maxSteps: 2, maxTokens: null, maxActiveMs: null }, true],
+      [{ maxSteps: 2, maxTokens: null, maxActiveMs: null, maxCostUsd: null }, true],
     ] as const) {
       const [extended] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: given });
       const [after] = transition(agentMachine, extended, { type: 'RUN' });
       expect(after.value, JSON.stringify(given)).toEqual(moves ? { running: 'deciding' } : 'budget_exhausted');
     }
+  });
+});
+
+describe('the cost budget at the machine level', () => {
+  const limits = { maxSteps: 10, maxTokens: null, maxActiveMs: null, maxCostUsd: 0.3 };
+  const decided = (cost: Decision['cost'], n = 1): Decision => ({
+    type: 'calls',
+    calls: [call('t', {}, { kind: 'refuse', error: 'unknown tool t' })],
+    text: null,
+    usage: null,
+    ...(cost === undefined ? {} : { cost }),
+    elapsedMs: 0,
+    at: at(n),
+  });
+  const steps = (...costs: Decision['cost'][]) =>
+    run(
+      [
+        { type: 'START', goal: 'g' },
+        ...costs.map((cost, i) => ({ type: 'xstate.done.actor.policy' as const, output: decided(cost, i) })),
+      ],
+      { ...input, limits },
+    );
+
+  it('adds whole micro-dollars and stops before the call that would start at the limit, reached exactly', () => {
+    const s = steps({ usd: 0.1 }, { usd: 0.2 });
+    expect(s.context.usage.costUsd).toBe(0.3);
+    expect(s.value).toBe('budget_exhausted');
+    expect(s.context.stoppedBy).toBe('cost');
+    expect(steps({ usd: 0.1 }, { usd: 0.199999 }).value).toEqual({ running: 'deciding' });
+  });
+
+  it('a decision without a cost adds nothing; an unknown one spends the rest of the budget and says why', () => {
+    expect(steps(undefined, undefined).context.usage.costUsd).toBe(0);
+    const s = steps({ usd: 0.05 }, { unknown: 'no price for model "x"' });
+    expect(s.value).toBe('budget_exhausted');
+    expect(s.context).toMatchObject({
+      stoppedBy: 'cost',
+      usage: { costUsd: 0.3 },
+      error: 'cost unknown: no price for model "x"',
+    });
+    // Without a cost budget an unknown cost is no stop and no error.
+    const free = run(
+      [
+        { type: 'START', goal: 'g' },
+        { type: 'xstate.done.actor.policy', output: decided({ unknown: 'why' }) },
+      ],
+      { ...input, limits: { ...limits, maxCostUsd: null } },
+    );
+    expect(free.value).toEqual({ running: 'deciding' });
+    expect(free.context).toMatchObject({ usage: { costUsd: 0 }, error: null });
+  });
+
+  it('EXTEND_BUDGET after a stop for cost: a higher maxCostUsd lets RUN go on and clears the reason', () => {
+    const s = steps({ unknown: 'why' });
+    const [same] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: { maxCostUsd: 0.3 } });
+    expect(transition(agentMachine, same, { type: 'RUN' })[0].value).toBe('budget_exhausted');
+    const [raised] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: { maxCostUsd: 0.31 } });
+    const [after] = transition(agentMachine, raised, { type: 'RUN' });
+    expect(after.value).toEqual({ running: 'deciding' });
+    expect(after.context).toMatchObject({ stoppedBy: null, error: null });
+    // Lifting it (null) also lets the run go on.
+    const [lifted] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: { maxCostUsd: null } });
+    expect(transition(agentMachine, lifted, { type: 'RUN' })[0].value).toEqual({ running: 'deciding' });
+  });
+
+  it('names the budget that stops it now: tokens before cost before time', () => {
+    const s = run(
+      [
+        { type: 'START', goal: 'g' },
+        {
+          type: 'xstate.done.actor.policy',
+          output: { ...decided({ usd: 1 }), usage: { inputTokens: 5, outputTokens: 5 }, elapsedMs: 10 },
+        },
+      ],
+      { ...input, limits: { maxSteps: 10, maxTokens: 10, maxActiveMs: 10, maxCostUsd: 1 } },
+    );
+    expect(s.context.stoppedBy).toBe('tokens');
+    const [a] = transition(agentMachine, s, { type: 'EXTEND_BUDGET', limits: { maxTokens: 11 } });
+    expect(a.context.stoppedBy).toBe('cost');
+    const [b] = transition(agentMachine, a, { type: 'EXTEND_BUDGET', limits: { maxCostUsd: 2 } });
+    expect(b.context.stoppedBy).toBe('time');
   });
 });

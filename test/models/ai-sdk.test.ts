@@ -69,7 +69,18 @@ describe('aiSdkPolicy (@ai-sdk/openai, chat)', () => {
     server.reply(fixture('openai-chat/parallel-calls.json'));
     const policy = aiSdkPolicy({ model: model(server.url), tools, stream: false });
     const action = await policy(history.slice(0, 1), policyContext());
-    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384 });
+    expect(action.usage).toEqual({
+      inputTokens: 412,
+      outputTokens: 58,
+      cachedInputTokens: 384,
+      model: 'gpt-4.1-mini-2025-04-14',
+    });
+  });
+
+  it('names the model that answered when streamed too', async () => {
+    server.reply(fixture('openai-chat/stream-final.sse'));
+    const policy = aiSdkPolicy({ model: model(server.url), tools });
+    expect((await policy(history.slice(0, 1), policyContext())).usage?.model).toBe('gpt-4.1-mini-2025-04-14');
   });
 
   it('makes arguments that are not JSON an observation', async () => {

@@ -115,12 +115,14 @@ describe('anthropicPolicy', () => {
       inputTokens: 1404,
       outputTokens: 96,
       cachedInputTokens: 1024,
+      model: 'claude-sonnet-4-5-20250929',
     });
     const streamed = anthropicPolicy({ client: client(server.url), model: 'm', tools });
     expect((await streamed(history.slice(0, 1), policyContext())).usage).toEqual({
       inputTokens: 1404,
       outputTokens: 102,
       cachedInputTokens: 1024,
+      model: 'claude-sonnet-4-5-20250929',
     });
   });
 

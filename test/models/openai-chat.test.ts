@@ -122,7 +122,35 @@ describe('openaiPolicy (chat)', () => {
     server.reply(fixture('openai-chat/parallel-calls.json'));
     const policy = openaiPolicy({ client: client(server.url), model: 'm', tools, stream: false });
     const action = await policy(history.slice(0, 1), policyContext());
-    expect(action.usage).toEqual({ inputTokens: 412, outputTokens: 58, cachedInputTokens: 384 });
+    expect(action.usage).toEqual({
+      inputTokens: 412,
+      outputTokens: 58,
+      cachedInputTokens: 384,
+      model: 'gpt-4.1-mini-2025-04-14',
+    });
+  });
+
+  it('names the model that answered, streamed or not, and the one asked for when the response names none', async () => {
+    const final = fixture('openai-chat/final.json') as { status: number; body: Record<string, unknown> };
+    const { model: _m, ...unnamed } = final.body;
+    server.reply(fixture('openai-chat/stream-final.sse'), { ...final, body: unnamed });
+    const streamed = openaiPolicy({ client: client(server.url), model: 'gpt-4.1-mini', tools });
+    expect((await streamed(history.slice(0, 1), policyContext())).usage?.model).toBe('gpt-4.1-mini-2025-04-14');
+    const whole = openaiPolicy({ client: client(server.url), model: 'gpt-4.1-mini', tools, stream: false });
+    expect((await whole(history.slice(0, 1), policyContext())).usage?.model).toBe('gpt-4.1-mini');
+  });
+
+  it("prices a run's calls by the dated model the API answers with (cost budget)", async () => {
+    server.reply(fixture('openai-chat/parallel-calls.json'), fixture('openai-chat/final.json'));
+    const policy = openaiPolicy({ client: client(server.url), model: 'gpt-4.1-mini', tools, stream: false });
+    const price = { 'gpt-4.1-mini': { inputUsdPerMTok: 0.4, cachedInputUsdPerMTok: 0.1, outputUsdPerMTok: 1.6 } };
+    const agent = new Agent({ tools, policy, price, maxCostUsd: 1 });
+    expect(await agent.start('go')).toBe('done');
+    expect(agent.state.steps).toBe(2);
+    // 28 uncached × 0.4 + 384 cached × 0.1 + 58 output × 1.6 = 142.4 µ$, rounded up to 143; then
+    // 98 × 0.4 + 512 × 0.1 + 12 × 1.6 = 109.6, rounded up to 110.
+    expect(agent.state.usage.costUsd).toBe(0.000253);
+    expect(agent.state.error).toBeNull();
   });
 
   it('makes arguments that are not JSON, and unknown tools, observations', async () => {
@@ -167,6 +195,6 @@ describe('openaiPolicy (chat)', () => {
       tool: '',
       error: 'malformed action: has neither tool nor final',
     });
-    expect(agent.state.usage).toEqual({ inputTokens: 810, outputTokens: 28 });
+    expect(agent.state.usage).toEqual({ inputTokens: 810, outputTokens: 28, costUsd: 0 });
   });
 });

@@ -89,12 +89,13 @@ describe('openaiPolicy (responses)', () => {
       inputTokens: 401,
       outputTokens: 47,
       cachedInputTokens: 384,
+      model: 'gpt-4.1-mini-2025-04-14',
     });
     const streamed = openaiPolicy({ client: client(server.url), model: 'm', api: 'responses', tools });
     const ctx = policyContext();
     expect(await streamed(history.slice(0, 1), ctx)).toEqual({
       final: 'Both orders are fine.',
-      usage: { inputTokens: 520, outputTokens: 7, cachedInputTokens: 0 },
+      usage: { inputTokens: 520, outputTokens: 7, cachedInputTokens: 0, model: 'gpt-4.1-mini-2025-04-14' },
     });
     expect(ctx.deltas).toEqual([
       { kind: 'text', text: 'Both orders' },

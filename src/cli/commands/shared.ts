@@ -19,11 +19,12 @@ export interface Common {
   json?: boolean;
 }
 
-/** The limit options (`--max-steps`, `--max-tokens`, `--max-active-ms`) as parsed. */
+/** The limit options (`--max-steps`, `--max-tokens`, `--max-active-ms`, `--max-cost-usd`) as parsed. */
 export interface LimitFlags {
   maxSteps?: number;
   maxTokens?: number;
   maxActiveMs?: number;
+  maxCostUsd?: number;
 }
 
 /** A whole number ≥ 0. */
@@ -31,6 +32,15 @@ export function count(value: string): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0) {
     throw new InvalidArgumentError('expected a whole number ≥ 0');
+  }
+  return n;
+}
+
+/** A number of US dollars > 0, in plain decimal notation (`2.5`, `0.05`). */
+export function dollars(value: string): number {
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n <= 0) {
+    throw new InvalidArgumentError('expected a number of US dollars > 0, such as 2.50');
   }
   return n;
 }
@@ -56,7 +66,8 @@ export function limitOptions(cmd: Command, what: string): Command {
   return cmd
     .option('--max-steps <n>', `step budget (${what})`, count)
     .option('--max-tokens <n>', `token budget (${what})`, count)
-    .option('--max-active-ms <ms>', `active-time budget in ms (${what})`, count);
+    .option('--max-active-ms <ms>', `active-time budget in ms (${what})`, count)
+    .option('--max-cost-usd <usd>', `cost budget in US dollars (${what}; the module's agent needs a price)`, dollars);
 }
 
 /** The limits given on the command line, and only those: a run's limits change only when asked. */
@@ -65,6 +76,7 @@ export function limitsOf(o: LimitFlags): Partial<Limits> {
     ...(o.maxSteps === undefined ? {} : { maxSteps: o.maxSteps }),
     ...(o.maxTokens === undefined ? {} : { maxTokens: o.maxTokens }),
     ...(o.maxActiveMs === undefined ? {} : { maxActiveMs: o.maxActiveMs }),
+    ...(o.maxCostUsd === undefined ? {} : { maxCostUsd: o.maxCostUsd }),
   };
 }
 

@@ -4,7 +4,7 @@
  * never share code, so the model stays an independent oracle for the runtime's classification
  * (src/runtime/classify.ts) and its tool and decision handling (src/runtime/).
  */
-import type { AgentContext, JsonObject, Limits, Usage } from '../../../machines/types.js';
+import type { AgentContext, CallCost, JsonObject, Limits, Usage } from '../../../machines/types.js';
 import { argsOf, type CallTool, toolNameOf } from './tools.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -78,7 +78,8 @@ export type Move =
    * Checkpoint, lose the process, resume from the blob with fresh tool instances; `afterMs` of
    * clock time pass first (with a call in flight, short of its deadline).
    */
-  | { kind: 'crash'; maxSteps?: number; afterMs?: number }
+  /** The process dies; the run is resumed (with `maxSteps` / `maxCostUsd` replacing its limits, when given). */
+  | { kind: 'crash'; maxSteps?: number; maxCostUsd?: number; afterMs?: number }
   /** The seed's `decide(approved, note, { callId })` on the `pick`-th pending call. */
   | { kind: 'approve' | 'deny'; pick?: number }
   /** Time passes beyond the call's expiry, then the human approves it anyway (seed's form). */
@@ -132,7 +133,9 @@ export function describeMove(move: Move): string {
   switch (move.kind) {
     case 'policy': {
       const { kind, elapsedMs, usage, variant } = move.spec;
-      const u = usage ? ` tokens=${usage.inputTokens + usage.outputTokens}` : '';
+      const u = usage
+        ? ` tokens=${usage.inputTokens + usage.outputTokens}${usage.costUsd === undefined ? '' : ` $${usage.costUsd}`}`
+        : '';
       const what = kind === 'call' || kind === 'calls' ? `${kind}(${describeCalls(move.spec)})` : `${kind}#${variant}`;
       return `policy:${what}(${elapsedMs}ms${u})`;
     }
@@ -143,6 +146,7 @@ export function describeMove(move: Move): string {
     case 'crash': {
       const opts = [
         ...(move.maxSteps === undefined ? [] : [`maxSteps=${move.maxSteps}`]),
+        ...(move.maxCostUsd === undefined ? [] : [`maxCostUsd=${move.maxCostUsd}`]),
         ...(move.afterMs === undefined ? [] : [`after ${move.afterMs}ms`]),
       ];
       return opts.length === 0 ? 'crash' : `crash(${opts.join(', ')})`;
@@ -265,6 +269,18 @@ export function specUsage(spec: PolicySpec): Usage | null {
   // A bare string cannot carry usage.
   if (spec.kind === 'malformed' && spec.variant % MALFORMED.length === STRING_ACTION) return null;
   return badUsage(spec) ? null : spec.usage;
+}
+
+/**
+ * What the runtime must say the call cost, written out (the world gives no `price`): the
+ * reported `costUsd` (read even when the token counts are not), else unknown, for the reasons
+ * src/runtime/cost.ts gives.
+ */
+export function specCost(spec: PolicySpec): CallCost {
+  const carried = !(spec.kind === 'malformed' && spec.variant % MALFORMED.length === STRING_ACTION);
+  if (!carried || spec.usage === null) return { unknown: 'the policy reported no usage' };
+  if (spec.usage.costUsd !== undefined) return { usd: spec.usage.costUsd };
+  return { unknown: 'no price option, and the usage reports no costUsd' };
 }
 
 /** The tool result for a spec (the world returns it from `fn`). */

@@ -51,7 +51,16 @@ const policySpec: fc.Arbitrary<PolicySpec> = fc
     text: fc.boolean(),
     elapsedMs: fc.integer({ min: 0, max: 30 }),
     usage: fc.option(
-      fc.record({ inputTokens: fc.integer({ min: 0, max: 40 }), outputTokens: fc.integer({ min: 0, max: 40 }) }),
+      fc.record({
+        inputTokens: fc.integer({ min: 0, max: 40 }),
+        outputTokens: fc.integer({ min: 0, max: 40 }),
+        // Whole micro-dollars, as a policy that knows its cost reports it; now and then left out
+        // (an unknown cost: under a cost budget the run must stop), rarely, so runs get long.
+        costUsd: fc.oneof(
+          { weight: 12, arbitrary: fc.integer({ min: 0, max: 150_000 }).map((micro) => micro / 1e6) },
+          { weight: 1, arbitrary: fc.constant(undefined) },
+        ),
+      }),
       { nil: null },
     ),
     variant: fc.integer({ min: 0, max: 8 }),
@@ -148,6 +157,10 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
     crashAfter((m) => isExecuting(state(m))),
     ...times(2, crashAfter(sideEffectInFlight)),
     fc.integer({ min: 0, max: 12 }).map((maxSteps) => new MoveCommand({ kind: 'crash', maxSteps }, (m) => !isFinal(m))),
+    // Resumed with a lower (or higher) cost budget, possibly below what is spent already.
+    fc
+      .integer({ min: 1, max: 1_000_000 })
+      .map((micro) => new MoveCommand({ kind: 'crash', maxCostUsd: micro / 1e6 }, (m) => !isFinal(m))),
     ...times(
       2,
       fc
@@ -155,8 +168,9 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
           steps: fc.integer({ min: 0, max: 4 }),
           tokens: fc.integer({ min: 0, max: 200 }),
           ms: fc.integer({ min: 0, max: 200 }),
+          micro: fc.integer({ min: 0, max: 500_000 }),
         })
-        .map(({ steps, tokens, ms }) => new ExtendCommand(steps, tokens, ms)),
+        .map(({ steps, tokens, ms, micro }) => new ExtendCommand(steps, tokens, ms, micro)),
     ),
     fc.boolean().map((legacy) => new MistakeCommand({ kind: 'decideStale', legacy }, awaiting, StaleApprovalError)),
     mistake({ kind: 'decideExpired' }, someExpired, ApprovalExpiredError),
@@ -177,6 +191,10 @@ export const setupArbitrary: fc.Arbitrary<RunSetup> = fc.record({
     maxSteps: fc.integer({ min: 1, max: 20 }),
     maxTokens: fc.option(fc.integer({ min: 20, max: 400 }), { nil: null }),
     maxActiveMs: fc.option(fc.integer({ min: 30, max: 400 }), { nil: null }),
+    maxCostUsd: fc.option(
+      fc.integer({ min: 1, max: 3_000_000 }).map((micro) => micro / 1e6),
+      { nil: null, freq: 2 },
+    ),
   }),
   approvalTtlMs: fc.option(fc.constant(TTL_MS), { nil: null }),
 });

@@ -87,13 +87,28 @@ function noteCalls(m: Model, move: Move, was: ModelState): void {
   }
   if (move.kind === 'crash' && isExecuting(was) && was.context.calls.length > 1)
     note('crashes between the calls of a step');
+  noteCost(m, move, was, note);
 }
 
-/** The first spent budget, in the order the machine checks them (steps, tokens, time). */
+/** What a move did to the cost budget: stops for cost (spent, or unknown), extensions and lowerings. */
+function noteCost(m: Model, move: Move, was: ModelState, note: (what: string) => void): void {
+  const c = m.snapshot.context;
+  const stoppedNow = statusOf(m.snapshot.value) === 'budget_exhausted' && c.stoppedBy === 'cost';
+  const stoppedBefore = statusOf(was.value) === 'budget_exhausted' && was.context.stoppedBy === 'cost';
+  if (stoppedNow && !stoppedBefore) {
+    note(c.error?.startsWith('cost unknown: ') ? 'stops for an unknown cost' : 'stops for cost spent');
+  }
+  if (move.kind === 'extend' && stoppedBefore && move.limits.maxCostUsd !== undefined) {
+    note('cost budgets raised after a stop for cost');
+  }
+}
+
+/** The first spent budget, in the order the machine checks them (steps, tokens, cost, time). */
 function spentBudget(c: AgentContext): BudgetKind | null {
   const l = c.limits;
   if (c.steps >= l.maxSteps) return 'steps';
   if (l.maxTokens !== null && c.usage.inputTokens + c.usage.outputTokens >= l.maxTokens) return 'tokens';
+  if (l.maxCostUsd !== null && Math.round(c.usage.costUsd * 1e6) >= Math.round(l.maxCostUsd * 1e6)) return 'cost';
   if (l.maxActiveMs !== null && c.activeMs >= l.maxActiveMs) return 'time';
   return null;
 }
@@ -163,15 +178,16 @@ export class MoveCommand implements fc.AsyncCommand<Model, World> {
       m.attempt++;
     } else {
       const restartsPolicy = move.kind === 'crash' && isDeciding(state(m));
-      if (move.kind === 'crash' && move.maxSteps !== undefined && !isFinal(m)) {
+      const given = {
+        ...(move.kind === 'crash' && move.maxSteps !== undefined ? { maxSteps: move.maxSteps } : {}),
+        ...(move.kind === 'crash' && move.maxCostUsd !== undefined ? { maxCostUsd: move.maxCostUsd } : {}),
+      };
+      if (move.kind === 'crash' && Object.keys(given).length > 0 && !isFinal(m)) {
+        const before = m.snapshot.context.limits.maxCostUsd ?? Number.POSITIVE_INFINITY;
+        if (move.maxCostUsd !== undefined && move.maxCostUsd < before) m.seen.push('resumes with a lower maxCostUsd');
         // Limits given at resume replace the checkpoint's (as an EXTEND_BUDGET would); a run
         // resumed mid policy call whose budget is now spent stops instead of asking again.
-        m.snapshot = applyEvent(
-          agentMachine,
-          m.snapshot,
-          { type: 'EXTEND_BUDGET', limits: { maxSteps: move.maxSteps } },
-          m.now,
-        );
+        m.snapshot = applyEvent(agentMachine, m.snapshot, { type: 'EXTEND_BUDGET', limits: given }, m.now);
         const stoppedBy = spentBudget(m.snapshot.context);
         if (restartsPolicy && stoppedBy) {
           m.snapshot = agentMachine.resolveState({
@@ -230,6 +246,8 @@ export class ExtendCommand implements fc.AsyncCommand<Model, World> {
     readonly steps: number,
     readonly tokens: number,
     readonly ms: number,
+    /** Micro-dollars more (when the run has a cost budget). */
+    readonly micro = 0,
   ) {}
 
   check(m: Readonly<Model>): boolean {
@@ -242,12 +260,13 @@ export class ExtendCommand implements fc.AsyncCommand<Model, World> {
       maxSteps: l.maxSteps + this.steps,
       ...(l.maxTokens === null ? {} : { maxTokens: l.maxTokens + this.tokens }),
       ...(l.maxActiveMs === null ? {} : { maxActiveMs: l.maxActiveMs + this.ms }),
+      ...(l.maxCostUsd === null ? {} : { maxCostUsd: (Math.round(l.maxCostUsd * 1e6) + this.micro) / 1e6 }),
     };
     await new MoveCommand({ kind: 'extend', limits }, () => true).run(m, world);
   }
 
   toString(): string {
-    return `extend(+${this.steps} steps, +${this.tokens} tokens, +${this.ms} ms)`;
+    return `extend(+${this.steps} steps, +${this.tokens} tokens, +${this.ms} ms, +${this.micro} µ$)`;
   }
 }
 

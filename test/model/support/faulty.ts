@@ -77,6 +77,11 @@ export const VARIANTS: Variant[] = [
     caughtBy: /inv3/,
   },
   {
+    name: 'cost budget ignored (costExhausted never holds)',
+    machine: (real) => real.provide({ guards: { costExhausted: () => false } }) as Machine,
+    caughtBy: /inv3/,
+  },
+  {
     name: 'approval guard inverted (a call that needs a human runs, one that needs nobody waits)',
     calls: (real) => ({
       stepCalls: (context, classified, at) => real.stepCalls(context, classified.map(swapVerdict), at),

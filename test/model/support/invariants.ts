@@ -63,6 +63,9 @@ export function checkWorld(world: World, full = false): string[] {
   }
   const tokens = c.usage.inputTokens + c.usage.outputTokens;
   if (tokens !== ledger.tokens) out.push(`inv3: the run counts ${tokens} tokens, the policy reported ${ledger.tokens}`);
+  if (Math.round(c.usage.costUsd * 1e6) !== ledger.costMicro) {
+    out.push(`inv3: the run counts $${c.usage.costUsd}, the policy reported ${ledger.costMicro} micro-dollars`);
+  }
   if (c.activeMs !== ledger.activeMs)
     out.push(`inv3: the run counts ${c.activeMs} active ms, calls took ${ledger.activeMs}`);
 

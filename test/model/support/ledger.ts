@@ -65,6 +65,11 @@ export interface LedgerData {
   toolCalls: number;
   /** Tokens reported by completed policy calls; clock time spent in calls. */
   tokens: number;
+  /**
+   * Micro-dollars the completed policy calls reported; a call whose cost was unknown under a cost
+   * budget counts as all the budget had left (the fail-closed rule of machines/budget.ts).
+   */
+  costMicro: number;
   activeMs: number;
   /** The limits the test set (at creation, by extendBudget, at resume), and the approval TTL. */
   limits: Limits;
@@ -95,6 +100,7 @@ export class Ledger {
           policyCalls: 0,
           toolCalls: 0,
           tokens: 0,
+          costMicro: 0,
           activeMs: 0,
           limits: { ...limits },
           ttlMs,
@@ -126,6 +132,9 @@ export class Ledger {
     if (l.maxTokens !== null && d.tokens >= l.maxTokens) {
       this.violation(`inv3: policy call with ${d.tokens} tokens used (maxTokens ${l.maxTokens})`);
     }
+    if (l.maxCostUsd !== null && d.costMicro >= Math.round(l.maxCostUsd * 1e6)) {
+      this.violation(`inv3: policy call with ${d.costMicro} micro-dollars spent (maxCostUsd ${l.maxCostUsd})`);
+    }
     if (l.maxActiveMs !== null && d.activeMs >= l.maxActiveMs) {
       this.violation(`inv3: policy call after ${d.activeMs} active ms (maxActiveMs ${l.maxActiveMs})`);
     }
@@ -137,15 +146,22 @@ export class Ledger {
     if (shape) this.violation(`calls: the policy was shown a history where ${shape}`);
   }
 
-  /** The policy answered `step`; with calls, the step begins (clock `now`). */
+  /**
+   * The policy answered `step` (reporting `costUsd`, or null: a cost the runtime cannot know);
+   * with calls, the step begins (clock `now`).
+   */
   policyAnswered(
     step: number,
     tokens: number,
+    costUsd: number | null,
     calls: { tool: string; args: JsonObject; id: string | null }[] | null,
     now: number,
   ): void {
     this.data.completedSteps.push(step);
     this.data.tokens += tokens;
+    const limit = this.data.limits.maxCostUsd;
+    if (costUsd !== null) this.data.costMicro += Math.round(costUsd * 1e6);
+    else if (limit !== null) this.data.costMicro = Math.max(this.data.costMicro, Math.round(limit * 1e6));
     if (calls) beginStep(this.data, step, calls, now);
   }
 

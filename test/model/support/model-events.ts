@@ -32,6 +32,7 @@ import {
   type Pick,
   type PolicySpec,
   requestedCalls,
+  specCost,
   specUsage,
   statusOf,
   TEXT,
@@ -98,7 +99,9 @@ export const notRunError = (tool: string) =>
 
 /** The decision the runtime must hand the machine for a spec: written out, not computed. */
 function expectedDecision(spec: PolicySpec, elapsedMs: number, at: string): Decision {
-  const cost = { usage: specUsage(spec), elapsedMs, at };
+  const u = specUsage(spec);
+  const usage = u && { inputTokens: u.inputTokens, outputTokens: u.outputTokens };
+  const cost = { usage, cost: specCost(spec), elapsedMs, at };
   switch (spec.kind) {
     case 'final':
       return { type: 'final', final: `answer-${spec.variant}`, ...cost };

@@ -63,6 +63,7 @@ function spent(world: World): string[] {
   const out: string[] = [];
   if (d.completedSteps.length >= l.maxSteps) out.push('steps');
   if (l.maxTokens !== null && d.tokens >= l.maxTokens) out.push('tokens');
+  if (l.maxCostUsd !== null && d.costMicro >= Math.round(l.maxCostUsd * 1e6)) out.push('cost');
   if (l.maxActiveMs !== null && d.activeMs >= l.maxActiveMs) out.push('time');
   return out;
 }

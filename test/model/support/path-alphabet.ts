@@ -33,6 +33,7 @@ const policy = (
   tokens: [number, number] | null,
   calls: CallSpec[] = [],
   text = false,
+  costUsd: number | null = 0.001,
 ): Move => ({
   kind: 'policy',
   spec: {
@@ -41,7 +42,11 @@ const policy = (
     text,
     elapsedMs,
     variant: 0,
-    usage: tokens && { inputTokens: tokens[0], outputTokens: tokens[1] },
+    usage: tokens && {
+      inputTokens: tokens[0],
+      outputTokens: tokens[1],
+      ...(costUsd === null ? {} : { costUsd }),
+    },
   },
 });
 const tool = (kind: ToolSpec['kind']): Move => ({ kind: 'tool', spec: { kind, elapsedMs: 2 } });
@@ -55,7 +60,8 @@ const POLICY_MOVES = {
   final: policy('final', 1, [2, 1]),
   lookup: policy('call', 1, [3, 2], [c('lookup')]),
   send: policy('call', 1, [3, 2], [c('send', 0, true)], true),
-  charge: policy('call', 1, [3, 2], [c('charge')]),
+  /** Reports the whole cost budget (PATH_LIMITS): after its step the run stops for cost, exactly. */
+  charge: policy('call', 1, [3, 2], [c('charge')], false, 0.01),
   unknown: policy('call', 99, [3, 2], [c('unknown')]),
   /**
    * wipe of scope `tmp`, a side effect that needs nobody (a crash mid-call asks a human), in the
@@ -63,7 +69,8 @@ const POLICY_MOVES = {
    */
   wipeFree: policy('calls', 1, [3, 2], [c('wipe', 1)]),
   /** wipe of scope `all`: the approval rule denies it. */
-  wipeDenied: policy('call', 1, [3, 2], [c('wipe', 2)]),
+  /** Its usage names no cost (and the world gives no price): the unknown cost fails closed. */
+  wipeDenied: policy('call', 1, [3, 2], [c('wipe', 2)], false, null),
   malformed: policy('malformed', 1, [60, 40]),
   // Costs no time: failed → RUN → deciding returns to the same state, so the loop is finite.
   throws: policy('throws', 0, null),
@@ -221,6 +228,7 @@ export function movesFor(s: PathState, alphabet: Alphabet = FULL_ALPHABET): Move
                   maxSteps: l.maxSteps + 1,
                   maxTokens: (l.maxTokens ?? 0) + 100,
                   maxActiveMs: (l.maxActiveMs ?? 0) + 100,
+                  maxCostUsd: (l.maxCostUsd ?? 0) + 0.01,
                 },
               },
             ]

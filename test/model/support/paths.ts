@@ -26,7 +26,7 @@ import {
 export type { PathStep };
 
 /** Small limits keep the graph finite and small; each budget can be hit in one or two steps. */
-export const PATH_LIMITS: Limits = { maxSteps: 2, maxTokens: 100, maxActiveMs: 100 };
+export const PATH_LIMITS: Limits = { maxSteps: 2, maxTokens: 100, maxActiveMs: 100, maxCostUsd: 0.01 };
 export const PATH_INPUT: AgentInput = { runId: RUN_ID, limits: PATH_LIMITS, approvalTtlMs: TTL_MS };
 
 export interface MachinePath {
@@ -129,6 +129,7 @@ export function controlKey(s: PathState): string {
     steps: c.steps,
     max: c.limits.maxSteps,
     tokensOut: c.limits.maxTokens !== null && tokens >= c.limits.maxTokens,
+    costOut: c.limits.maxCostUsd !== null && c.usage.costUsd >= c.limits.maxCostUsd,
     timeOut: c.limits.maxActiveMs !== null && c.activeMs >= c.limits.maxActiveMs,
     calls: c.calls.map((call) => [
       call.tool,

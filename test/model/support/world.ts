@@ -22,6 +22,7 @@ import {
   RUN_ID,
   rawAction,
   requestedCalls,
+  specCost,
   specUsage,
   T0,
   TTL_MS,
@@ -93,6 +94,7 @@ export class World {
         maxSteps: options.limits.maxSteps,
         maxTokens: options.limits.maxTokens,
         maxActiveMs: options.limits.maxActiveMs,
+        maxCostUsd: options.limits.maxCostUsd,
         approvalTtlMs: options.approvalTtlMs,
       });
     }
@@ -207,9 +209,13 @@ export class World {
     });
   }
 
-  #resume(blob: string, maxSteps?: number): Agent {
+  #resume(blob: string, maxSteps?: number, maxCostUsd?: number): Agent {
     const resume = this.options.resume ?? realResume;
-    return resume(blob, { ...this.#runtime(), ...(maxSteps === undefined ? {} : { maxSteps }) });
+    return resume(blob, {
+      ...this.#runtime(),
+      ...(maxSteps === undefined ? {} : { maxSteps }),
+      ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    });
   }
 
   #begin(operation: () => Promise<Status>): void {
@@ -322,9 +328,11 @@ export class World {
       if (spec.kind === 'throws') throw new Error('policy down');
       const usage = specUsage(spec);
       const calls = spec.kind === 'call' || spec.kind === 'calls' ? requestedCalls(spec) : null;
+      const cost = specCost(spec);
       this.ledger.policyAnswered(
         gate.step,
         usage ? usage.inputTokens + usage.outputTokens : 0,
+        'usd' in cost ? cost.usd : null,
         calls,
         this.clock.now(),
       );
@@ -381,7 +389,7 @@ export class World {
           this.#tool(move);
           break;
         case 'crash':
-          this.crash(move.maxSteps, move.afterMs);
+          this.crash(move.maxSteps, move.afterMs, move.maxCostUsd);
           break;
         case 'approve':
         case 'deny':
@@ -434,7 +442,7 @@ export class World {
    * agent, resume from the blob with fresh instances. A resumed run that was mid-call is
    * continued (`run()`), as a worker would.
    */
-  crash(maxSteps?: number, afterMs?: number): string {
+  crash(maxSteps?: number, afterMs?: number, maxCostUsd?: number): string {
     if (afterMs !== undefined) this.clock.advance(afterMs);
     const blob = this.agent.checkpoint();
     this.#incarnation++;
@@ -443,11 +451,15 @@ export class World {
     this.#op = null;
     this.#opDone = true;
     this.ledger.data.crashes++;
-    this.agent = this.#resume(blob, maxSteps);
+    this.agent = this.#resume(blob, maxSteps, maxCostUsd);
+    const given = {
+      ...(maxSteps === undefined ? {} : { maxSteps }),
+      ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    };
     // Invariant 5 at every crash: the blob loads and a loaded run writes the same blob back.
-    if (maxSteps === undefined && this.agent.checkpoint() !== blob)
+    if (Object.keys(given).length === 0 && this.agent.checkpoint() !== blob)
       this.ledger.violation('inv5: resume(blob).checkpoint() !== blob');
-    if (maxSteps !== undefined) this.ledger.data.limits = { ...this.ledger.data.limits, maxSteps };
+    this.ledger.data.limits = { ...this.ledger.data.limits, ...given };
     crashCall(this.ledger.data, this.clock.now());
     if (this.agent.status === 'running') this.#begin(() => this.agent.run());
     return blob;
