@@ -24,11 +24,13 @@ const throwing = (what: string) =>
 describe('unwrap', () => {
   it('awaits a promise, and a function that is a thenable', async () => {
     expect(await unwrap(Promise.resolve(7))).toEqual({ value: 7 });
+    // biome-ignore lint/suspicious/noThenProperty: a thenable is what this test hands in
     const callable = Object.assign(() => 1, { then: (resolve: (v: unknown) => void) => resolve(42) });
     expect(await unwrap(callable)).toEqual({ value: 42 });
   });
 
   it('hands back anything else unread and unawaited, the very value', async () => {
+    // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function is what this test hands in
     const notThenable = { then: 5 };
     expect((await unwrap(notThenable)).value).toBe(notThenable);
     const fn = () => 1;
