@@ -1,0 +1,94 @@
+/**
+ * The runtime's side of a lease (src/runtime/lease.ts), on the in-memory store and the real
+ * clock: it claims (waiting if asked), renews by a third of the lease while it works, tells its
+ * run when the lease is lost, and gives the run up when asked. The stores' own lease rules are in
+ * test/stores/conformance.int.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { LeaseLostError, RunBusyError } from '../src/index.js';
+import { LeaseHolder } from '../src/runtime/lease.js';
+import type { Lease } from '../src/store.js';
+import { MemoryStore } from '../src/stores/memory.js';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A memory store that counts renewals. */
+function counting() {
+  const store = new MemoryStore();
+  const renew = store.renew.bind(store);
+  const seen = { renewals: 0 };
+  store.renew = (lease: Lease, ms?: number) => {
+    seen.renewals++;
+    return renew(lease, ms);
+  };
+  return { store, seen };
+}
+
+describe('LeaseHolder', () => {
+  it('claims on first use, then renews every third of the lease, so another owner cannot take the run', async () => {
+    const { store, seen } = counting();
+    const lost: unknown[] = [];
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 300, waitMs: 0 }, (e) => lost.push(e));
+    expect(holder.lease).toBeNull();
+    const lease = await holder.current();
+    expect(lease).toMatchObject({ runId: 'r', owner: 'a' });
+    expect(await holder.current()).toBe(lease); // the same lease while held
+    await pause(700);
+    await expect(store.claim('r', { owner: 'b', leaseMs: 90 })).rejects.toBeInstanceOf(RunBusyError);
+    // About 700 / 100 renewals: a third of the lease each, not a millisecond each, not three leases each.
+    expect(seen.renewals).toBeGreaterThanOrEqual(3);
+    expect(seen.renewals).toBeLessThan(20);
+    expect(lost).toEqual([]);
+    await holder.release();
+    const after = seen.renewals;
+    await pause(100);
+    expect(seen.renewals).toBe(after); // released: no more renewals
+    expect(holder.lease).toBeNull();
+    await store.claim('r', { owner: 'b', leaseMs: 90 }); // free at once
+  });
+
+  it('waits for another owner to release when waitMs is given, and fails at once when it is not', async () => {
+    const store = new MemoryStore();
+    const other = await store.claim('r', { owner: 'other', leaseMs: 60_000 });
+    const impatient = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 1_000, waitMs: 0 }, () => {});
+    await expect(impatient.current()).rejects.toBeInstanceOf(RunBusyError);
+    const patient = new LeaseHolder(store, 'r', { owner: 'b', leaseMs: 1_000, waitMs: 2_000 }, () => {});
+    setTimeout(() => void store.release(other), 50);
+    expect(await patient.current()).toMatchObject({ owner: 'b' });
+    await patient.release();
+  });
+
+  it('a lease lost to another owner: the run is told once, the holder holds nothing and stops renewing', async () => {
+    const { store, seen } = counting();
+    const lost: unknown[] = [];
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60, waitMs: 0 }, (e) => lost.push(e));
+    const lease = await holder.current();
+    await store.release(lease);
+    await store.claim('r', { owner: 'b', leaseMs: 60_000 });
+    for (let i = 0; i < 100 && lost.length === 0; i++) await pause(10);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toBeInstanceOf(LeaseLostError);
+    expect(holder.lease).toBeNull();
+    const after = seen.renewals;
+    await pause(100);
+    expect(seen.renewals).toBe(after);
+    expect(lost).toHaveLength(1);
+  });
+
+  it('adopts a lease claimed elsewhere, and remembers a longer one a save gave it, of the same token only', async () => {
+    const store = new MemoryStore();
+    const claimed = await store.claim('r', { owner: 'a', leaseMs: 60_000 });
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, () => {});
+    holder.adopt(claimed);
+    expect(holder.lease).toBe(claimed);
+    const longer = { ...claimed, expiresAt: '2999-01-01T00:00:00.000Z' };
+    holder.extended(longer);
+    expect(holder.lease).toBe(longer);
+    holder.extended({ ...claimed, token: claimed.token + 1 });
+    expect(holder.lease).toBe(longer);
+    await holder.release();
+    holder.extended(longer); // nothing held: nothing to extend
+    expect(holder.lease).toBeNull();
+    await holder.release(); // twice is harmless
+  });
+});
