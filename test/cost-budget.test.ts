@@ -436,7 +436,7 @@ describe('options', () => {
 
 describe('pricing at its edges', () => {
   /** The run's state after one policy call reporting `usage`, under a budget of one dollar. */
-  async function after(usage: unknown, pricing: Price | ((u: unknown) => number) = price) {
+  async function stateAfter(usage: unknown, pricing: Price | ((u: unknown) => number) = price) {
     const agent = new Agent({
       policy: sequence({ final: 'ok', usage }),
       tools: [],
@@ -450,18 +450,18 @@ describe('pricing at its edges', () => {
   it('a snapshot date is only a dated suffix: other suffixes and short numbers find no price', async () => {
     const priced = { claude: { inputUsdPerMTok: 1, outputUsdPerMTok: 1 }, ...price };
     for (const model of ['gpt-4.1-2025-04-14x', 'gpt-4.1-2025-04-14-2', 'claude-3', 'claude-abcdefgh']) {
-      const state = await after({ inputTokens: 1, outputTokens: 1, model }, priced);
+      const state = await stateAfter({ inputTokens: 1, outputTokens: 1, model }, priced);
       expect(state.error).toBe(`cost unknown: no price for model ${JSON.stringify(model)}`);
     }
-    expect((await after({ inputTokens: 1000, outputTokens: 0, model: 'claude-20250514' }, priced)).usage.costUsd).toBe(
-      0.001,
-    );
+    expect(
+      (await stateAfter({ inputTokens: 1000, outputTokens: 0, model: 'claude-20250514' }, priced)).usage.costUsd,
+    ).toBe(0.001);
   });
 
   it('free is a known cost: a price function that says 0 and a reported costUsd of 0 spend nothing', async () => {
     for (const state of [
-      await after({ inputTokens: 5, outputTokens: 5, model: 'local' }, () => 0),
-      await after({ inputTokens: 5, outputTokens: 5, costUsd: 0 }),
+      await stateAfter({ inputTokens: 5, outputTokens: 5, model: 'local' }, () => 0),
+      await stateAfter({ inputTokens: 5, outputTokens: 5, costUsd: 0 }),
     ]) {
       expect(state.error).toBeNull();
       expect(state.usage.costUsd).toBe(0);
@@ -470,11 +470,11 @@ describe('pricing at its edges', () => {
 
   it('an unknown model is named whole up to 200 characters, then cut', async () => {
     const short = 'm'.repeat(198); // 200 characters with its quotes
-    expect((await after({ inputTokens: 1, outputTokens: 1, model: short })).error).toBe(
+    expect((await stateAfter({ inputTokens: 1, outputTokens: 1, model: short })).error).toBe(
       `cost unknown: no price for model "${short}"`,
     );
     const long = 'm'.repeat(199);
-    expect((await after({ inputTokens: 1, outputTokens: 1, model: long })).error).toBe(
+    expect((await stateAfter({ inputTokens: 1, outputTokens: 1, model: long })).error).toBe(
       `cost unknown: no price for model "${long}…`,
     );
   });
