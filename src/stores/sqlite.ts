@@ -67,6 +67,7 @@ import { migrate, settingsOf } from './sqlite/migrations.js';
 import { leaseAccess, type QueueTransactions, queueTransactions } from './sqlite/queue.js';
 import { type RunRow, storedRun, summary } from './sqlite/rows.js';
 import type { SqliteSettings } from './sqlite/settings.js';
+import { enableWal } from './sqlite/wal.js';
 
 export type { SqliteSettings };
 
@@ -148,7 +149,7 @@ export class SqliteStore implements CheckpointStore {
     this.#db = db;
     try {
       db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`);
-      db.pragma('journal_mode = WAL');
+      enableWal(db, this.#busyTimeoutMs);
       db.pragma(`synchronous = ${synchronous}`);
       migrate(db);
     } catch (error) {

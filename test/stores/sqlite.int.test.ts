@@ -315,4 +315,35 @@ describe('SqliteStore: migrations', () => {
     expect(await Promise.all([open(), open()])).toEqual([String(SCHEMA_VERSION), String(SCHEMA_VERSION)]);
     expect(migrationRows(path)).toHaveLength(MIGRATIONS.length);
   });
+
+  it('opening a new database another process is writing waits for the switch to WAL (SQLite answers busy at once there)', async () => {
+    // A database still in rollback mode, its write lock held by another process for 600 ms:
+    // SQLite refuses `journal_mode = WAL` at once, without calling the busy handler.
+    const path = fresh();
+    const holder = child(`
+      import Database from 'better-sqlite3';
+      const db = new Database(${JSON.stringify(path)});
+      db.exec('CREATE TABLE unrelated (x)');
+      db.exec('BEGIN IMMEDIATE');
+      db.exec('INSERT INTO unrelated VALUES (1)');
+      process.stdout.write('started');
+      const until = Date.now() + 600;
+      while (Date.now() < until);
+      db.exec('COMMIT');
+      db.close();`);
+    await holder.started;
+    const impatient = (() => {
+      try {
+        return SqliteStore.open(path, { busyTimeoutMs: 50 });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(impatient).toBeInstanceOf(StoreUnavailableError);
+    expect(impatient).toMatchObject({ cause: { code: 'SQLITE_BUSY' } });
+    const store = SqliteStore.open(path);
+    expect(store.settings).toMatchObject({ journalMode: 'wal', schemaVersion: SCHEMA_VERSION });
+    await holder.done;
+    await store.close();
+  });
 });
