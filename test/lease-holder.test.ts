@@ -91,4 +91,62 @@ describe('LeaseHolder', () => {
     expect(holder.lease).toBeNull();
     await holder.release(); // twice is harmless
   });
+
+  it('keeps one renewal in flight at a time, even when the store answers slower than the renewal period', async () => {
+    const store = new MemoryStore();
+    const renew = store.renew.bind(store);
+    let inFlight = 0;
+    let most = 0;
+    let calls = 0;
+    store.renew = async (lease: Lease, ms?: number) => {
+      calls++;
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await pause(120); // four periods of a 90 ms lease
+      inFlight--;
+      return renew(lease, ms);
+    };
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 90, waitMs: 0 }, () => {});
+    await holder.current();
+    await pause(400);
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(most).toBe(1);
+    await holder.release();
+  });
+
+  it('a release while a renewal is in flight waits for it, gives the run up, and reports no loss', async () => {
+    const store = new MemoryStore();
+    const renew = store.renew.bind(store);
+    let started: () => void = () => {};
+    const renewing = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    store.renew = async (lease: Lease, ms?: number) => {
+      started();
+      await pause(80);
+      return renew(lease, ms);
+    };
+    const lost: unknown[] = [];
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60, waitMs: 0 }, (e) => lost.push(e));
+    await holder.current();
+    await renewing;
+    await holder.release();
+    // The renewal's answer did not bring the lease back, and the run is free for another owner at once.
+    expect(holder.lease).toBeNull();
+    await pause(100);
+    expect(holder.lease).toBeNull();
+    expect(lost).toEqual([]);
+    await expect(store.claim('r', { owner: 'b', leaseMs: 60_000 })).resolves.toMatchObject({ owner: 'b' });
+  });
+
+  it('its renewal timer does not keep the process alive, and is gone once the run is given up', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const store = new MemoryStore();
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, () => {});
+    const before = timers();
+    await holder.current();
+    expect(timers()).toBe(before); // unref'd
+    await holder.release();
+    expect(timers()).toBe(before);
+  });
 });
