@@ -342,9 +342,11 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * Changes budget limits (raise them, then `run()` continues a `budget_exhausted` run).
    * @returns the new limits.
    * @throws RunStateError if the run has already ended.
+   * @throws the run's fault (as every operation does) after a failed save or a lost lease.
    */
   extendBudget(limits: Partial<Limits>): Limits {
     const given = parseLimits(limits);
+    this.#run.throwIfFaulted();
     this.#expect(LIVE, 'extendBudget');
     if (this.#run.started) {
       this.#run.sendNow({ type: 'EXTEND_BUDGET', limits: given });

@@ -438,6 +438,7 @@ describe('a run that cannot be saved', () => {
       tools: [send.tool],
     });
     await agent.start('go');
+    const version = (await store.load('r'))?.version;
     const cause = new Error('disk full');
     store.save = async () => {
       throw cause;
@@ -451,12 +452,18 @@ describe('a run that cannot be saved', () => {
     });
     expect(send.calls).toEqual([]);
     // Every later operation throws the same fault: nothing more runs in this process.
-    for (const later of [() => agent.checkpoint(), () => agent.run(), () => agent.cancel()]) {
+    for (const later of [
+      () => agent.checkpoint(),
+      () => agent.run(),
+      () => agent.cancel(),
+      () => agent.extendBudget({ maxSteps: 9 }),
+    ]) {
       const again = await thrown(later);
       expect(again).toBeInstanceOf(SystemError);
       expect(again).toMatchObject({ message: error.message, cause });
     }
     expect(send.calls).toEqual([]);
+    expect((await store.load('r'))?.version).toBe(version); // nothing written after the fault
   });
 
   it('a conflict is thrown as the ConflictError itself', async () => {

@@ -4,7 +4,7 @@
  * run when the lease is lost, and gives the run up when asked. The stores' own lease rules are in
  * test/stores/conformance.int.test.ts.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LeaseLostError, RunBusyError } from '../src/index.js';
 import { LeaseHolder } from '../src/runtime/lease.js';
 import type { Lease } from '../src/store.js';
@@ -148,5 +148,63 @@ describe('LeaseHolder', () => {
     expect(timers()).toBe(before); // unref'd
     await holder.release();
     expect(timers()).toBe(before);
+  });
+
+  describe('on fake interval timers', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+    const fake = () => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+
+    it('keeps the lease a renewal gave it (a later end), and one renewal timer however often it is given a lease', async () => {
+      fake();
+      const { store, seen } = counting();
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 300, waitMs: 0 }, () => {});
+      const lease = await store.claim('r', { owner: 'a', leaseMs: 300 });
+      holder.adopt(lease);
+      holder.adopt(lease);
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(seen.renewals).toBe(10); // every 100 ms, by one timer
+      expect(holder.lease).not.toBe(lease);
+      expect(holder.lease).toMatchObject({ token: lease.token, owner: 'a' });
+      await holder.release();
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('stops its timer when the lease is lost, and keeps one when it claims again', async () => {
+      fake();
+      const { store, seen } = counting();
+      const lost: unknown[] = [];
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 300, waitMs: 0 }, (e) => lost.push(e));
+      const first = await holder.current();
+      await store.release(first); // taken from under it: the next renewal fails
+      await vi.advanceTimersByTimeAsync(100);
+      expect(lost).toHaveLength(1);
+      expect(vi.getTimerCount()).toBe(0);
+      const renewalsAtLoss = seen.renewals;
+      await holder.current(); // claims anew
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(300);
+      expect(seen.renewals - renewalsAtLoss).toBe(3);
+      await holder.release();
+      expect(vi.getTimerCount()).toBe(0);
+    });
+  });
+
+  it('giving up a run it does not hold asks the store nothing', async () => {
+    const store = new MemoryStore();
+    let releases = 0;
+    const release = store.release.bind(store);
+    store.release = (lease: Lease) => {
+      releases++;
+      return release(lease);
+    };
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 1_000, waitMs: 0 }, () => {});
+    await holder.release();
+    expect(releases).toBe(0);
+    await holder.current();
+    await holder.release();
+    expect(releases).toBe(1);
   });
 });

@@ -167,5 +167,15 @@ describe('Observers', () => {
     ) as AgentContext;
     expect(() => observers.notify(hostile, 'running', true)).not.toThrow();
     expect(() => observers.delta(1, hostile as never)).not.toThrow();
+    let reads = 0;
+    const delta = {
+      kind: 'text',
+      get text() {
+        reads++;
+        return 'x';
+      },
+    };
+    observers.delta(1, delta as never);
+    expect(reads).toBe(0); // not even copied
   });
 });

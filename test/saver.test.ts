@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../machines/types.js';
-import { decodeCheckpoint, entryOf, type PersistedRun } from '../src/checkpoint/index.js';
-import { Agent, ConflictError } from '../src/index.js';
+import { decodeCheckpoint, entryOf, headOf, type PersistedRun } from '../src/checkpoint/index.js';
+import { Agent, ConflictError, LeaseLostError } from '../src/index.js';
 import { type RunView, Saver } from '../src/runtime/saver.js';
 import type { Lease, RunWrite } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
@@ -44,15 +44,20 @@ function recording(fail?: (n: number) => unknown) {
 function saver(
   store: MemoryStore,
   read: () => RunView | null,
-  options: { agent?: string | null; failures?: unknown[] } = {},
+  options: {
+    agent?: string | null;
+    failures?: unknown[];
+    leaseMs?: number;
+    from?: { version: number; stored: number; head: string };
+  } = {},
 ) {
   return new Saver({
     store,
     runId: 'r',
-    version: 0,
-    stored: 0,
-    head: null,
-    lease: { owner: 'me', leaseMs: 60_000, waitMs: 0 },
+    version: options.from?.version ?? 0,
+    stored: options.from?.stored ?? 0,
+    head: options.from?.head ?? null,
+    lease: { owner: 'me', leaseMs: options.leaseMs ?? 60_000, waitMs: 0 },
     claimed: null,
     agent: options.agent ?? null,
     read,
@@ -191,5 +196,31 @@ describe('Saver', () => {
     });
     await Promise.resolve();
     expect(done).toBe(true);
+  });
+
+  it('a run loaded from the store is not written again until it changes', async () => {
+    const run = await persisted();
+    const { store, writes } = recording();
+    const view = viewOf(run, [goal]);
+    await saver(store, () => view).flush();
+    const loaded = saver(store, () => view, { from: { version: 1, stored: 1, head: headOf(view.run) } });
+    await loaded.flush();
+    expect(writes).toHaveLength(1);
+    expect(loaded.version).toBe(1);
+  });
+
+  it('a lease lost while it works is reported as a failure of the run', async () => {
+    const run = await persisted();
+    const { store } = recording();
+    const failures: unknown[] = [];
+    const s = saver(store, () => viewOf(run, [goal]), { failures, leaseMs: 60 });
+    await s.flush();
+    const lease = s.lease as Lease;
+    await store.release(lease);
+    await store.claim('r', { owner: 'thief', leaseMs: 60_000 });
+    for (let i = 0; i < 100 && failures.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toBeInstanceOf(LeaseLostError);
+    expect(s.lease).toBeNull();
   });
 });
