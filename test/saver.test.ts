@@ -160,7 +160,7 @@ describe('Saver', () => {
 
   it('after a failed save: the failure is reported once, the lease is given up first, and every later save fails without writing', async () => {
     const run = await persisted();
-    const conflict = new ConflictError('someone else wrote', { runId: 'r' } as never);
+    const conflict = new ConflictError('someone else wrote', 1, 2, { runId: 'r' });
     const { store, writes } = recording((n) => (n === 2 ? conflict : undefined));
     const release = store.release.bind(store);
     let released = false;
