@@ -21,6 +21,7 @@ import { agentCases } from './conformance/agent-case.js';
 import { basicCases } from './conformance/basics.js';
 import { claimNextCases } from './conformance/claim-next.js';
 import { claimCases } from './conformance/claims.js';
+import { groupCases } from './conformance/groups.js';
 import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
@@ -38,6 +39,8 @@ export type {
   ClaimRaceReport,
   ConformanceCase,
   ConformanceContext,
+  GroupSpendRaceJob,
+  GroupSpendRaceReport,
   SaveRaceJob,
   SaveRaceReport,
   WriterJob,
@@ -59,12 +62,15 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...scaleCases,
   ...processCases,
   ...agentCases,
+  ...groupCases,
 ];
 
 const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   crossProcess: (ctx) => typeof ctx.spawnWriter === 'function',
   reopen: (ctx) => typeof ctx.reopen === 'function',
   clock: (ctx) => typeof ctx.createWithClock === 'function',
+  // An optional store capability: provided unless the context says why not.
+  groupBudgets: (ctx) => ctx.skip?.groupBudgets === undefined,
 };
 
 /**
