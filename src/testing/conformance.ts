@@ -69,8 +69,13 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   crossProcess: (ctx) => typeof ctx.spawnWriter === 'function',
   reopen: (ctx) => typeof ctx.reopen === 'function',
   clock: (ctx) => typeof ctx.createWithClock === 'function',
-  // An optional store capability: provided unless the context says why not.
-  groupBudgets: (ctx) => ctx.skip?.groupBudgets === undefined,
+  // An optional store capability: a store that has it says so.
+  groupBudgets: (ctx) => ctx.groupBudgets === true,
+};
+
+/** Why a capability is missing when the context does not say: only optional store capabilities have one. */
+const UNDECLARED: Partial<Record<Capability, string>> = {
+  groupBudgets: 'an optional capability this store does not declare (groupBudgets: true in its context)',
 };
 
 /**
@@ -80,7 +85,7 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
 export function skipReason(testCase: ConformanceCase, ctx: ConformanceContext): string | null {
   for (const capability of testCase.requires ?? []) {
     if (provides[capability](ctx)) continue;
-    const why = ctx.skip?.[capability];
+    const why = ctx.skip?.[capability] ?? UNDECLARED[capability];
     if (!why) {
       throw new Error(
         `conformance: case "${testCase.name}" needs ${capability}; provide it in the context or give the reason in skip.${capability}`,

@@ -119,10 +119,11 @@ export interface ConformanceContext {
   /** Starts a writer in another OS process on the same storage as `store`, to race saves or claims. */
   spawnWriter?(store: CheckpointStore, job: WriterJob): WriterProcess;
   /**
-   * Why a capability this context does not provide is missing; shown on each skipped case.
-   * `groupBudgets` is provided unless a reason is given here (a store without group budgets,
-   * like the file store, says so).
+   * The store has group budgets (`GroupBudgetStore`: setGroupBudget, groupSpend, spendGroup,
+   * joinGroup, groupOf), an optional capability: its cases run. @default false (they are skipped, saying so)
    */
+  groupBudgets?: boolean;
+  /** Why a capability this context does not provide is missing; shown on each skipped case. */
   skip?: Partial<Record<Capability, string>>;
 }
 
