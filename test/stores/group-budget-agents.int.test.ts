@@ -129,3 +129,46 @@ for (const kind of kinds) {
     },
   );
 }
+
+describe('group budgets on a database made before them', () => {
+  it('sqlite: a version 5 database upgrades (migration 6); its runs are in no group and can join one', async () => {
+    const { default: Database } = await import('better-sqlite3');
+    const sqlite = await import('../../src/stores/sqlite/migrations.js');
+    const path = join(dir, 'old.db');
+    const old = new Database(path);
+    expect(sqlite.migrate(old, sqlite.MIGRATIONS.slice(0, 5))).toBe(5);
+    old.close();
+    const store = SqliteStore.open(path);
+    opened.push(store);
+    expect(store.settings.schemaVersion).toBe(6);
+    expect(sqlite.MIGRATIONS.at(-1)).toMatchObject({ version: 6, name: 'group budgets' });
+    expect(await store.groupOf('old')).toBeNull();
+    await store.joinGroup('old', 'acme');
+    expect((await store.spendGroup('acme', { tokens: 1, costMicroUsd: 2 })).costUsd).toBe(0.000002);
+  });
+
+  it.skipIf(target.url === null)('postgres: a version 5 schema upgrades (migration 6) and keeps its runs', async () => {
+    const pg = (await import('pg')).default;
+    const postgres = await import('../../src/stores/postgres/migrations.js');
+    const schema = freshSchema('group_upgrade');
+    schemas.push(schema);
+    const old = new pg.Client({ connectionString: target.url ?? '' });
+    await old.connect();
+    try {
+      expect(await postgres.migrate(old, schema, postgres.MIGRATIONS.slice(0, 5))).toBe(5);
+      await old.query(
+        `INSERT INTO "${schema}".runs (run_id, version, status, head, entry_count, pending, updated_at)
+         VALUES ('old', 1, 'done', '{}', 0, NULL, '2026-01-01T00:00:00.000Z')`,
+      );
+    } finally {
+      await old.end();
+    }
+    const store = new PostgresStore(target.url ?? '', { schema, maxConnections: 2 });
+    opened.push(store);
+    expect(await store.migrate()).toBe(6);
+    expect((await store.load('old'))?.status).toBe('done');
+    expect(await store.groupOf('old')).toBeNull();
+    await store.joinGroup('old', 'acme');
+    expect(await store.groupOf('old')).toBe('acme');
+  });
+});
