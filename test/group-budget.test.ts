@@ -141,6 +141,19 @@ describe('a run in a group', () => {
     expect((await store.groupSpend('acme')).costUsd).toBe(0.3);
   });
 
+  it('a run id already in another group is refused at its first save, before any policy call', async () => {
+    const store = new MemoryStore();
+    await store.joinGroup('r1', 'other');
+    const policy = spending();
+    const agent = new Agent(base(store, policy, 'r1'));
+    await expect(agent.start('go')).rejects.toThrow(
+      'joinGroup: run "r1" is in group "other"; a run cannot move to group "acme"',
+    );
+    expect(policy.calls).toBe(0);
+    expect(await store.load('r1')).toBeNull();
+    expect(await store.groupOf('r1')).toBe('other');
+  });
+
   it('a run loaded with its policy call in flight checks its group before making that call again', async () => {
     const store = new MemoryStore();
     const def = defineAgent({ name: 'spender', policy: spending(), tools, maxSteps: 50 });
