@@ -80,7 +80,6 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     takeRecovered: () => false,
     delta: () => {},
     runSpan: () => null,
-    group: null,
   });
   let failure: unknown;
   actor.subscribe({ error: (error) => (failure ??= error) });
