@@ -182,6 +182,17 @@ describe('a run in a group', () => {
     expect(await store.groupSpend('acme')).toMatchObject({ costUsd: 5, exhausted: 'cost' });
   });
 
+  it('a hostile usage cannot jam the charge: counts are capped as the store caps them', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxTokens: 1e15 });
+    const huge = Number.MAX_SAFE_INTEGER;
+    const policy = (() => ({ tool: 't', usage: { inputTokens: huge, outputTokens: huge, costUsd: 1e12 } })) as Policy;
+    const agent = new Agent(base(store, policy, 'r1'));
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 1, error: null });
+    expect(await store.groupSpend('acme')).toMatchObject({ tokens: huge, costUsd: 1e9, exhausted: 'tokens' });
+  });
+
   it('a daily budget starts again at 00:00 UTC on the store’s clock', async () => {
     const clock = { now: Date.parse('2026-05-06T23:00:00.000Z') };
     const store = new MemoryStore({ now: () => clock.now });
