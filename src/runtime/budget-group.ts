@@ -13,7 +13,7 @@ import { microUsd } from '../../machines/budget.js';
 import { describeError } from '../../machines/describe-error.js';
 import type { CallCost, TokenCount } from '../../machines/types.js';
 import { StoreUnavailableError } from '../errors.js';
-import type { GroupBudgetStore, GroupCharge } from '../stores/groups.js';
+import { type GroupBudgetStore, type GroupCharge, MAX_GROUP_MICRO_USD, MAX_GROUP_TOKENS } from '../stores/groups.js';
 
 export class GroupPort {
   readonly group: string;
@@ -49,9 +49,10 @@ export class GroupPort {
   /** Adds one policy call's spending to the group; kept for the next check if the store fails. Never throws. */
   async charge(tokens: TokenCount | null, cost: CallCost): Promise<void> {
     const owed = this.#owed ?? { tokens: 0, costMicroUsd: 0, costUnknown: false };
+    // Capped as a window is: a usage of 2 × 2^53 tokens must not make a charge no store takes.
     const charge = {
-      tokens: owed.tokens + (tokens ? tokens.inputTokens + tokens.outputTokens : 0),
-      costMicroUsd: owed.costMicroUsd + ('usd' in cost ? microUsd(cost.usd) : 0),
+      tokens: Math.min(owed.tokens + (tokens ? tokens.inputTokens + tokens.outputTokens : 0), MAX_GROUP_TOKENS),
+      costMicroUsd: Math.min(owed.costMicroUsd + ('usd' in cost ? microUsd(cost.usd) : 0), MAX_GROUP_MICRO_USD),
       costUnknown: owed.costUnknown || 'unknown' in cost,
     };
     this.#owed = charge;
