@@ -37,6 +37,7 @@ export const agentMachine = setup({
     costExhausted: ({ context }) => exhaustedBudget(context) === 'cost',
     timeExhausted: ({ context }) => exhaustedBudget(context) === 'time',
     hasBudget: ({ context }) => exhaustedBudget(context) === null,
+    isOutsideStop: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'exhausted',
     isFinal: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'final',
     isCalls: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'calls',
     // A policy call cut off by the active-time budget (its deadline) stops the run for time,
@@ -60,6 +61,7 @@ export const agentMachine = setup({
     markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
     markCostExhausted: assign({ stoppedBy: 'cost' as const }),
     markTimeExhausted: assign({ stoppedBy: 'time' as const }),
+    markGroupExhausted: assign({ stoppedBy: 'group' as const }),
     // Whatever stops the run now (after a change of limits), so stoppedBy is never stale.
     markExhausted: assign(({ context }) => ({ stoppedBy: exhaustedBudget(context) ?? context.stoppedBy })),
     clearStop: assign({ stoppedBy: null, error: null }),
@@ -194,6 +196,8 @@ export const agentMachine = setup({
             src: 'policy',
             input: ({ context }) => ({ runId: context.runId, step: context.steps + 1 }),
             onDone: [
+              // The policy was not called: the run's group is out of budget (the runtime checked the store).
+              { guard: 'isOutsideStop', target: '#agent.budget_exhausted', actions: 'markGroupExhausted' },
               { guard: 'isFinal', target: '#agent.done', actions: ['countDecision', 'recordFinal'] },
               { guard: 'isCalls', target: 'dispatching', actions: ['countDecision', 'takeCalls'] },
               { target: 'checking', actions: ['countDecision', 'recordMalformed'] },

@@ -170,8 +170,8 @@ export interface Limits {
   maxCostUsd: number | null;
 }
 
-/** Which budget stopped the run. */
-export type BudgetKind = 'steps' | 'tokens' | 'cost' | 'time';
+/** Which budget stopped the run; `'group'`: the budget of the run's group, kept in the store. */
+export type BudgetKind = 'steps' | 'tokens' | 'cost' | 'time' | 'group';
 
 /** The machine's context: the whole run state, plain JSON. */
 export interface AgentContext {
@@ -244,6 +244,11 @@ export type Decision = DecisionCost &
     | { type: 'final'; final: Json }
     | { type: 'calls'; calls: ClassifiedCall[]; text: string | null }
     | { type: 'malformed'; tool: string; error: string }
+    /**
+     * The runtime found a budget kept outside the run spent (its group's, in the store) and did
+     * not call the policy: no step is counted, and the run stops `budget_exhausted`.
+     */
+    | { type: 'exhausted'; budget: 'group' }
   );
 
 /** The tool actor's output. */

@@ -14,6 +14,7 @@ import { readDecisions } from './runtime/decisions.js';
 import { withLimits } from './runtime/limits.js';
 import { RunActor, type StoredPlace } from './runtime/run-actor.js';
 import { type CheckpointStore, joinRun, type Lease, type RecordedDecision } from './store.js';
+import { groupBudgetsOf } from './stores/groups.js';
 import { checkLease } from './stores/leases.js';
 import type {
   AgentOptions,
@@ -77,7 +78,15 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     const store = (options as AgentOptions<Tools>).store;
     // The run is claimed before its first save (start): a constructor cannot wait for a store.
     const place = store
-      ? { store, version: 0, stored: 0, head: null, lease: parsed.runtime.lease, claimed: null }
+      ? {
+          store,
+          version: 0,
+          stored: 0,
+          head: null,
+          lease: parsed.runtime.lease,
+          claimed: null,
+          group: parsed.budgetGroup,
+        }
       : null;
     this.#run = new RunActor(parsed.runtime, this.runId, { input }, place);
   }
@@ -132,6 +141,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         head: record.head,
         lease: terms,
         claimed: lease,
+        // The run stays in its group: read from the store, never from the options.
+        group: (await groupBudgetsOf(store)?.groupOf(runId)) ?? null,
       };
       agent = Agent.#restore(
         () => joinRun(record.head, record.entries),

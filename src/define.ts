@@ -12,7 +12,7 @@ const BRAND = Symbol.for('tollgate.agent-definition');
 
 /** An agent's definition: everything `new Agent` takes but the run id and store. */
 export interface AgentDefinition<Tools extends readonly Tool[] = readonly Tool[]>
-  extends Omit<AgentOptions<Tools>, 'runId' | 'store' | 'agent'> {
+  extends Omit<AgentOptions<Tools>, 'runId' | 'store' | 'agent' | 'budgetGroup'> {
   /** A short name, shown by the CLI and saved with its runs (`StoredRun.agent`), by which workers find the definition. */
   name: string;
   /** One line on what the agent does. */
@@ -30,7 +30,8 @@ export function defineAgent<Tools extends readonly Tool[] = readonly Tool[]>(
   definition: AgentDefinition<Tools>,
 ): AgentDefinition<Tools> {
   const known = [
-    ...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store' && k !== 'agent'),
+    // A run's group (a tenant, a user) is per run, not per definition: new Agent and submitRun take it.
+    ...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store' && k !== 'agent' && k !== 'budgetGroup'),
     'name',
     'description',
   ];

@@ -47,6 +47,18 @@ export {
   type StoredRun,
 } from './store.js';
 export {
+  checkGroupBudget,
+  checkGroupCharge,
+  checkGroupId,
+  type GroupBudget,
+  type GroupBudgetStore,
+  type GroupCharge,
+  type GroupPeriod,
+  type GroupSpend,
+  groupAfterJoin,
+  groupBudgetsOf,
+} from './stores/groups.js';
+export {
   busyError,
   checkClaim,
   checkLease,

@@ -17,6 +17,7 @@ import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
 import { type Pricing, pricingOf } from './price.js';
+import { checkGroupId, groupBudgetsOf } from './stores/groups.js';
 import { checkToolSchema } from './tool-schema.js';
 import type { TracerLike } from './tracer.js';
 import type { AgentOptions, InspectOption, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
@@ -158,6 +159,18 @@ const agentShape = {
   approvalTtlMs: must(`a number of milliseconds > 0 and ≤ ${MAX_APPROVAL_TTL_MS} (10 years), or null for never`, (e) =>
     z.number(e).gt(0, e).max(MAX_APPROVAL_TTL_MS, e).nullable().optional(),
   ),
+  budgetGroup: must(
+    'a group id: 1 to 128 characters of ASCII letters, digits and . _ : @ -, starting with a letter or digit',
+    (e) =>
+      z.custom<string>((v) => {
+        try {
+          checkGroupId('', v);
+          return true;
+        } catch {
+          return false;
+        }
+      }, e),
+  ).optional(),
   runId: runId.optional(),
   store: storeShape.optional(),
 };
@@ -287,9 +300,16 @@ function limitsGiven(options: Partial<Limits>): Partial<Limits> {
 
 export function parseAgentOptions(options: AgentOptions<any>, call = 'new Agent') {
   const o = checkShape(call, options, agentShape, AGENT_OPTION_KEYS);
+  // Group budgets exist only in a store, where every process sees the same spending.
+  if (o.budgetGroup !== undefined && !(o.store && groupBudgetsOf(o.store))) {
+    throw new OptionsError(
+      `${call}: budgetGroup needs a store with group budgets (MemoryStore, SqliteStore, PostgresStore), ${o.store ? 'and this store has none' : 'and no store was given'}`,
+    );
+  }
   return {
     runtime: runtimeOf(call, o),
     runId: o.runId,
+    budgetGroup: o.budgetGroup ?? null,
     limits: { maxSteps: 8, maxTokens: null, maxActiveMs: null, maxCostUsd: null, ...limitsGiven(o) } as Limits,
     approvalTtlMs: o.approvalTtlMs ?? null,
   };

@@ -9,6 +9,7 @@
  */
 import type { PendingCall, Status } from '../machines/types.js';
 import { ConflictError, OptionsError } from './errors.js';
+import type { GroupBudgetStore } from './stores/groups.js';
 
 /** What a store keeps for one run. */
 export interface StoredRun {
@@ -152,8 +153,11 @@ export interface ClaimOptions {
  * const lease = await store.claim('run-1', { owner: 'worker-7:3f2a', leaseMs: 30_000 });
  * const version = await store.save('run-1', write, 0, lease); // refused once the lease is lost
  * await store.release(lease);
+ *
+ * Group budgets (`setGroupBudget`, `groupSpend`, `spendGroup`, `joinGroup`, `groupOf`) are an
+ * optional capability: a store has all five or none (stores/groups.ts, docs/group-budgets.md).
  */
-export interface CheckpointStore {
+export interface CheckpointStore extends Partial<GroupBudgetStore> {
   /** The run, or null if the store does not have it (a run claimed but never saved has none). */
   load(runId: string): Promise<StoredRun | null>;
   /**

@@ -181,6 +181,13 @@ export interface AgentOptions<Tools extends readonly Tool[] = readonly Tool[]> e
   runId?: string;
   /** Save the run here after every change, ahead of every side effect. @default none */
   store?: CheckpointStore;
+  /**
+   * The group (a tenant, a user) whose budget in `store` this run spends from: checked before
+   * every policy call, charged after it; the run stops `budget_exhausted` with `stoppedBy:
+   * 'group'` once the group's budget is spent. Kept in the store with the run, so `Agent.load`
+   * keeps it. Needs a store with group budgets (docs/group-budgets.md). @default none
+   */
+  budgetGroup?: string;
 }
 
 /** Options of `Agent.resume`: limits given here replace the checkpoint's. */

@@ -108,7 +108,7 @@ const context = z.strictObject({
   calls: z.array(callSchema),
   standing: z.record(z.string(), approvalSchema),
   answer: json,
-  stoppedBy: z.enum(['steps', 'tokens', 'cost', 'time']).nullable(),
+  stoppedBy: z.enum(['steps', 'tokens', 'cost', 'time', 'group']).nullable(),
   error: z.string().nullable(),
   cancelReason: z.string().nullable(),
 });

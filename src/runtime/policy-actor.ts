@@ -25,6 +25,10 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
   const run = portsOf(system);
   await run.beforeCall();
   if (signal.aborted) throw signal.reason;
+  // The group's budget, read from the store before every call like the run's own (fail closed).
+  if (run.group && (await run.group.exhausted())) {
+    return { type: 'exhausted', budget: 'group', usage: null, elapsedMs: 0, at: isoTime(run.clock.now()) };
+  }
   const span = startPolicySpan(run.tracer, run.runSpan(), run.policy, input, run.remaining());
   const tries = { count: 0 };
   try {
@@ -112,6 +116,7 @@ async function decide(
     const { decision, usage: reported } = await readAction(raw, site);
     // Priced here, not in the machine: the machine holds no functions and only adds the numbers.
     const { tokens, cost } = readUsage(reported, run.price);
+    await run.group?.charge(tokens, cost);
     const now = run.clock.now();
     return { ...decision, usage: tokens, cost, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
   }

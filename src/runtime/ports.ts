@@ -7,6 +7,7 @@ import type { HistoryEntry } from '../../machines/types.js';
 import { SystemError } from '../errors.js';
 import type { Runtime } from '../options.js';
 import type { PolicyDelta } from '../types.js';
+import type { GroupPort } from './budget-group.js';
 import type { Remaining } from './limits.js';
 import type { Span } from './tracing.js';
 
@@ -31,6 +32,8 @@ export interface ActorPorts extends Runtime {
   delta(step: number, delta: PolicyDelta): void;
   /** The span of the run's drive in progress, which parents the policy and tool calls' spans; null: none. */
   runSpan(): Span | null;
+  /** The run's group budget in the store (checked before, charged after each policy call); absent or null: no group. */
+  group?: GroupPort | null;
 }
 
 const registry = new WeakMap<object, ActorPorts>();

@@ -10,7 +10,9 @@ import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoin
 import { SystemError, TollgateError } from '../errors.js';
 import type { LeaseTerms, Runtime } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import { groupBudgetsOf } from '../stores/groups.js';
 import type { RunEvent, RunState } from '../types.js';
+import { GroupPort } from './budget-group.js';
 import { Drives } from './drives.js';
 import { type RuntimeMachine, runtimeMachine } from './host.js';
 import { remainingOf } from './limits.js';
@@ -30,6 +32,8 @@ export interface StoredPlace {
   lease: LeaseTerms;
   /** The lease `Agent.load` claimed before it read the run; null: claimed before the first save. */
   claimed: Lease | null;
+  /** The run's budget group (joined before the first save); absent or null: none. */
+  group?: string | null;
 }
 
 /** How a run actor begins: fresh from an input, or from a (validated) persisted run. */
@@ -66,6 +70,8 @@ export class RunActor {
   readonly #details: () => { runId: string; status: Status };
   /** Its drives' spans, with a tracer. */
   readonly #drives: Drives;
+  /** The run's group budget in the store; null: no group. */
+  readonly #group: GroupPort | null;
 
   constructor(runtime: Runtime, runId: string, origin: Origin, place: StoredPlace | null) {
     this.#runtime = runtime;
@@ -75,10 +81,14 @@ export class RunActor {
     if ('run' in origin) {
       for (const call of origin.run.context.calls) if (call.state === 'running') this.#recovering.add(call.key);
     }
+    const groups = place?.group ? groupBudgetsOf(place.store) : null;
+    if (place?.group && !groups) throw new SystemError('a run in a group needs a store with group budgets');
+    this.#group = groups && place?.group ? new GroupPort(groups, place.group, runId) : null;
     this.#actor = this.#create(origin);
     if (place) {
       this.#saver = new Saver({
         ...place,
+        group: place.group ?? null,
         runId,
         agent: runtime.agent,
         read: () => this.#view(),
@@ -103,6 +113,7 @@ export class RunActor {
       takeRecovered: (key) => this.#recovering.delete(key),
       delta: (step, delta) => this.#observers.delta(step, delta),
       runSpan: () => this.#drives.span,
+      group: this.#group,
     });
     return actor;
   }

@@ -10,6 +10,7 @@ import type { HistoryEntry, PendingCall, Status } from '../../machines/types.js'
 import { entryOf, headOf, type PersistedRun } from '../checkpoint/index.js';
 import type { LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import { groupBudgetsOf } from '../stores/groups.js';
 import { LeaseHolder } from './lease.js';
 
 /** The part of a machine snapshot the journal reads. */
@@ -32,6 +33,8 @@ export class Saver {
   readonly #onFailure: (error: unknown) => void;
   readonly #lease: LeaseHolder;
   readonly #agent: string | null;
+  /** The budget group the run joins before its first save (so a crash cannot leave it out); null: none. */
+  readonly #group: string | null;
   /** The next save writes even if nothing changed (to clear a recorded decision it dropped). */
   #touched = false;
   #givenUp: Promise<void> = Promise.resolve();
@@ -47,6 +50,8 @@ export class Saver {
     claimed: Lease | null;
     /** The agent definition's name, saved with every write (null: none). */
     agent: string | null;
+    /** The run's budget group, joined in the store before the first save; absent or null: none. */
+    group?: string | null;
     read: () => RunView | null;
     onFailure: (error: unknown) => void;
   }) {
@@ -58,6 +63,7 @@ export class Saver {
     this.#read = options.read;
     this.#onFailure = options.onFailure;
     this.#agent = options.agent;
+    this.#group = options.group ?? null;
     this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
     if (options.claimed) this.#lease.adopt(options.claimed);
   }
@@ -116,6 +122,8 @@ export class Saver {
     try {
       // Fenced: the save is refused in the same statement if this lease is no longer the run's.
       const lease = await this.#lease.current();
+      if (this.#version === 0 && this.#group !== null)
+        await groupBudgetsOf(this.store)?.joinGroup(this.runId, this.#group);
       this.#version = await this.store.save(
         this.runId,
         {

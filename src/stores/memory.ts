@@ -17,6 +17,7 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import type { GroupBudget, GroupBudgetStore, GroupCharge, GroupSpend } from './groups.js';
 import {
   checkClaim,
   checkLease,
@@ -30,6 +31,7 @@ import {
   releaseRecord,
   renewRecord,
 } from './leases.js';
+import { MemoryGroups } from './memory-groups.js';
 import { checkClaimNext, checkQueue, checkRecordedDecision, isRunnable } from './queue.js';
 import {
   agentAfterSave,
@@ -52,17 +54,19 @@ export interface MemoryStoreOptions {
 }
 
 /** Runs in a `Map`, with the same rules, conflicts, leases and list order as the durable stores. */
-export class MemoryStore implements CheckpointStore {
+export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   readonly #runs = new Map<string, StoredRun>();
   /** Leases by run id: a run may be claimed before its first save, and its token outlives a delete. */
   readonly #leases = new Map<string, LeaseRecord>();
   readonly #now: () => number;
   readonly #watchers = new Set<() => void>();
+  readonly #groups: MemoryGroups;
 
   /** @throws OptionsError on an unknown option or a `now` that is not a function. */
   constructor(options?: MemoryStoreOptions) {
     const o = checkStoreOptions('new MemoryStore', options, ['now']);
     this.#now = checkClock('new MemoryStore', o.now) ?? Date.now;
+    this.#groups = new MemoryGroups(() => this.#now());
   }
 
   async load(runId: string): Promise<StoredRun | null> {
@@ -196,6 +200,26 @@ export class MemoryStore implements CheckpointStore {
         }
       }
     });
+  }
+
+  setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
+    return this.#groups.setGroupBudget(group, budget);
+  }
+
+  groupSpend(group: string): Promise<GroupSpend> {
+    return this.#groups.groupSpend(group);
+  }
+
+  spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
+    return this.#groups.spendGroup(group, charge);
+  }
+
+  joinGroup(runId: string, group: string): Promise<void> {
+    return this.#groups.joinGroup(runId, group);
+  }
+
+  groupOf(runId: string): Promise<string | null> {
+    return this.#groups.groupOf(runId);
   }
 
   async close(): Promise<void> {}

@@ -43,10 +43,20 @@ import {
   type StoredRun,
   saveConflict,
 } from '../store.js';
+import {
+  checkGroupBudget,
+  checkGroupCharge,
+  checkGroupId,
+  type GroupBudget,
+  type GroupBudgetStore,
+  type GroupCharge,
+  type GroupSpend,
+} from './groups.js';
 import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, leaseOf } from './leases.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
+import { groupStatements, groupsOn } from './postgres/groups.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
@@ -86,8 +96,9 @@ const REFUSAL_RETRIES = 3;
  * `close()` ends the pool the store created; a pool you passed stays yours to end (and its
  * idle connections' errors are yours to listen to: `pool.on('error', …)`).
  */
-export class PostgresStore implements CheckpointStore {
+export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #sql: Statements;
+  readonly #groups: ReturnType<typeof groupsOn>;
   readonly #schema: string;
   readonly #pool: Pool;
   readonly #ownsPool: boolean;
@@ -105,6 +116,7 @@ export class PostgresStore implements CheckpointStore {
     this.#now = checkClock(CALL, o.now);
     this.#schema = schema;
     this.#sql = statements(`"${schema}"`, schema);
+    this.#groups = groupsOn(this.#query, groupStatements(`"${schema}"`));
     this.#watch = new Watch(() => this.#connections.acquire('PostgresStore.watch'), schema);
     if (isPool(connection)) {
       this.#pool = connection;
@@ -282,6 +294,33 @@ export class PostgresStore implements CheckpointStore {
 
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
     return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at());
+  }
+
+  async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
+    checkGroupId('setGroupBudget', group);
+    await this.#groups.setBudget(group, checkGroupBudget('setGroupBudget', budget));
+  }
+
+  async groupSpend(group: string): Promise<GroupSpend> {
+    checkGroupId('groupSpend', group);
+    return this.#groups.spend(group, null, this.#at());
+  }
+
+  /** One statement (`INSERT … ON CONFLICT DO UPDATE`): spends from every process add up exactly. */
+  async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
+    checkGroupId('spendGroup', group);
+    return this.#groups.spend(group, checkGroupCharge('spendGroup', charge), this.#at());
+  }
+
+  async joinGroup(runId: string, group: string): Promise<void> {
+    checkRunId('joinGroup', runId);
+    checkGroupId('joinGroup', group);
+    await this.#groups.join(runId, group);
+  }
+
+  async groupOf(runId: string): Promise<string | null> {
+    checkRunId('groupOf', runId);
+    return this.#groups.groupOf(runId);
   }
 
   /** From every process on this schema: `LISTEN`/`NOTIFY` on a connection held while anyone watches. */

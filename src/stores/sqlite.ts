@@ -38,6 +38,15 @@ import {
   type StoredRun,
 } from '../store.js';
 import {
+  checkGroupBudget,
+  checkGroupCharge,
+  checkGroupId,
+  type GroupBudget,
+  type GroupBudgetStore,
+  type GroupCharge,
+  type GroupSpend,
+} from './groups.js';
+import {
   checkClaim,
   checkLease,
   checkRenew,
@@ -63,6 +72,7 @@ import {
   nowOf,
 } from './rules.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
+import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
 import { migrate, settingsOf } from './sqlite/migrations.js';
 import { leaseAccess, type QueueTransactions, queueTransactions } from './sqlite/queue.js';
 import { type RunRow, storedRun, summary } from './sqlite/rows.js';
@@ -92,7 +102,7 @@ const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
 let opening: string | null = null;
 
 /** A `CheckpointStore` in one SQLite file, shared by the processes of one machine. */
-export class SqliteStore implements CheckpointStore {
+export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   /** The database file, as given. */
   readonly path: string;
   readonly #db: Database.Database;
@@ -102,6 +112,7 @@ export class SqliteStore implements CheckpointStore {
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
   readonly #queue: QueueTransactions;
+  readonly #groups: GroupTransactions;
   readonly #watchers = new Watchers();
   /**
    * Reads the run's lease record and writes what `decide` makes of it (nothing for null), in one
@@ -175,6 +186,7 @@ export class SqliteStore implements CheckpointStore {
     const leases = leaseAccess(db);
     const { read: readLease, write: writeLease } = leases;
     this.#queue = queueTransactions(db, this.#now, leases);
+    this.#groups = groupTransactions(db);
 
     const save = db.transaction((runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined) => {
       const now = nowOf(this.#now, 'save');
@@ -312,6 +324,35 @@ export class SqliteStore implements CheckpointStore {
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
     const checked = checkClaimNext(options);
     return this.#guard('claimNext', () => this.#queue.claimNext(checked));
+  }
+
+  async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
+    checkGroupId('setGroupBudget', group);
+    const checked = checkGroupBudget('setGroupBudget', budget);
+    this.#guard('setGroupBudget', () => this.#groups.setBudget(group, checked));
+  }
+
+  async groupSpend(group: string): Promise<GroupSpend> {
+    checkGroupId('groupSpend', group);
+    return this.#guard('groupSpend', () => this.#groups.spend(group, null, nowOf(this.#now, 'groupSpend')));
+  }
+
+  /** One `BEGIN IMMEDIATE` transaction: spends from every connection and process add up exactly. */
+  async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
+    checkGroupId('spendGroup', group);
+    const checked = checkGroupCharge('spendGroup', charge);
+    return this.#guard('spendGroup', () => this.#groups.spend(group, checked, nowOf(this.#now, 'spendGroup')));
+  }
+
+  async joinGroup(runId: string, group: string): Promise<void> {
+    checkRunId('joinGroup', runId);
+    checkGroupId('joinGroup', group);
+    this.#guard('joinGroup', () => this.#groups.join(runId, group));
+  }
+
+  async groupOf(runId: string): Promise<string | null> {
+    checkRunId('groupOf', runId);
+    return this.#guard('groupOf', () => this.#groups.groupOf(runId));
   }
 
   /** This process only: another process's changes are seen at the next poll. */

@@ -21,6 +21,7 @@ import { agentCases } from './conformance/agent-case.js';
 import { basicCases } from './conformance/basics.js';
 import { claimNextCases } from './conformance/claim-next.js';
 import { claimCases } from './conformance/claims.js';
+import { groupCases } from './conformance/groups.js';
 import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
@@ -38,6 +39,8 @@ export type {
   ClaimRaceReport,
   ConformanceCase,
   ConformanceContext,
+  GroupSpendRaceJob,
+  GroupSpendRaceReport,
   SaveRaceJob,
   SaveRaceReport,
   WriterJob,
@@ -59,12 +62,20 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...scaleCases,
   ...processCases,
   ...agentCases,
+  ...groupCases,
 ];
 
 const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   crossProcess: (ctx) => typeof ctx.spawnWriter === 'function',
   reopen: (ctx) => typeof ctx.reopen === 'function',
   clock: (ctx) => typeof ctx.createWithClock === 'function',
+  // An optional store capability: a store that has it says so.
+  groupBudgets: (ctx) => ctx.groupBudgets === true,
+};
+
+/** Why a capability is missing when the context does not say: only optional store capabilities have one. */
+const UNDECLARED: Partial<Record<Capability, string>> = {
+  groupBudgets: 'an optional capability this store does not declare (groupBudgets: true in its context)',
 };
 
 /**
@@ -74,7 +85,7 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
 export function skipReason(testCase: ConformanceCase, ctx: ConformanceContext): string | null {
   for (const capability of testCase.requires ?? []) {
     if (provides[capability](ctx)) continue;
-    const why = ctx.skip?.[capability];
+    const why = ctx.skip?.[capability] ?? UNDECLARED[capability];
     if (!why) {
       throw new Error(
         `conformance: case "${testCase.name}" needs ${capability}; provide it in the context or give the reason in skip.${capability}`,

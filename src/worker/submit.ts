@@ -32,9 +32,11 @@ export interface SubmitOptions {
   runId?: string;
   /** Limits replacing the definition's for this run (`maxSteps`, `maxTokens`, `maxActiveMs`, `maxCostUsd`). @default the definition's */
   limits?: Partial<Limits>;
+  /** The run's budget group (a tenant, a user), as `new Agent`'s `budgetGroup`; the store must have group budgets. @default none */
+  budgetGroup?: string;
 }
 
-const SUBMIT_KEYS = ['agent', 'goal', 'runId', 'limits'];
+const SUBMIT_KEYS = ['agent', 'goal', 'runId', 'limits', 'budgetGroup'];
 
 /**
  * Stores a new run of `options.agent` with `options.goal`, for a `Worker` given that definition
@@ -58,6 +60,7 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
       ...agentOptionsOf(options.agent),
       ...limits,
       ...(options.runId === undefined ? {} : { runId: options.runId }),
+      ...(options.budgetGroup === undefined ? {} : { budgetGroup: options.budgetGroup, store }),
     },
     call,
   );
@@ -96,6 +99,8 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     lease: parsed.runtime.lease,
     claimed: null,
     agent: options.agent.name,
+    // Joined before the run is first saved: a worker's Agent.load finds it in its group.
+    group: parsed.budgetGroup,
     read: () => view,
     onFailure: () => {},
   });

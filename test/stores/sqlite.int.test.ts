@@ -191,7 +191,7 @@ describe('SqliteStore: migrations', () => {
       .run();
     old.close();
     const store = SqliteStore.open(path);
-    expect(store.settings.schemaVersion).toBe(5);
+    expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
     const run = await store.load('old');
     expect([run?.agent, run?.decision]).toEqual([null, null]);
     expect(await store.claimNext({ owner: 'w', leaseMs: 1_000, agents: ['refunds'] })).toBeNull();

@@ -72,6 +72,7 @@ export const storesUnderTest: StoreUnderTest[] = [
     context: () => ({
       create: async () => new MemoryStore(),
       createWithClock: async (now) => new MemoryStore({ now }),
+      groupBudgets: true,
       skip: {
         crossProcess: 'a MemoryStore lives inside one process',
         reopen: 'a MemoryStore keeps nothing once closed',
@@ -81,23 +82,31 @@ export const storesUnderTest: StoreUnderTest[] = [
   },
   {
     name: 'file',
-    context: () => specContext(() => ({ kind: 'file', dir: fileDirs.next() })),
+    context: () => ({
+      ...specContext(() => ({ kind: 'file', dir: fileDirs.next() })),
+      skip: { groupBudgets: 'the file store keeps no group budgets' },
+    }),
     cleanup: fileDirs.cleanup,
   },
   {
     name: 'sqlite',
-    context: () => specContext(() => ({ kind: 'sqlite', path: `${sqliteDirs.next()}.db` })),
+    context: () => ({
+      ...specContext(() => ({ kind: 'sqlite', path: `${sqliteDirs.next()}.db` })),
+      groupBudgets: true,
+    }),
     cleanup: sqliteDirs.cleanup,
   },
   {
     name: 'postgres',
     unavailable: async () => (await postgresTarget()).skipReason,
-    context: () =>
-      specContext(() => {
+    context: () => ({
+      ...specContext(() => {
         const schema = freshSchema('conformance');
         pgSchemas.push(schema);
         return { kind: 'postgres', url: process.env.TOLLGATE_PG_URL ?? '', schema };
       }),
+      groupBudgets: true,
+    }),
     cleanup: async () => {
       const url = (await postgresTarget()).url;
       if (url) for (const schema of pgSchemas.splice(0)) await dropSchema(url, schema);

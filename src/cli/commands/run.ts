@@ -27,6 +27,7 @@ import {
 
 interface RunFlags extends Common, LimitFlags {
   runId?: string;
+  budgetGroup?: string;
   as?: string;
   input?: boolean;
 }
@@ -43,7 +44,11 @@ export function runCommand(act: Act): Command {
     .argument('<module>', 'a file whose default export is defineAgent({...}): .js/.mjs, or .ts with tsx installed')
     .argument('<goal>', "the user's goal")
     .addOption(storeOption())
-    .option('--run-id <id>', 'the run id (default: a fresh UUID)', runIdValue);
+    .option('--run-id <id>', 'the run id (default: a fresh UUID)', runIdValue)
+    .option(
+      '--budget-group <id>',
+      'the group (tenant, user) whose budget in the store the run spends from; see docs/group-budgets.md',
+    );
   limitOptions(cmd, "overrides the agent module's")
     .option('--as <name>', 'approver name for decisions made at the prompt')
     .option('--no-input', 'never prompt; print the commands to decide later')
@@ -70,6 +75,7 @@ async function start(module: string, goal: string, o: RunFlags): Promise<number>
       ...limitsOf(o),
       store: opened.store,
       ...(o.runId === undefined ? {} : { runId: o.runId }),
+      ...(o.budgetGroup === undefined ? {} : { budgetGroup: o.budgetGroup }),
     });
     // The registry names the run's module only once the run exists (its first save): a run id
     // someone else holds must never be re-pointed at this module.

@@ -21,6 +21,7 @@ import {
 
 interface SubmitFlags extends Common, LimitFlags {
   runId?: string;
+  budgetGroup?: string;
 }
 
 /** `tollgate submit`. */
@@ -30,7 +31,11 @@ export function submitCommand(act: Act): Command {
     .argument('<module>', 'a file whose default export is defineAgent({...})')
     .argument('<goal>', "the user's goal")
     .addOption(storeOption())
-    .option('--run-id <id>', 'the run id (default: a fresh UUID)', runIdValue);
+    .option('--run-id <id>', 'the run id (default: a fresh UUID)', runIdValue)
+    .option(
+      '--budget-group <id>',
+      'the group (tenant, user) whose budget in the store the run spends from; see docs/group-budgets.md',
+    );
   limitOptions(cmd, "overrides the agent module's")
     .addOption(jsonOption())
     .addHelpText(
@@ -56,6 +61,7 @@ async function submit(module: string, goal: string, o: SubmitFlags): Promise<num
         goal,
         limits: limitsOf(o),
         ...(o.runId === undefined ? {} : { runId: o.runId }),
+        ...(o.budgetGroup === undefined ? {} : { budgetGroup: o.budgetGroup }),
       });
     } catch (error) {
       if (error instanceof ConflictError && o.runId !== undefined) {

@@ -104,12 +104,40 @@ async function addAgentAndDecision(client: Sql, s: string): Promise<void> {
     CREATE INDEX runs_by_agent ON ${s}.runs (agent, updated_at, run_id COLLATE "C");`);
 }
 
+/**
+ * Group budgets (stores/groups.ts): a budget per group, spending per group and window (a UTC day
+ * 'YYYY-MM-DD', or 'total') in whole micro-dollars and tokens, and the group of each run that
+ * joined one — apart from `runs`, because a run joins before its first save, and kept when the
+ * run is deleted so that a run id never leaves its group.
+ */
+async function createGroups(client: Sql, s: string): Promise<void> {
+  await client.query(`
+    CREATE TABLE ${s}.group_budgets (
+      grp            text PRIMARY KEY,
+      max_cost_micro bigint CHECK (max_cost_micro > 0),
+      max_tokens     bigint CHECK (max_tokens >= 0),
+      period         text NOT NULL CHECK (period IN ('day', 'total'))
+    );
+    CREATE TABLE ${s}.group_spend (
+      grp        text NOT NULL,
+      win        text NOT NULL,
+      tokens     bigint NOT NULL CHECK (tokens >= 0),
+      cost_micro bigint NOT NULL CHECK (cost_micro >= 0),
+      PRIMARY KEY (grp, win)
+    );
+    CREATE TABLE ${s}.run_groups (
+      run_id text PRIMARY KEY,
+      grp    text NOT NULL
+    );`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
   { version: 3, name: 'leases', up: createLeases },
   { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
   { version: 5, name: 'agent and decision', up: addAgentAndDecision },
+  { version: 6, name: 'group budgets', up: createGroups },
 ];
 
 /** The schema version this code writes and reads. */

@@ -85,12 +85,40 @@ function addAgentAndDecision(db: Database): void {
     CREATE INDEX runs_by_agent ON runs (agent, updated_at, run_id);`);
 }
 
+/**
+ * Group budgets (stores/groups.ts): a budget per group, spending per group and window (a UTC day
+ * 'YYYY-MM-DD', or 'total') in whole micro-dollars and tokens, and the group of each run that
+ * joined one — apart from `runs`, because a run joins before its first save, and kept when the
+ * run is deleted so that a run id never leaves its group.
+ */
+function createGroups(db: Database): void {
+  db.exec(`
+    CREATE TABLE group_budgets (
+      grp            TEXT PRIMARY KEY,
+      max_cost_micro INTEGER CHECK (max_cost_micro > 0),
+      max_tokens     INTEGER CHECK (max_tokens >= 0),
+      period         TEXT NOT NULL CHECK (period IN ('day', 'total'))
+    ) WITHOUT ROWID;
+    CREATE TABLE group_spend (
+      grp        TEXT NOT NULL,
+      win        TEXT NOT NULL,
+      tokens     INTEGER NOT NULL CHECK (tokens >= 0),
+      cost_micro INTEGER NOT NULL CHECK (cost_micro >= 0),
+      PRIMARY KEY (grp, win)
+    ) WITHOUT ROWID;
+    CREATE TABLE run_groups (
+      run_id TEXT PRIMARY KEY,
+      grp    TEXT NOT NULL
+    ) WITHOUT ROWID;`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
   { version: 3, name: 'leases', up: createLeases },
   { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
   { version: 5, name: 'agent and decision', up: addAgentAndDecision },
+  { version: 6, name: 'group budgets', up: createGroups },
 ];
 
 /** The schema version this code writes and reads. */

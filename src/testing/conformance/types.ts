@@ -5,7 +5,7 @@ import type { CheckpointStore } from '../../store.js';
  * What a store may be unable to do. A context that lacks one says why (`skip`), and every case
  * that needs it is reported as skipped with that reason: a skip is never silent.
  */
-export type Capability = 'crossProcess' | 'reopen' | 'clock';
+export type Capability = 'crossProcess' | 'reopen' | 'clock' | 'groupBudgets';
 
 /** One writer process in the cross-process race: make `saves` successful saves on `runId`. */
 export interface SaveRaceJob {
@@ -45,7 +45,7 @@ export interface ClaimNextRaceJob {
 }
 
 /** What another process is asked to do: race saves (the default), claims, or `claimNext`. */
-export type WriterJob = SaveRaceJob | ClaimRaceJob | ClaimNextRaceJob;
+export type WriterJob = SaveRaceJob | ClaimRaceJob | ClaimNextRaceJob | GroupSpendRaceJob;
 
 /** What a save racer reports: the versions it won (with the entries each appended) and its conflicts. */
 export interface SaveRaceReport {
@@ -69,8 +69,23 @@ export interface ClaimNextRaceReport {
   taken: { runId: string; token: number }[];
 }
 
+/** One process in the cross-process group race: `spends` charges of `costMicroUsd` (and 1 token) to `group`, all at once. */
+export interface GroupSpendRaceJob {
+  kind: 'groupSpends';
+  writer: string;
+  group: string;
+  spends: number;
+  costMicroUsd: number;
+}
+
+/** What a group racer reports: the group's cost in micro-dollars after each of its spends. */
+export interface GroupSpendRaceReport {
+  writer: string;
+  totals: number[];
+}
+
 /** What a writer process reports. */
-export type WriterReport = SaveRaceReport | ClaimRaceReport | ClaimNextRaceReport;
+export type WriterReport = SaveRaceReport | ClaimRaceReport | ClaimNextRaceReport | GroupSpendRaceReport;
 
 /** A writer running in another process: opened its store (`ready`), waits for `go()`, then races. */
 export interface WriterProcess {
@@ -103,6 +118,11 @@ export interface ConformanceContext {
   reopen?(store: CheckpointStore): Promise<CheckpointStore>;
   /** Starts a writer in another OS process on the same storage as `store`, to race saves or claims. */
   spawnWriter?(store: CheckpointStore, job: WriterJob): WriterProcess;
+  /**
+   * The store has group budgets (`GroupBudgetStore`: setGroupBudget, groupSpend, spendGroup,
+   * joinGroup, groupOf), an optional capability: its cases run. @default false (they are skipped, saying so)
+   */
+  groupBudgets?: boolean;
   /** Why a capability this context does not provide is missing; shown on each skipped case. */
   skip?: Partial<Record<Capability, string>>;
 }

@@ -17,11 +17,14 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { CheckpointStore, Lease, RunWrite } from '../../store.js';
+import type { GroupBudgetStore } from '../../stores/groups.js';
 import type {
   ClaimNextRaceJob,
   ClaimNextRaceReport,
   ClaimRaceJob,
   ClaimRaceReport,
+  GroupSpendRaceJob,
+  GroupSpendRaceReport,
   SaveRaceJob,
   SaveRaceReport,
   WriterJob,
@@ -109,6 +112,15 @@ export async function raceClaimNext(store: CheckpointStore, job: ClaimNextRaceJo
   return report;
 }
 
+/** Spends to `job.group` `job.spends` times, all at once, and reports the cost total each spend returned. */
+export async function raceGroupSpends(store: CheckpointStore, job: GroupSpendRaceJob): Promise<GroupSpendRaceReport> {
+  const groups = store as CheckpointStore & GroupBudgetStore;
+  const spends = Array.from({ length: job.spends }, () =>
+    groups.spendGroup(job.group, { tokens: 1, costMicroUsd: job.costMicroUsd }),
+  );
+  return { writer: job.writer, totals: (await Promise.all(spends)).map((s) => Math.round(s.costUsd * 1e6)) };
+}
+
 /** The child's side of `spawnNodeWriter`: open a store from the spec, race, report. */
 export async function serveWriter(open: (spec: any) => CheckpointStore | Promise<CheckpointStore>): Promise<void> {
   const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
@@ -123,7 +135,9 @@ export async function serveWriter(open: (spec: any) => CheckpointStore | Promise
         ? await raceClaims(store, job)
         : job.kind === 'claimNext'
           ? await raceClaimNext(store, job)
-          : await raceSaves(store, job);
+          : job.kind === 'groupSpends'
+            ? await raceGroupSpends(store, job)
+            : await raceSaves(store, job);
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } finally {
     await store.close();

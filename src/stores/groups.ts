@@ -1,0 +1,221 @@
+/**
+ * Group budgets: what all the runs of one group (a tenant, a user) may spend together, kept in
+ * the store so that every process and worker on it agrees. The rules every store shares live
+ * here: what a group id may be, what a budget may hold, which window a spend falls in, and when
+ * a group is spent. The stores only add numbers atomically.
+ *
+ * Amounts are whole micro-dollars (machines/budget.ts): a store adds integers, never floats, and
+ * caps every sum at `MAX_COST_USD` (tokens at 2^53−1) so that it stays exact.
+ */
+import { MAX_COST_USD, MICRO_USD } from '../../machines/budget.js';
+import { OptionsError } from '../errors.js';
+import { checkKeys, showValue } from '../option-keys.js';
+
+/** The window a group budget counts spending in: a UTC calendar day, or all time. */
+export type GroupPeriod = 'day' | 'total';
+
+/** What a group's runs may spend together in one window. `null`: no limit. */
+export interface GroupBudget {
+  /** US dollars, from 0.000001 to 10^9. */
+  maxCostUsd: number | null;
+  /** Input + output tokens. */
+  maxTokens: number | null;
+  /** `'day'`: spending counts from 00:00 UTC and starts again at zero each UTC day; `'total'`: never resets. */
+  period: GroupPeriod;
+}
+
+/** What a group has spent in its current window, and whether a limit is reached. */
+export interface GroupSpend {
+  group: string;
+  /** The window: `'YYYY-MM-DD'` (a UTC day, on the store's clock) for a daily budget, `'total'` otherwise. */
+  window: string;
+  /** Input + output tokens spent in the window. */
+  tokens: number;
+  /** US dollars spent in the window, a whole number of micro-dollars. */
+  costUsd: number;
+  /** The group's budget; the default (no limits, daily) when none was set. */
+  budget: GroupBudget;
+  /** The limit reached (spent ≥ limit), cost first; null while the group may spend. */
+  exhausted: 'cost' | 'tokens' | null;
+}
+
+/** One policy call's spending, as the runtime adds it to its run's group. */
+export interface GroupCharge {
+  /** Input + output tokens: a whole number ≥ 0. */
+  tokens: number;
+  /** The call's cost in whole micro-dollars ≥ 0. */
+  costMicroUsd: number;
+  /**
+   * The call's cost could not be known (no price for its model…): under a cost limit the group
+   * is counted as having spent at least its whole limit (fail closed), else nothing is added.
+   */
+  costUnknown?: boolean;
+}
+
+/**
+ * Group budgets in a store: an optional capability of a `CheckpointStore` (memory, SQLite and
+ * Postgres have it; the file store does not). A run in a group is checked before every policy
+ * call and charged after it (docs/group-budgets.md).
+ */
+export interface GroupBudgetStore {
+  /** Sets (replaces) a group's budget; `null` removes it (no limits, daily). Missing fields: no limit, daily. */
+  setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void>;
+  /** What the group has spent in its current window (a group never charged has spent 0). */
+  groupSpend(group: string): Promise<GroupSpend>;
+  /** Adds one call's spending to the group's current window, atomically; returns the totals after it. */
+  spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend>;
+  /**
+   * Puts run `runId` in `group` for good (the run need not exist yet, and the record outlives a
+   * delete of the run). Joining the group it is in does nothing.
+   * @throws OptionsError when the run is in another group: a run never changes group.
+   */
+  joinGroup(runId: string, group: string): Promise<void>;
+  /** The group run `runId` is in, or null. */
+  groupOf(runId: string): Promise<string | null>;
+}
+
+/** The store's group methods, or null when it has not got all of them. */
+export function groupBudgetsOf(store: object): GroupBudgetStore | null {
+  const s = store as Partial<GroupBudgetStore>;
+  const methods = ['setGroupBudget', 'groupSpend', 'spendGroup', 'joinGroup', 'groupOf'] as const;
+  return methods.every((m) => typeof s[m] === 'function') ? (s as GroupBudgetStore) : null;
+}
+
+/** The longest group id. */
+export const MAX_GROUP_ID_LENGTH = 128;
+const GROUP_ID = /^[A-Za-z0-9][A-Za-z0-9._:@-]*$/;
+/** The most tokens a window counts up to: every sum stays an exact integer. */
+export const MAX_GROUP_TOKENS = Number.MAX_SAFE_INTEGER;
+/** The most micro-dollars a window counts up to (`MAX_COST_USD`). */
+export const MAX_GROUP_MICRO_USD = MAX_COST_USD * MICRO_USD;
+
+/**
+ * Throws `OptionsError` unless `group` is a group id: 1 to 128 characters of ASCII letters,
+ * digits and `. _ : @ -`, starting with a letter or digit. Group ids come from the caller's
+ * tenants and users (hostile input): nothing else reaches a store, a log or a file name.
+ */
+export function checkGroupId(call: string, group: unknown): asserts group is string {
+  if (typeof group !== 'string' || group.length > MAX_GROUP_ID_LENGTH || !GROUP_ID.test(group)) {
+    throw new OptionsError(
+      `${call}: a group id must be 1 to ${MAX_GROUP_ID_LENGTH} characters of ASCII letters, digits and . _ : @ -, starting with a letter or digit, got ${showValue(group)}`,
+    );
+  }
+}
+
+const NO_BUDGET: GroupBudget = { maxCostUsd: null, maxTokens: null, period: 'day' };
+
+/** A budget given to `setGroupBudget`, checked and completed; null stays null (removed). */
+export function checkGroupBudget(call: string, budget: unknown): GroupBudget | null {
+  if (budget === null) return null;
+  if (typeof budget !== 'object' || budget === undefined || Array.isArray(budget)) {
+    throw new OptionsError(`${call}: the budget must be an object or null, got ${showValue(budget)}`);
+  }
+  checkKeys(call, budget, ['maxCostUsd', 'maxTokens', 'period']);
+  const { maxCostUsd = null, maxTokens = null, period = 'day' } = budget as Partial<GroupBudget>;
+  if (
+    maxCostUsd !== null &&
+    !(typeof maxCostUsd === 'number' && maxCostUsd >= 1 / MICRO_USD && maxCostUsd <= MAX_COST_USD)
+  ) {
+    throw new OptionsError(
+      `${call}: maxCostUsd must be a number of US dollars from 0.000001 to ${MAX_COST_USD}, or null for no limit, got ${showValue(maxCostUsd)}`,
+    );
+  }
+  if (maxTokens !== null && !(Number.isSafeInteger(maxTokens) && maxTokens >= 0)) {
+    throw new OptionsError(
+      `${call}: maxTokens must be a whole number ≥ 0, or null for no limit, got ${showValue(maxTokens)}`,
+    );
+  }
+  if (period !== 'day' && period !== 'total') {
+    throw new OptionsError(`${call}: period must be "day" or "total", got ${showValue(period)}`);
+  }
+  // Kept to the micro-dollar, as spending is counted.
+  return { maxCostUsd: maxCostUsd === null ? null : microOf(maxCostUsd) / MICRO_USD, maxTokens, period };
+}
+
+/** Dollars as whole micro-dollars (to the nearest). */
+export function microOf(usd: number): number {
+  return Math.round(usd * MICRO_USD);
+}
+
+/** A charge, checked: whole numbers ≥ 0, each capped so that every sum stays exact. */
+export function checkGroupCharge(call: string, charge: unknown): Required<GroupCharge> {
+  if (typeof charge !== 'object' || charge === null || Array.isArray(charge)) {
+    throw new OptionsError(`${call}: the charge must be an object { tokens, costMicroUsd }, got ${showValue(charge)}`);
+  }
+  checkKeys(call, charge, ['tokens', 'costMicroUsd', 'costUnknown']);
+  const { tokens, costMicroUsd, costUnknown = false } = charge as GroupCharge;
+  for (const [name, value] of [
+    ['tokens', tokens],
+    ['costMicroUsd', costMicroUsd],
+  ] as const) {
+    if (!(Number.isSafeInteger(value) && value >= 0)) {
+      throw new OptionsError(`${call}: ${name} must be a whole number ≥ 0, got ${showValue(value)}`);
+    }
+  }
+  if (typeof costUnknown !== 'boolean') {
+    throw new OptionsError(`${call}: costUnknown must be true or false, got ${showValue(costUnknown)}`);
+  }
+  return {
+    tokens: Math.min(tokens, MAX_GROUP_TOKENS),
+    costMicroUsd: Math.min(costMicroUsd, MAX_GROUP_MICRO_USD),
+    costUnknown,
+  };
+}
+
+/** The window a spend at `now` (ms since the epoch, the store's clock) falls in under `period`. */
+export function windowOf(period: GroupPeriod, now: number): string {
+  return period === 'total' ? 'total' : new Date(now).toISOString().slice(0, 10);
+}
+
+/** The limit a group has reached (spent ≥ limit, like a run's budgets), cost first; or null. */
+export function exhaustedOf(budget: GroupBudget, tokens: number, costMicro: number): 'cost' | 'tokens' | null {
+  if (budget.maxCostUsd !== null && costMicro >= microOf(budget.maxCostUsd)) return 'cost';
+  if (budget.maxTokens !== null && tokens >= budget.maxTokens) return 'tokens';
+  return null;
+}
+
+/** The spend a store read: its budget (the default when none), window and sums. */
+export function spendOf(
+  group: string,
+  budget: GroupBudget | null,
+  window: string,
+  tokens: number,
+  costMicro: number,
+): GroupSpend {
+  const b = budget ?? NO_BUDGET;
+  return {
+    group,
+    window,
+    tokens,
+    costUsd: costMicro / MICRO_USD,
+    budget: { ...b },
+    exhausted: exhaustedOf(b, tokens, costMicro),
+  };
+}
+
+/**
+ * The cost a window holds after `charge`, from `before` micro-dollars: capped, and under a cost
+ * limit raised to at least the limit for a cost that could not be known (fail closed).
+ */
+export function costAfter(before: number, charge: Required<GroupCharge>, budget: GroupBudget | null): number {
+  const sum = Math.min(before + charge.costMicroUsd, MAX_GROUP_MICRO_USD);
+  const limit = budget?.maxCostUsd ?? null;
+  return charge.costUnknown && limit !== null ? Math.max(sum, microOf(limit)) : sum;
+}
+
+/** The default budget: no limits, counted by UTC day. */
+export const DEFAULT_GROUP_BUDGET: Readonly<GroupBudget> = NO_BUDGET;
+
+/**
+ * The group a run is in once it joins `group`: a run joins one group for life.
+ * @throws OptionsError when it is in another group already.
+ */
+export function groupAfterJoin(runId: string, stored: string | null, group: string): string {
+  if (stored !== null && stored !== group) {
+    throw new OptionsError(
+      `joinGroup: run ${showValue(runId)} is in group ${showValue(stored)}; a run cannot move to group ${showValue(group)}`,
+      { runId },
+    );
+  }
+  return group;
+}

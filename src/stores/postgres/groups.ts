@@ -1,0 +1,117 @@
+/**
+ * Group budgets on Postgres (stores/groups.ts). A spend is ONE statement: it reads the group's
+ * budget, picks the window (a UTC day on the store's clock, or 'total') and adds to that window's
+ * row with `INSERT … ON CONFLICT DO UPDATE SET tokens = tokens + $n …`: the row lock serialises
+ * concurrent spends from any number of connections and machines, and each adds to the newest row
+ * version, so they sum exactly. Sums are capped as in the other stores, and a cost that could not
+ * be known raises the window's cost to at least the limit (fail closed), in the same statement.
+ */
+import { MICRO_USD } from '../../../machines/budget.js';
+import {
+  type GroupBudget,
+  type GroupCharge,
+  type GroupSpend,
+  groupAfterJoin,
+  MAX_GROUP_MICRO_USD,
+  MAX_GROUP_TOKENS,
+  microOf,
+  spendOf,
+} from '../groups.js';
+import type { Query } from './queue.js';
+
+/** bigints come back as text: exact, and below 2^53 by the caps. */
+interface SpendRow {
+  win: string;
+  tokens: string;
+  cost_micro: string;
+  max_cost_micro: string | null;
+  max_tokens: string | null;
+  period: 'day' | 'total' | null;
+}
+
+/** The group statements for schema `s` (quoted). `at`: the store's now as ISO text, or null for the database's. */
+export function groupStatements(s: string) {
+  const now = (p: string) => `COALESCE(${p}::timestamptz, clock_timestamp())`;
+  const budget = `b AS (SELECT max_cost_micro, max_tokens, period FROM ${s}.group_budgets WHERE grp = $1)`;
+  const window = (p: string) => `w AS (
+      SELECT CASE WHEN (SELECT period FROM b) = 'total' THEN 'total'
+             ELSE to_char(${now(p)} AT TIME ZONE 'UTC', 'YYYY-MM-DD') END AS win)`;
+  const limits = 'b.max_cost_micro::text AS max_cost_micro, b.max_tokens::text AS max_tokens, b.period';
+  // $5: the cost is unknown; under a cost limit the window then holds at least the limit.
+  const floor = 'COALESCE(CASE WHEN $5::boolean THEN (SELECT max_cost_micro FROM b) END, 0)';
+  return {
+    /** $1 group, $2 tokens, $3 micro-dollars, $4 now, $5 cost unknown. */
+    spend: `WITH ${budget}, ${window('$4')}, up AS (
+        INSERT INTO ${s}.group_spend AS g (grp, win, tokens, cost_micro)
+        SELECT $1, w.win, $2::bigint, GREATEST($3::bigint, ${floor}) FROM w
+        ON CONFLICT (grp, win) DO UPDATE SET
+          tokens = LEAST(g.tokens + $2::bigint, ${MAX_GROUP_TOKENS}),
+          cost_micro = GREATEST(LEAST(g.cost_micro + $3::bigint, ${MAX_GROUP_MICRO_USD}), ${floor})
+        RETURNING win, tokens, cost_micro
+      )
+      SELECT up.win, up.tokens::text AS tokens, up.cost_micro::text AS cost_micro, ${limits}
+        FROM up LEFT JOIN b ON true`,
+    /** $1 group, $2 now. */
+    read: `WITH ${budget}, ${window('$2')}
+      SELECT w.win, COALESCE(g.tokens, 0)::text AS tokens, COALESCE(g.cost_micro, 0)::text AS cost_micro, ${limits}
+        FROM w LEFT JOIN ${s}.group_spend g ON g.grp = $1 AND g.win = w.win LEFT JOIN b ON true`,
+    /** $1 group, $2 micro-dollars, $3 tokens, $4 period. */
+    setBudget: `INSERT INTO ${s}.group_budgets (grp, max_cost_micro, max_tokens, period) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (grp) DO UPDATE SET max_cost_micro = excluded.max_cost_micro, max_tokens = excluded.max_tokens,
+        period = excluded.period`,
+    dropBudget: `DELETE FROM ${s}.group_budgets WHERE grp = $1`,
+    /** The group the run is in after joining $2: its own if it had one (the no-op update returns it). */
+    join: `INSERT INTO ${s}.run_groups AS m (run_id, grp) VALUES ($1, $2)
+      ON CONFLICT (run_id) DO UPDATE SET grp = m.grp RETURNING grp`,
+    groupOf: `SELECT grp FROM ${s}.run_groups WHERE run_id = $1`,
+  };
+}
+
+export type GroupStatements = ReturnType<typeof groupStatements>;
+
+function spendOfRow(group: string, row: SpendRow): GroupSpend {
+  const budget: GroupBudget | null =
+    row.period === null
+      ? null
+      : {
+          maxCostUsd: row.max_cost_micro === null ? null : Number(row.max_cost_micro) / MICRO_USD,
+          maxTokens: row.max_tokens === null ? null : Number(row.max_tokens),
+          period: row.period,
+        };
+  return spendOf(group, budget, row.win, Number(row.tokens), Number(row.cost_micro));
+}
+
+/** The group operations, run by the store's `query` (arguments already checked). */
+export function groupsOn(query: Query, sql: GroupStatements) {
+  return {
+    async setBudget(group: string, budget: GroupBudget | null): Promise<void> {
+      if (budget === null) await query('setGroupBudget', sql.dropBudget, [group]);
+      else {
+        const cost = budget.maxCostUsd === null ? null : microOf(budget.maxCostUsd);
+        await query('setGroupBudget', sql.setBudget, [group, cost, budget.maxTokens, budget.period]);
+      }
+    },
+    async spend(group: string, charge: Required<GroupCharge> | null, at: string | null): Promise<GroupSpend> {
+      const { rows } =
+        charge === null
+          ? await query<SpendRow>('groupSpend', sql.read, [group, at])
+          : await query<SpendRow>('spendGroup', sql.spend, [
+              group,
+              charge.tokens,
+              charge.costMicroUsd,
+              at,
+              charge.costUnknown,
+            ]);
+      return spendOfRow(group, rows[0] as SpendRow);
+    },
+    async join(runId: string, group: string): Promise<void> {
+      const { rows } = await query<{ grp: string }>('joinGroup', sql.join, [runId, group]);
+      const stored = (rows[0] as { grp: string }).grp;
+      groupAfterJoin(runId, stored === group ? null : stored, group);
+    },
+    async groupOf(runId: string): Promise<string | null> {
+      const { rows } = await query<{ grp: string }>('groupOf', sql.groupOf, [runId]);
+      return rows[0]?.grp ?? null;
+    },
+  };
+}

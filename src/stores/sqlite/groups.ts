@@ -1,0 +1,89 @@
+/**
+ * Group budgets in SQLite (stores/groups.ts): a spend is one `BEGIN IMMEDIATE` transaction —
+ * the write lock is taken before the budget and the window's sums are read, so spends from any
+ * connection of any process add up exactly, one after the other. The arithmetic is the shared
+ * one (`costAfter`); the SQL only reads and writes the rows.
+ */
+import type { Database } from 'better-sqlite3';
+import { MICRO_USD } from '../../../machines/budget.js';
+import {
+  costAfter,
+  type GroupBudget,
+  type GroupCharge,
+  type GroupSpend,
+  groupAfterJoin,
+  MAX_GROUP_TOKENS,
+  microOf,
+  spendOf,
+  windowOf,
+} from '../groups.js';
+
+interface BudgetRow {
+  max_cost_micro: number | null;
+  max_tokens: number | null;
+  period: 'day' | 'total';
+}
+
+/** The group transactions on `db`, called by the store after it checked the arguments. */
+export interface GroupTransactions {
+  setBudget(group: string, budget: GroupBudget | null): void;
+  /** Reads (`charge` null) or adds to the group's current window at `now` (the store's clock). */
+  spend(group: string, charge: Required<GroupCharge> | null, now: number): GroupSpend;
+  join(runId: string, group: string): void;
+  groupOf(runId: string): string | null;
+}
+
+export function groupTransactions(db: Database): GroupTransactions {
+  const budgetRow = db.prepare('SELECT max_cost_micro, max_tokens, period FROM group_budgets WHERE grp = ?');
+  const putBudget = db.prepare(
+    `INSERT INTO group_budgets (grp, max_cost_micro, max_tokens, period) VALUES (?, ?, ?, ?)
+     ON CONFLICT (grp) DO UPDATE SET max_cost_micro = excluded.max_cost_micro, max_tokens = excluded.max_tokens,
+       period = excluded.period`,
+  );
+  const dropBudget = db.prepare('DELETE FROM group_budgets WHERE grp = ?');
+  const spentRow = db.prepare('SELECT tokens, cost_micro FROM group_spend WHERE grp = ? AND win = ?');
+  const putSpent = db.prepare(
+    `INSERT INTO group_spend (grp, win, tokens, cost_micro) VALUES (?, ?, ?, ?)
+     ON CONFLICT (grp, win) DO UPDATE SET tokens = excluded.tokens, cost_micro = excluded.cost_micro`,
+  );
+  const memberRow = db.prepare('SELECT grp FROM run_groups WHERE run_id = ?').pluck();
+  const putMember = db.prepare('INSERT INTO run_groups (run_id, grp) VALUES (?, ?) ON CONFLICT (run_id) DO NOTHING');
+
+  const budgetOf = (group: string): GroupBudget | null => {
+    const row = budgetRow.get(group) as BudgetRow | undefined;
+    if (!row) return null;
+    const maxCostUsd = row.max_cost_micro === null ? null : row.max_cost_micro / MICRO_USD;
+    return { maxCostUsd, maxTokens: row.max_tokens, period: row.period };
+  };
+
+  const spend = db.transaction((group: string, charge: Required<GroupCharge> | null, now: number) => {
+    const budget = budgetOf(group);
+    const window = windowOf(budget?.period ?? 'day', now);
+    const row = spentRow.get(group, window) as { tokens: number; cost_micro: number } | undefined;
+    const before = { tokens: row?.tokens ?? 0, cost: row?.cost_micro ?? 0 };
+    if (charge === null) return spendOf(group, budget, window, before.tokens, before.cost);
+    const tokens = Math.min(before.tokens + charge.tokens, MAX_GROUP_TOKENS);
+    const cost = costAfter(before.cost, charge, budget);
+    putSpent.run(group, window, tokens, cost);
+    return spendOf(group, budget, window, tokens, cost);
+  });
+
+  const join = db.transaction((runId: string, group: string) => {
+    groupAfterJoin(runId, (memberRow.get(runId) as string | undefined) ?? null, group);
+    putMember.run(runId, group);
+  });
+
+  return {
+    setBudget: (group, budget) => {
+      if (budget === null) dropBudget.run(group);
+      else {
+        const cost = budget.maxCostUsd === null ? null : microOf(budget.maxCostUsd);
+        putBudget.run(group, cost, budget.maxTokens, budget.period);
+      }
+    },
+    // IMMEDIATE: the write lock before the read, so no other writer adds between read and write.
+    spend: (group, charge, now) => (charge === null ? spend(group, null, now) : spend.immediate(group, charge, now)),
+    join: (runId, group) => join.immediate(runId, group),
+    groupOf: (runId) => (memberRow.get(runId) as string | undefined) ?? null,
+  };
+}

@@ -1,0 +1,262 @@
+/**
+ * Group budgets (an optional capability: stores/groups.ts): what a group has spent, added
+ * atomically under concurrency (in one process and across processes), counted per UTC day on the
+ * store's clock, checked against the group's budget; hostile group ids refused; a run's group
+ * kept for life.
+ */
+import assert from 'node:assert/strict';
+import type { CheckpointStore } from '../../store.js';
+import type { GroupBudgetStore } from '../../stores/groups.js';
+import { optionsError, withClock, withStore, write } from './fixtures.js';
+import type { ConformanceCase, GroupSpendRaceReport, WriterProcess } from './types.js';
+
+/** The store's group methods; a store under these cases must have all five. */
+function groups(store: CheckpointStore): GroupBudgetStore {
+  for (const m of ['setGroupBudget', 'groupSpend', 'spendGroup', 'joinGroup', 'groupOf'] as const) {
+    assert.equal(typeof store[m], 'function', `a store with group budgets has ${m}`);
+  }
+  return store as CheckpointStore & GroupBudgetStore;
+}
+
+/** Distinct totals 1…n times `each`: every spend saw the one before it, none was lost or doubled. */
+function assertSerial(totals: number[], each: number): void {
+  assert.deepEqual(
+    [...totals].sort((a, b) => a - b),
+    Array.from({ length: totals.length }, (_, i) => (i + 1) * each),
+    'each spend returns a total of its own: they were added one after another',
+  );
+}
+
+const DAY = 86_400_000;
+
+export const groupCases: ConformanceCase[] = [
+  {
+    name: 'group budgets: a group never charged has spent 0 under the default budget; set, replace and remove a budget',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        const none = await g.groupSpend('acme');
+        assert.equal(none.group, 'acme');
+        assert.match(none.window, /^\d{4}-\d{2}-\d{2}$/);
+        assert.deepEqual(
+          { tokens: none.tokens, costUsd: none.costUsd, exhausted: none.exhausted },
+          { tokens: 0, costUsd: 0, exhausted: null },
+        );
+        assert.deepEqual(none.budget, { maxCostUsd: null, maxTokens: null, period: 'day' });
+        await g.setGroupBudget('acme', { maxCostUsd: 2.5 });
+        assert.deepEqual((await g.groupSpend('acme')).budget, { maxCostUsd: 2.5, maxTokens: null, period: 'day' });
+        await g.setGroupBudget('acme', { maxTokens: 10, period: 'total' });
+        const total = await g.groupSpend('acme');
+        assert.deepEqual(total.budget, { maxCostUsd: null, maxTokens: 10, period: 'total' });
+        assert.equal(total.window, 'total');
+        await g.setGroupBudget('acme', null);
+        assert.deepEqual((await g.groupSpend('acme')).budget, { maxCostUsd: null, maxTokens: null, period: 'day' });
+        // Another group is untouched.
+        assert.deepEqual((await g.groupSpend('other')).budget, { maxCostUsd: null, maxTokens: null, period: 'day' });
+      }),
+  },
+  {
+    name: 'group budgets: spendGroup adds whole micro-dollars and tokens, exhausted at or over a limit, cost first',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxCostUsd: 0.3, maxTokens: 1000 });
+        // 0.1 + 0.2 is exactly 0.3 here: micro-dollars are added as integers.
+        const a = await g.spendGroup('acme', { tokens: 100, costMicroUsd: 100_000 });
+        assert.deepEqual([a.tokens, a.costUsd, a.exhausted], [100, 0.1, null]);
+        const b = await g.spendGroup('acme', { tokens: 100, costMicroUsd: 199_999 });
+        assert.deepEqual([b.tokens, b.costUsd, b.exhausted], [200, 0.299999, null]);
+        const c = await g.spendGroup('acme', { tokens: 900, costMicroUsd: 1 });
+        assert.deepEqual([c.tokens, c.costUsd, c.exhausted], [1100, 0.3, 'cost']);
+        assert.deepEqual(await g.groupSpend('acme'), c);
+        // Raising the cost limit shows the tokens limit.
+        await g.setGroupBudget('acme', { maxCostUsd: 1, maxTokens: 1000 });
+        assert.equal((await g.groupSpend('acme')).exhausted, 'tokens');
+        await g.setGroupBudget('acme', { maxCostUsd: 1, maxTokens: null });
+        assert.equal((await g.groupSpend('acme')).exhausted, null);
+        // A zero charge changes nothing; a charge of a group without a budget is still counted.
+        assert.equal((await g.spendGroup('acme', { tokens: 0, costMicroUsd: 0 })).costUsd, 0.3);
+        assert.equal((await g.spendGroup('free', { tokens: 5, costMicroUsd: 7 })).costUsd, 0.000007);
+      }),
+  },
+  {
+    name: 'group budgets: a cost that could not be known fills the cost limit (fail closed); without one it adds nothing',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxCostUsd: 5 });
+        await g.spendGroup('acme', { tokens: 1, costMicroUsd: 1_000_000 });
+        const unknown = await g.spendGroup('acme', { tokens: 2, costMicroUsd: 0, costUnknown: true });
+        assert.deepEqual([unknown.tokens, unknown.costUsd, unknown.exhausted], [3, 5, 'cost']);
+        // First of the day too (no row yet), and never lowering what is spent.
+        await g.setGroupBudget('fresh', { maxCostUsd: 0.5 });
+        assert.equal((await g.spendGroup('fresh', { tokens: 0, costMicroUsd: 0, costUnknown: true })).costUsd, 0.5);
+        assert.equal(
+          (await g.spendGroup('fresh', { tokens: 0, costMicroUsd: 700_000, costUnknown: true })).costUsd,
+          1.2,
+        );
+        const open = await g.spendGroup('open', { tokens: 4, costMicroUsd: 0, costUnknown: true });
+        assert.deepEqual([open.tokens, open.costUsd, open.exhausted], [4, 0, null]);
+      }),
+  },
+  {
+    name: 'group budgets: a daily budget starts again at 00:00 UTC on the store’s clock; a total one never does',
+    requires: ['groupBudgets', 'clock'],
+    run: (ctx) =>
+      withClock(ctx, async (store, clock) => {
+        const g = groups(store);
+        clock.now = Date.parse('2026-05-06T23:59:59.999Z');
+        await g.setGroupBudget('daily', { maxCostUsd: 1 });
+        await g.setGroupBudget('ever', { maxCostUsd: 1, period: 'total' });
+        for (const group of ['daily', 'ever']) await g.spendGroup(group, { tokens: 10, costMicroUsd: 1_000_000 });
+        assert.equal((await g.groupSpend('daily')).exhausted, 'cost');
+        assert.equal((await g.groupSpend('daily')).window, '2026-05-06');
+        clock.now += 1; // midnight UTC
+        const next = await g.groupSpend('daily');
+        assert.deepEqual([next.window, next.tokens, next.costUsd, next.exhausted], ['2026-05-07', 0, 0, null]);
+        assert.equal((await g.spendGroup('daily', { tokens: 1, costMicroUsd: 1 })).costUsd, 0.000001);
+        const ever = await g.groupSpend('ever');
+        assert.deepEqual([ever.window, ever.costUsd, ever.exhausted], ['total', 1, 'cost']);
+        clock.now += 30 * DAY;
+        assert.equal((await g.groupSpend('ever')).exhausted, 'cost');
+        // Switching a group to daily counts today's window (yesterday's spending stays in its own).
+        await g.setGroupBudget('ever', { maxCostUsd: 1 });
+        assert.deepEqual([(await g.groupSpend('ever')).costUsd, (await g.groupSpend('ever')).exhausted], [0, null]);
+      }),
+  },
+  {
+    name: 'group budgets: 50 concurrent spends of one group add up exactly, each seeing the one before',
+    requires: ['groupBudgets'],
+    timeoutMs: 30_000,
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxCostUsd: 0.00005 });
+        const spent = await Promise.all(
+          Array.from({ length: 50 }, () => g.spendGroup('acme', { tokens: 3, costMicroUsd: 1 })),
+        );
+        assertSerial(
+          spent.map((s) => s.tokens),
+          3,
+        );
+        const end = await g.groupSpend('acme');
+        assert.deepEqual([end.tokens, end.costUsd, end.exhausted], [150, 0.00005, 'cost']);
+        // Exactly the spend that reached the limit, and those after it, saw the group exhausted.
+        assert.equal(spent.filter((s) => s.exhausted === 'cost').length, 1);
+      }),
+  },
+  {
+    name: 'group budgets: spends from two other processes and this one, at once, add up exactly',
+    requires: ['groupBudgets', 'crossProcess'],
+    timeoutMs: 60_000,
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        await g.groupSpend('acme'); // the schema exists before the children open it
+        const writers: WriterProcess[] = ['A', 'B'].map((writer) =>
+          ctx.spawnWriter!(store, { kind: 'groupSpends', writer, group: 'acme', spends: 25, costMicroUsd: 7 }),
+        );
+        let reports: GroupSpendRaceReport[];
+        try {
+          await Promise.all(writers.map((w) => w.ready));
+          for (const w of writers) w.go();
+          const mine = Promise.all(
+            Array.from({ length: 25 }, () => g.spendGroup('acme', { tokens: 1, costMicroUsd: 7 })),
+          );
+          const [theirs, own] = await Promise.all([Promise.all(writers.map((w) => w.result)), mine]);
+          reports = [
+            ...(theirs as GroupSpendRaceReport[]),
+            { writer: 'parent', totals: own.map((s) => s.costUsd * 1e6) },
+          ];
+        } finally {
+          for (const w of writers) w.kill();
+        }
+        assertSerial(
+          reports.flatMap((r) => r.totals.map((t) => Math.round(t))),
+          7,
+        );
+        const end = await g.groupSpend('acme');
+        assert.deepEqual([end.tokens, end.costUsd], [75, 0.000525]);
+      }),
+  },
+  {
+    name: 'group budgets: hostile group ids, budgets and charges are OptionsErrors, and nothing is stored',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        const badIds: unknown[] = [
+          '',
+          ' acme',
+          '-acme',
+          'a/b',
+          'a b',
+          'é',
+          'a\u0000',
+          'x'.repeat(129),
+          42,
+          null,
+          '../etc',
+        ];
+        for (const id of badIds) {
+          await assert.rejects(g.groupSpend(id as string), optionsError(/groupSpend: a group id must be/));
+          await assert.rejects(g.spendGroup(id as string, { tokens: 1, costMicroUsd: 1 }), optionsError(/group id/));
+          await assert.rejects(g.setGroupBudget(id as string, { maxCostUsd: 1 }), optionsError(/group id/));
+          await assert.rejects(g.joinGroup('run', id as string), optionsError(/group id/));
+        }
+        assert.equal((await g.groupSpend('x'.repeat(128))).tokens, 0);
+        assert.equal((await g.groupSpend('Acme.EU_1:user@example.com-2')).tokens, 0);
+        const badBudgets: unknown[] = [
+          { maxCostUsd: 0 },
+          { maxCostUsd: -1 },
+          { maxCostUsd: Number.NaN },
+          { maxCostUsd: 2e9 },
+          { maxTokens: 1.5 },
+          { maxTokens: -1 },
+          { period: 'week' },
+          { maxCost: 1 },
+          'a lot',
+          [],
+        ];
+        for (const budget of badBudgets) {
+          await assert.rejects(g.setGroupBudget('acme', budget as never), optionsError(/setGroupBudget: /));
+        }
+        const badCharges: unknown[] = [
+          { tokens: -1, costMicroUsd: 0 },
+          { tokens: 1, costMicroUsd: 0.5 },
+          { tokens: 1, costMicroUsd: Number.POSITIVE_INFINITY },
+          { tokens: 1 },
+          { tokens: 1, costMicroUsd: 1, costUnknown: 'yes' },
+          { tokens: 1, costMicroUsd: 1, extra: 1 },
+          null,
+        ];
+        for (const charge of badCharges) {
+          await assert.rejects(g.spendGroup('acme', charge as never), optionsError(/spendGroup: /));
+        }
+        const after = await g.groupSpend('acme');
+        assert.deepEqual([after.tokens, after.costUsd, after.budget.maxCostUsd], [0, 0, null]);
+      }),
+  },
+  {
+    name: 'group budgets: a run joins one group for life, before it exists and past its delete',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        assert.equal(await g.groupOf('run-1'), null);
+        await g.joinGroup('run-1', 'acme');
+        await g.joinGroup('run-1', 'acme'); // again: nothing changes
+        assert.equal(await g.groupOf('run-1'), 'acme');
+        await assert.rejects(g.joinGroup('run-1', 'other'), optionsError(/run "run-1" is in group "acme"/));
+        assert.equal(await g.groupOf('run-1'), 'acme');
+        await store.save('run-1', write(), 0);
+        assert.equal(await store.delete('run-1'), true);
+        assert.equal(await g.groupOf('run-1'), 'acme', 'a deleted run id keeps its group');
+        assert.equal(await g.groupOf('run-2'), null);
+        await assert.rejects(g.groupOf('a\u0000'), optionsError(/groupOf: run id/));
+      }),
+  },
+];

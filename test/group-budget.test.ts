@@ -1,0 +1,281 @@
+/**
+ * Group budgets at the Agent (issue 16): `budgetGroup` puts a run in a group whose budget lives in
+ * the store; the group is checked before every policy call and charged after it; a run over its
+ * group's budget stops `budget_exhausted` with `stoppedBy: 'group'`; the run's own `extendBudget`
+ * does not lift that, raising the group's budget does; `Agent.load` keeps the group; a store that
+ * cannot answer stops the policy from being called (fail closed). On the memory store; SQLite and
+ * Postgres under concurrent runs: test/stores/group-budget-agents.int.test.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resumeOptionsOf } from '../src/define.js';
+import { Agent, defineAgent, OptionsError, type Policy } from '../src/index.js';
+import { FileStore } from '../src/stores/file.js';
+import { MemoryStore } from '../src/stores/memory.js';
+import { submitRun, Worker } from '../src/worker/index.js';
+import { recorder } from './support/helpers.js';
+
+/** A policy that calls tool `t` forever, each call reporting `costUsd` and 10 tokens; counts its calls. */
+function spending(costUsd = 0.1) {
+  const policy = (() => {
+    policy.calls++;
+    return { tool: 't', usage: { inputTokens: 6, outputTokens: 4, costUsd } };
+  }) as unknown as Policy & { calls: number };
+  policy.calls = 0;
+  return policy;
+}
+
+const tools = [recorder('t').tool];
+const base = (store: MemoryStore, policy: Policy, runId: string) => ({
+  store,
+  policy,
+  tools,
+  runId,
+  budgetGroup: 'acme',
+  maxSteps: 100,
+});
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('budgetGroup: the option', () => {
+  it('needs a store with group budgets, and a well-formed group id', () => {
+    const policy = spending();
+    expect(() => new Agent({ policy, tools, budgetGroup: 'acme' })).toThrow(
+      /new Agent: budgetGroup needs a store with group budgets .*no store was given/,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-group-'));
+    dirs.push(dir);
+    expect(() => new Agent({ policy, tools, budgetGroup: 'acme', store: new FileStore({ dir }) })).toThrow(
+      /budgetGroup needs a store with group budgets .*this store has none/,
+    );
+    const store = new MemoryStore();
+    for (const bad of ['', 'a b', '../x', 'x'.repeat(129), 7]) {
+      expect(() => new Agent({ policy, tools, store, budgetGroup: bad as string })).toThrow(OptionsError);
+    }
+    expect(() => new Agent({ policy, tools, store, budgetGroup: 'a b' })).toThrow(
+      'new Agent: budgetGroup must be a group id: 1 to 128 characters of ASCII letters, digits and . _ : @ -, starting with a letter or digit, got "a b"',
+    );
+  });
+
+  it('is per run: not in a definition, not at resume or load (the store keeps it)', async () => {
+    expect(() => defineAgent({ name: 'a', policy: spending(), tools, budgetGroup: 'acme' } as never)).toThrow(
+      /defineAgent: unknown option "budgetGroup"/,
+    );
+    const store = new MemoryStore();
+    const agent = new Agent(base(store, spending(), 'r'));
+    expect(() => Agent.resume(agent.checkpoint(), { policy: spending(), tools, budgetGroup: 'x' } as never)).toThrow(
+      /unknown option "budgetGroup"/,
+    );
+  });
+});
+
+describe('a run in a group', () => {
+  it('is charged after every policy call and stops with stoppedBy group once the group has spent its budget', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 0.3 });
+    const policy = spending(0.1);
+    const agent = new Agent(base(store, policy, 'r1'));
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 3, usage: { costUsd: 0.3 }, error: null });
+    expect(policy.calls).toBe(3);
+    const spend = await store.groupSpend('acme');
+    expect(spend).toMatchObject({ tokens: 30, costUsd: 0.3, exhausted: 'cost' });
+    expect(await store.groupOf('r1')).toBe('acme');
+    // Another run of the group stops before its first call: the policy is never asked.
+    const other = spending();
+    const second = new Agent(base(store, other, 'r2'));
+    expect(await second.start('go')).toBe('budget_exhausted');
+    expect(second.state).toMatchObject({ stoppedBy: 'group', steps: 0 });
+    expect(other.calls).toBe(0);
+    // A run of another group is not stopped by it.
+    const free = new Agent({ ...base(store, spending(), 'r3'), budgetGroup: 'other', maxSteps: 2 });
+    expect(await free.start('go')).toBe('budget_exhausted');
+    expect(free.state.stoppedBy).toBe('steps');
+    expect((await store.groupSpend('other')).costUsd).toBe(0.2);
+  });
+
+  it('a token limit stops it too; the run’s own budgets still apply first', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxTokens: 25 });
+    const agent = new Agent(base(store, spending(0), 'r1'));
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 3 });
+    const own = new Agent({ ...base(store, spending(0), 'r2'), budgetGroup: 'roomy', maxSteps: 1 });
+    expect(await own.start('go')).toBe('budget_exhausted');
+    expect(own.state.stoppedBy).toBe('steps');
+  });
+
+  it('the run’s extendBudget does not lift a group stop; raising the group’s budget and run() does', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 0.2 });
+    const policy = spending(0.1);
+    const agent = new Agent({ ...base(store, policy, 'r1'), maxCostUsd: 1 });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    agent.extendBudget({ maxCostUsd: 100, maxSteps: 1000 });
+    expect(agent.state.stoppedBy).toBe('group');
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(agent.state.stoppedBy).toBe('group');
+    expect(policy.calls).toBe(2);
+    await store.setGroupBudget('acme', { maxCostUsd: 0.5 });
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 5, usage: { costUsd: 0.5 } });
+    expect(policy.calls).toBe(5);
+  });
+
+  it('Agent.load keeps the run in its group (from the store), and the group’s spending goes on', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 0.2 });
+    const agent = new Agent(base(store, spending(0.1), 'r1'));
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    await store.setGroupBudget('acme', { maxCostUsd: 0.3 });
+    const policy = spending(0.1);
+    const loaded = await Agent.load(store, 'r1', { policy, tools });
+    expect(await loaded.run()).toBe('budget_exhausted');
+    expect(loaded.state).toMatchObject({ stoppedBy: 'group', steps: 3 });
+    expect(policy.calls).toBe(1);
+    expect((await store.groupSpend('acme')).costUsd).toBe(0.3);
+  });
+
+  it('a run id already in another group is refused at its first save, before any policy call', async () => {
+    const store = new MemoryStore();
+    await store.joinGroup('r1', 'other');
+    const policy = spending();
+    const agent = new Agent(base(store, policy, 'r1'));
+    await expect(agent.start('go')).rejects.toThrow(
+      'joinGroup: run "r1" is in group "other"; a run cannot move to group "acme"',
+    );
+    expect(policy.calls).toBe(0);
+    expect(await store.load('r1')).toBeNull();
+    expect(await store.groupOf('r1')).toBe('other');
+  });
+
+  it('a run loaded with its policy call in flight checks its group before making that call again', async () => {
+    const store = new MemoryStore();
+    const def = defineAgent({ name: 'spender', policy: spending(), tools, maxSteps: 50 });
+    // submitRun stores the write-ahead record of the first policy call: "running, call in flight".
+    await submitRun(store, { agent: def, goal: 'x', runId: 'w1', budgetGroup: 'acme' });
+    await store.setGroupBudget('acme', { maxCostUsd: 0.1 });
+    await store.spendGroup('acme', { tokens: 0, costMicroUsd: 100_000 });
+    const policy = spending();
+    const agent = await Agent.load(store, 'w1', { policy, tools });
+    expect(agent.status).toBe('running');
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 0 });
+    expect(policy.calls).toBe(0);
+  });
+
+  it('an unknown cost fills the group’s cost limit (fail closed) and stops the group’s runs', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 5 });
+    const policy = (() => ({ tool: 't', usage: { inputTokens: 1, outputTokens: 1, model: 'o9' } })) as Policy;
+    const agent = new Agent({
+      ...base(store, policy, 'r1'),
+      price: { 'gpt-4.1': { inputUsdPerMTok: 1, outputUsdPerMTok: 1 } },
+    });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 1 });
+    expect(await store.groupSpend('acme')).toMatchObject({ costUsd: 5, exhausted: 'cost' });
+  });
+
+  it('a hostile usage cannot jam the charge: counts are capped as the store caps them', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxTokens: 1e15 });
+    const huge = Number.MAX_SAFE_INTEGER;
+    const policy = (() => ({ tool: 't', usage: { inputTokens: huge, outputTokens: huge, costUsd: 1e12 } })) as Policy;
+    const agent = new Agent(base(store, policy, 'r1'));
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 1, error: null });
+    expect(await store.groupSpend('acme')).toMatchObject({ tokens: huge, costUsd: 1e9, exhausted: 'tokens' });
+  });
+
+  it('a daily budget starts again at 00:00 UTC on the store’s clock', async () => {
+    const clock = { now: Date.parse('2026-05-06T23:00:00.000Z') };
+    const store = new MemoryStore({ now: () => clock.now });
+    await store.setGroupBudget('acme', { maxCostUsd: 0.2 });
+    const agent = new Agent(base(store, spending(0.1), 'r1'));
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state.steps).toBe(2);
+    clock.now += 3_600_000;
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 4 });
+    expect(await store.groupSpend('acme')).toMatchObject({ window: '2026-05-07', costUsd: 0.2 });
+  });
+});
+
+/** A memory store whose group methods fail while `down` is set. */
+function flaky() {
+  const store = new MemoryStore();
+  const state = { down: { check: false, spend: false } };
+  const spend = store.spendGroup.bind(store);
+  const read = store.groupSpend.bind(store);
+  store.groupSpend = async (group) => {
+    if (state.down.check) throw new Error('connection refused');
+    return read(group);
+  };
+  store.spendGroup = async (group, charge) => {
+    if (state.down.spend) throw new Error('connection reset');
+    return spend(group, charge);
+  };
+  return { store, state };
+}
+
+describe('fail closed', () => {
+  it('a group check the store cannot answer calls no policy: the run fails saying why, and run() tries again', async () => {
+    const { store, state } = flaky();
+    state.down.check = true;
+    const policy = spending(0.1);
+    const agent = new Agent({ ...base(store, policy, 'r1'), maxSteps: 2 });
+    expect(await agent.start('go')).toBe('failed');
+    expect(policy.calls).toBe(0);
+    expect(agent.state.error).toBe(
+      'StoreUnavailableError: the budget of group "acme" could not be checked, so the policy was not called: Error: connection refused',
+    );
+    state.down.check = false;
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(agent.state.stoppedBy).toBe('steps');
+    expect(policy.calls).toBe(2);
+  });
+
+  it('a charge the store cannot take is kept and added by the next check, which calls nothing until it is', async () => {
+    const { store, state } = flaky();
+    await store.setGroupBudget('acme', { maxCostUsd: 1 });
+    const policy = spending(0.1);
+    const agent = new Agent({ ...base(store, policy, 'r1'), maxSteps: 3 });
+    state.down.spend = true;
+    // The first call's charge fails, and so does the check before the second (it must add it first).
+    expect(await agent.start('go')).toBe('failed');
+    expect(policy.calls).toBe(1);
+    expect(agent.state.error).toMatch(/could not be checked, so the policy was not called: Error: connection reset/);
+    expect((await store.groupSpend('acme')).costUsd).toBe(0);
+    state.down.spend = false;
+    expect(await agent.run()).toBe('budget_exhausted');
+    expect(agent.state.stoppedBy).toBe('steps');
+    expect(policy.calls).toBe(3);
+    // Every call is counted once: the owed one, then the two after it.
+    expect(await store.groupSpend('acme')).toMatchObject({ costUsd: 0.3, tokens: 30 });
+  });
+});
+
+describe('workers', () => {
+  it('submitRun({ budgetGroup }) puts the run in its group before it is stored; a worker’s run stops for the group', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 0.25 });
+    const def = defineAgent({ name: 'spender', policy: spending(0.1), tools, maxSteps: 50 });
+    await submitRun(store, { agent: def, goal: 'x', runId: 'w1', budgetGroup: 'acme' });
+    expect(await store.groupOf('w1')).toBe('acme');
+    await new Worker({ store, agents: [def] }).drain();
+    const agent = await Agent.load(store, 'w1', resumeOptionsOf(def));
+    expect(agent.state).toMatchObject({ status: 'budget_exhausted', stoppedBy: 'group', steps: 3 });
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-group-'));
+    dirs.push(dir);
+    await expect(submitRun(new FileStore({ dir }), { agent: def, goal: 'x', budgetGroup: 'acme' })).rejects.toThrow(
+      /submitRun: budgetGroup needs a store with group budgets/,
+    );
+    await expect(submitRun(store, { agent: def, goal: 'x', budgetGroup: 'no way' })).rejects.toThrow(OptionsError);
+  });
+});
