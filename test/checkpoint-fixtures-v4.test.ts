@@ -45,8 +45,21 @@ function world() {
     },
   };
   const tools = [
-    { name: 'lookup', fn: ({ id }: any) => (made.push(`lookup ${id}`), { id, total: 120 }) },
-    { name: 'refund', sideEffect: true, fn: (a: any) => (made.push(`refund ${a.cents}`), { refunded: a.cents }) },
+    {
+      name: 'lookup',
+      fn: ({ id }: any) => {
+        made.push(`lookup ${id}`);
+        return { id, total: 120 };
+      },
+    },
+    {
+      name: 'refund',
+      sideEffect: true,
+      fn: (a: any) => {
+        made.push(`refund ${a.cents}`);
+        return { refunded: a.cents };
+      },
+    },
   ];
   return { made, asked, summarised, options: { policy, tools, clock: new ManualClock(T0), price, compaction } };
 }
