@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
-import { decodeCheckpoint, entryOf, headOf, joinRun } from '../src/checkpoint/index.js';
+import { entryOf, joinRun } from '../src/checkpoint/index.js';
 import { Agent, CheckpointError, type HistoryEntry, type Policy, type Tool, UserError } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
@@ -18,7 +18,6 @@ import { idLike } from './support/helpers.js';
 
 const V2 = 'test/fixtures/checkpoints/v2';
 const V3 = 'test/fixtures/checkpoints/v3';
-const V4 = 'test/fixtures/checkpoints/v4';
 const BROKEN = 'test/fixtures/checkpoints/broken';
 const T0 = Date.parse('2026-12-01T09:00:00.000Z');
 const namesIn = (dir: string) =>
