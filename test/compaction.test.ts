@@ -290,11 +290,15 @@ describe('a failed summary', () => {
   };
 
   it('leaves the history uncompacted and the run going, the error kept; tried once a step, given up after 3', async () => {
-    const r = await failing(() => {
+    const steps: number[] = [];
+    const r = await failing((_e, ctx) => {
+      steps.push(ctx.step);
       throw new TypeError('model down');
     });
     expect(r.status).toBe('done');
     expect(r.asked()).toBe(3);
+    // Never twice before one policy call: before steps 4, 5 and 6 (the view is first over 5 entries after step 3).
+    expect(steps).toEqual([4, 5, 6]);
     expect(r.agent.state.history.some(isSummaryEntry)).toBe(false);
     expect(r.agent.state.compaction).toMatchObject({ failures: 3, error: 'TypeError: model down' });
     // The policy got the whole history each time.
@@ -450,6 +454,29 @@ describe('a crash mid-summary', () => {
     const tos = summaries.map((e) => JSON.parse(e).covers.to);
     expect(new Set(tos).size).toBe(tos.length);
     expect(tos[0]).toBe(4);
+  });
+});
+
+describe('limits given on resume', () => {
+  it('a run resumed mid-summary with a budget it has spent stops before asking the summariser again', async () => {
+    const held = gate<string>();
+    const first = compacted(6, { summarize: () => held.promise }, { maxTokens: 1_000 });
+    void first.agent.start('go');
+    await until(() => JSON.parse(first.agent.checkpoint()).snapshot.value.running === 'summarising');
+    const blob = first.agent.checkpoint();
+    await first.agent.cancel('crash');
+    const s = namer();
+    const options = { policy: stepper(6).policy, tools: [recorder('t').tool] };
+    const compaction = { when: { entries: 5 }, keep: 1, summarize: s.summarize };
+    // The policy reported no tokens: a budget of 0 tokens is spent already.
+    const again = Agent.resume(blob, { ...options, compaction, maxTokens: 0 });
+    expect(again.status).toBe('budget_exhausted');
+    expect(again.state.stoppedBy).toBe('tokens');
+    expect(await again.run()).toBe('budget_exhausted');
+    expect(s.calls).toEqual([]);
+    again.extendBudget({ maxTokens: 10 });
+    expect(await again.run()).toBe('done');
+    expect(s.calls[0]?.ctx.covers).toEqual({ from: 1, to: 4 });
   });
 });
 
