@@ -8,7 +8,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
 import { decodeCheckpoint, entryOf, headOf, joinRun } from '../src/checkpoint/index.js';
-import { Agent, type CompactionOptions, type HistoryEntry, isSummaryEntry, type Policy } from '../src/index.js';
+import {
+  Agent,
+  CheckpointError,
+  type CompactionOptions,
+  type HistoryEntry,
+  isSummaryEntry,
+  type Policy,
+} from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
 
@@ -156,5 +163,38 @@ describe('a version-4 run goes on', () => {
     agent.extendBudget({ maxTokens: 100_000 });
     expect(await agent.run()).toBe('awaiting_approval');
     expect(w.asked[0]?.step).toBe(4);
+  });
+});
+
+describe('summaries a run never makes are refused', () => {
+  const edited = (edit: (history: any[]) => void) => {
+    const c = JSON.parse(read('done-summarised'));
+    edit(c.snapshot.context.history);
+    return canonicalize(c) as string;
+  };
+  const refusal = (blob: string) => {
+    try {
+      decodeCheckpoint(blob);
+    } catch (error) {
+      return error as CheckpointError;
+    }
+    throw new Error('accepted');
+  };
+
+  it('one that covers no more than the summary before it', () => {
+    const blob = edited((h) => {
+      const [first, second] = h.filter((e) => e.role === 'summary');
+      second.covers.to = first.covers.to;
+    });
+    const error = refusal(blob);
+    expect(error).toBeInstanceOf(CheckpointError);
+    expect(error.message).toMatch(/covers\.to: a summary covers more than the one before it \(to 2\)$/);
+  });
+
+  it('one that starts anywhere but entry 1, or has an empty text', () => {
+    const from = refusal(edited((h) => (h.find((e) => e.role === 'summary').covers.from = 2)));
+    expect(from.path).toMatch(/^snapshot\.context\.history\.5/);
+    const empty = refusal(edited((h) => (h.find((e) => e.role === 'summary').text = '')));
+    expect(empty.path).toMatch(/^snapshot\.context\.history\.5/);
   });
 });
