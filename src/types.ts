@@ -295,7 +295,12 @@ export type RunEvent =
   | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number } }
   | { type: 'status'; status: Status }
   /** A streaming policy's progress on the step it is deciding (not recorded in the history). */
-  | { type: 'delta'; step: number; delta: PolicyDelta };
+  | { type: 'delta'; step: number; delta: PolicyDelta }
+  /**
+   * Compaction's record changed (`state.compaction`): a summary failed (its `error`), or one
+   * succeeded after failures. A summary that succeeds is an `entry` event.
+   */
+  | { type: 'compaction'; compaction: CompactionState };
 
 /** `agent.state`: the whole run, plain JSON (a copy). */
 export interface RunState {

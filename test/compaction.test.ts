@@ -15,6 +15,7 @@ import {
   isSummaryEntry,
   OptionsError,
   type Policy,
+  type RunEvent,
   type SummaryContext,
 } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
@@ -304,6 +305,33 @@ describe('a failed summary', () => {
     // The policy got the whole history each time.
     expect(r.views.at(-1)).toEqual(r.agent.state.history.slice(0, -1));
     expect(r.agent.state.error).toBeNull();
+  });
+
+  it('is reported to observers (a success after failures too); a summary that succeeds is an entry', async () => {
+    const { policy } = stepper(6);
+    let n = 0;
+    const agent = new Agent({
+      policy,
+      tools: [recorder('t').tool],
+      compaction: {
+        when: { entries: 5 },
+        keep: 1,
+        summarize: () => {
+          n++;
+          if (n === 1) throw new Error('busy');
+          return 'ok';
+        },
+      },
+    });
+    const events: RunEvent[] = [];
+    agent.observe((e) => events.push(e));
+    expect(await agent.start('go')).toBe('done');
+    expect(events.filter((e) => e.type === 'compaction')).toEqual([
+      { type: 'compaction', compaction: { failures: 1, error: 'Error: busy', retryAt: 8 } },
+      { type: 'compaction', compaction: { failures: 0, error: null, retryAt: 0 } },
+    ]);
+    const summaries = events.flatMap((e) => (e.type === 'entry' && isSummaryEntry(e.entry) ? [e.entry] : []));
+    expect(summaries).toEqual(agent.state.history.filter(isSummaryEntry));
   });
 
   it('a success after failures resets the count and clears the error', async () => {
