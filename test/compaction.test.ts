@@ -20,6 +20,7 @@ import {
 } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
+import { submitRun, Worker } from '../src/worker/index.js';
 import { gate, mortal, recorder, until } from './support/helpers.js';
 
 /** A policy that calls `t` `n` times with its step number, then answers; records the views it got. */
@@ -556,5 +557,24 @@ describe('options', () => {
     ).toThrow(/^defineAgent: compaction.when.entries must be/);
     const agent = new Agent({ ...base, compaction });
     expect(agent.checkpoint()).not.toContain('summarize');
+  });
+
+  it("a worker compacts the runs it takes up with the definition's option", async () => {
+    const store = new MemoryStore();
+    const s = namer();
+    const def = defineAgent({
+      name: 'counter',
+      policy: stepper(6).policy,
+      tools: [recorder('t').tool],
+      maxSteps: 20,
+      compaction: { when: { entries: 5 }, keep: 1, summarize: s.summarize },
+    });
+    await submitRun(store, { agent: def, goal: 'count', runId: 'w1' });
+    await new Worker({ store, agents: [def] }).drain();
+    const agent = await Agent.load(store, 'w1', resumeOptionsOf(def));
+    expect(agent.status).toBe('done');
+    expect(s.calls.length).toBeGreaterThan(0);
+    expect(agent.state.history.filter(isSummaryEntry)).toHaveLength(s.calls.length);
+    expect(agent.view().length).toBeLessThanOrEqual(6);
   });
 });
