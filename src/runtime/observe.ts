@@ -19,7 +19,9 @@ interface Seen {
   compaction: string | null;
 }
 
-const compactionKey = (c: CompactionState) => `${c.failures}|${c.retryAt}|${c.error}`;
+/** Compaction's record by value; null for a context without one (made by hand, as in unit tests). */
+const compactionKey = (c: CompactionState | undefined) =>
+  c === undefined ? null : `${c.failures}|${c.retryAt}|${c.error}`;
 
 export class Observers {
   readonly #listeners = new Set<(event: RunEvent) => void>();
@@ -72,7 +74,7 @@ export class Observers {
     }
     // A failed summary changes no entry: observers hear of it (and of the count reset) here.
     const compaction = compactionKey(context.compaction);
-    if (seen.compaction !== null && compaction !== seen.compaction) {
+    if (seen.compaction !== null && compaction !== null && compaction !== seen.compaction) {
       events.push({ type: 'compaction', compaction: structuredClone(context.compaction) });
     }
     // A status event on a change of status only, not on every phase of `running`.
