@@ -19,13 +19,33 @@ import {
 import { describeError, elapsedOf } from './describe-error.js';
 import { appendCopy } from './history.js';
 import { actors, historyActions, types } from './history-actions.js';
-import type { AgentContext, StepCall } from './types.js';
+import type { AgentContext, CallCost, StepCall, TokenCount } from './types.js';
 
 export { historyActions } from './history-actions.js';
 
 function withOutcome(context: AgentContext, change: (call: StepCall) => StepCall): Partial<AgentContext> {
   const call = runningCall(context.calls);
   return call ? { calls: updateCall(context.calls, call.key, change) } : {};
+}
+
+/**
+ * What a priced call (a policy decision or a summary) adds: its tokens, its cost (an unknown cost
+ * under a cost budget spends what is left: budget.ts) and its active time, and why a cost was unknown.
+ */
+function spend(
+  context: AgentContext,
+  d: { usage: TokenCount | null; cost?: CallCost; elapsedMs: number },
+): Partial<AgentContext> {
+  const unknown = d.cost !== undefined && 'unknown' in d.cost && context.limits.maxCostUsd !== null;
+  return {
+    activeMs: context.activeMs + d.elapsedMs,
+    usage: {
+      inputTokens: context.usage.inputTokens + (d.usage?.inputTokens ?? 0),
+      outputTokens: context.usage.outputTokens + (d.usage?.outputTokens ?? 0),
+      costUsd: spentAfter(context, d.cost),
+    },
+    ...(unknown ? { error: `cost unknown: ${(d.cost as { unknown: string }).unknown}` } : {}),
+  };
 }
 
 export const agentMachine = setup({
@@ -53,6 +73,12 @@ export const agentMachine = setup({
     // about another request (superseded, or already decided) changes nothing.
     decisionsMatch: ({ context, event }) => event.type === 'DECIDE' && decisionsMatch(context.calls, event.decisions),
     someExpired: ({ context, event }) => event.type === 'EXPIRE' && context.calls.some((c) => isExpiredAt(c, event.at)),
+    // Whether the view the policy would get now is over the compaction threshold, with something
+    // to summarise. The machine has no compaction option: the runtime provides this guard for a
+    // run given one (runtime/compaction.ts); without it, no summary is ever made.
+    compactionDue: () => false,
+    isSummary: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'summary',
+    isSummaryFailure: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'failed',
     outcomeUnknown: ({ event }) => event.type === 'xstate.done.actor.tool' && event.output.type === 'outcome_unknown',
   },
   actions: {
@@ -70,17 +96,27 @@ export const agentMachine = setup({
     // and keeps why a cost was unknown, for the human who raises the budget.
     countDecision: assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.policy');
-      const d = event.output;
-      const unknown = d.cost !== undefined && 'unknown' in d.cost && context.limits.maxCostUsd !== null;
+      return { steps: context.steps + 1, ...spend(context, event.output) };
+    }),
+    // A summary is no step (maxSteps counts policy calls), but its tokens, cost and time are spent.
+    countSummary: assign(({ context, event }) => {
+      assertEvent(event, 'xstate.done.actor.summary');
+      const s = event.output;
+      return s.type === 'skipped' ? {} : spend(context, s);
+    }),
+    // A failed summary leaves the history as it was and the run going; it is not tried again
+    // until the history grew (at most once a step), and not at all after MAX_SUMMARY_FAILURES.
+    recordSummaryFailure: assign(({ context, event }) => {
+      assertEvent(event, ['xstate.done.actor.summary', 'xstate.error.actor.summary']);
+      const error =
+        event.type === 'xstate.error.actor.summary'
+          ? describeError(event.error)
+          : event.output.type === 'failed'
+            ? event.output.error
+            : null;
       return {
-        steps: context.steps + 1,
-        activeMs: context.activeMs + d.elapsedMs,
-        usage: {
-          inputTokens: context.usage.inputTokens + (d.usage?.inputTokens ?? 0),
-          outputTokens: context.usage.outputTokens + (d.usage?.outputTokens ?? 0),
-          costUsd: spentAfter(context, d.cost),
-        },
-        ...(unknown ? { error: `cost unknown: ${(d.cost as { unknown: string }).unknown}` } : {}),
+        compaction: { failures: context.compaction.failures + 1, error, retryAt: context.history.length + 1 },
+        ...(event.type === 'xstate.error.actor.summary' ? { activeMs: context.activeMs + elapsedOf(event.error) } : {}),
       };
     }),
     countPolicyTime: assign(({ context, event }) => {
@@ -164,6 +200,7 @@ export const agentMachine = setup({
     stoppedBy: null,
     error: null,
     cancelReason: null,
+    compaction: { failures: 0, error: null, retryAt: 0 },
   }),
   initial: 'idle',
   on: {
@@ -186,8 +223,25 @@ export const agentMachine = setup({
             { guard: 'tokensExhausted', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },
             { guard: 'costExhausted', target: '#agent.budget_exhausted', actions: 'markCostExhausted' },
             { guard: 'timeExhausted', target: '#agent.budget_exhausted', actions: 'markTimeExhausted' },
+            { guard: 'compactionDue', target: 'summarising' },
             { target: 'deciding' },
           ],
+        },
+        summarising: {
+          description:
+            "The view is over the compaction threshold: older turns are summarised. The summary is appended to the history (which keeps every entry); its tokens and cost are spent like a policy call's, but it is no step. A failure leaves the view as it was and the run going; a crash here asks again.",
+          invoke: {
+            id: 'summary',
+            src: 'summarize',
+            input: ({ context }) => ({ runId: context.runId, step: context.steps + 1 }),
+            onDone: [
+              { guard: 'isSummary', target: 'checking', actions: ['countSummary', 'recordSummary'] },
+              { guard: 'isSummaryFailure', target: 'checking', actions: ['countSummary', 'recordSummaryFailure'] },
+              // Nothing to summarise after all (resumed without the option): the budgets were just checked.
+              { target: 'deciding' },
+            ],
+            onError: { target: 'checking', actions: 'recordSummaryFailure' },
+          },
         },
         deciding: {
           description: 'The policy is asked for the next action: one call of it is one step, whatever it returns.',

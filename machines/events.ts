@@ -1,5 +1,5 @@
 /** The events the agent machine handles: the user's, and its invoked actors' done and error events. */
-import type { AgentEvent, Decision, StepCall, ToolOutcome } from './types.js';
+import type { AgentEvent, Decision, StepCall, SummaryOutcome, ToolOutcome } from './types.js';
 
 /** Input of the policy actor. Kept small: an invoked actor's input is persisted. */
 export interface PolicyInput {
@@ -20,4 +20,6 @@ export type MachineEvent =
   | DoneEvent<Decision, 'policy'>
   | ErrorEvent<'policy'>
   | DoneEvent<ToolOutcome, 'tool'>
-  | ErrorEvent<'tool'>;
+  | ErrorEvent<'tool'>
+  | DoneEvent<SummaryOutcome, 'summary'>
+  | ErrorEvent<'summary'>;

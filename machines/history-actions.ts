@@ -7,7 +7,15 @@ import { assertEvent, fromPromise, setup } from 'xstate';
 import { stepCalls } from './calls.js';
 import type { MachineEvent, PolicyInput, ToolInput } from './events.js';
 import { type Append, assistantEntry, toolEntry } from './history.js';
-import type { AgentContext, AgentInput, Decision, HistoryEntry, StepCall, ToolOutcome } from './types.js';
+import type {
+  AgentContext,
+  AgentInput,
+  Decision,
+  HistoryEntry,
+  StepCall,
+  SummaryOutcome,
+  ToolOutcome,
+} from './types.js';
 
 export const types = {
   context: {} as AgentContext,
@@ -22,6 +30,9 @@ export const actors = {
   }),
   tool: fromPromise<ToolOutcome, ToolInput>(async () => {
     throw new Error('the tool actor was not provided');
+  }),
+  summarize: fromPromise<SummaryOutcome, PolicyInput>(async () => {
+    throw new Error('the summarize actor was not provided');
   }),
 };
 
@@ -63,6 +74,17 @@ export function historyActions(append: Append) {
       const d = event.output;
       if (d.type !== 'malformed') return {};
       return { history: append(context.history, { role: 'tool', tool: d.tool, error: d.error }) };
+    }),
+    // A summary is appended, never written over what it covers: the journal keeps every entry.
+    // Its failure count is reset; the failure it may have ended is no longer the state of things.
+    recordSummary: typed.assign(({ context, event }) => {
+      assertEvent(event, 'xstate.done.actor.summary');
+      const s = event.output;
+      if (s.type !== 'summary') return {};
+      return {
+        history: append(context.history, { role: 'summary', text: s.text, covers: s.covers }),
+        compaction: { failures: 0, error: null, retryAt: 0 },
+      };
     }),
     // Every call has its outcome: the tool entries go into the history in call order.
     finishStep: typed.assign(({ context }) => ({

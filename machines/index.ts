@@ -5,6 +5,15 @@
 export { type AgentMachine, agentMachine, historyActions } from './agent-machine.js';
 export { exhaustedBudget } from './budget.js';
 export { callIdOf, keyOf, pendingCalls } from './calls.js';
+export {
+  type Cover,
+  latestSummary,
+  MAX_SUMMARY_FAILURES,
+  MAX_SUMMARY_LENGTH,
+  modelView,
+  nextCover,
+  turnsOf,
+} from './compaction.js';
 export { describeError } from './describe-error.js';
 export type { DoneEvent, ErrorEvent, MachineEvent, PolicyInput, ToolInput } from './events.js';
 export { type Append, appendCopy, appendInPlace, deepFreeze } from './history.js';
@@ -20,6 +29,7 @@ export {
   type CallOutcome,
   type CallState,
   type ClassifiedCall,
+  type CompactionState,
   type Decision,
   type HistoryEntry,
   type Json,
@@ -30,6 +40,8 @@ export {
   STATUSES,
   type Status,
   type StepCall,
+  type SummaryEntry,
+  type SummaryOutcome,
   type TokenCount,
   type ToolOutcome,
   type Usage,

@@ -85,7 +85,30 @@ export type HistoryEntry =
   | { role: 'assistant'; calls: AssistantCall[]; text?: string }
   | { role: 'assistant'; final: Json }
   | { role: 'tool'; tool: string; result: Json; id?: string; approval?: ApprovalRecord }
-  | { role: 'tool'; tool: string; error: string; id?: string; approval?: ApprovalRecord; outcome?: 'unknown' };
+  | { role: 'tool'; tool: string; error: string; id?: string; approval?: ApprovalRecord; outcome?: 'unknown' }
+  | SummaryEntry;
+
+/**
+ * A summary of earlier turns (compaction): `text` stands for the journal entries `covers.from` to
+ * `covers.to` (indices into the history, both included) in the model's view. Summaries fold: each
+ * covers from index 1 (the first entry after the goal), earlier summaries included. The entries it
+ * covers stay in the history; only the view leaves them out (machines/compaction.ts).
+ */
+export interface SummaryEntry {
+  role: 'summary';
+  text: string;
+  covers: { from: number; to: number };
+}
+
+/** Where a run's compaction stands: what made the last summary fail, and when it may be tried again. */
+export interface CompactionState {
+  /** Failed summaries in a row; at `MAX_SUMMARY_FAILURES` the run summarises no more. A success resets it. */
+  failures: number;
+  /** The last summary's failure as `'<ErrorName>: <message>'`; null once a summary succeeds (or none failed). */
+  error: string | null;
+  /** After a failure: no summary is tried again until the history has at least this many entries. */
+  retryAt: number;
+}
 
 /** Where a call of the current step stands. */
 export type CallState =
@@ -198,6 +221,8 @@ export interface AgentContext {
    */
   error: string | null;
   cancelReason: string | null;
+  /** Compaction's own record: its failures (a failed summary never fails the run). */
+  compaction: CompactionState;
 }
 
 /** What the machine is given when a run is created. */
@@ -250,6 +275,16 @@ export type Decision = DecisionCost &
      */
     | { type: 'exhausted'; budget: 'group' }
   );
+
+/**
+ * The summariser actor's output. `failed`: the summary could not be had (it threw, timed out or
+ * returned something unusable); the run goes on with the uncompacted view. `skipped`: nothing to
+ * summarise (a run resumed without its `compaction` option).
+ */
+export type SummaryOutcome =
+  | (DecisionCost & { type: 'summary'; text: string; covers: { from: number; to: number } })
+  | (DecisionCost & { type: 'failed'; error: string })
+  | { type: 'skipped' };
 
 /** The tool actor's output. */
 export type ToolOutcome =

@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isExpiredAt } from '../machines/calls.js';
-import type { Limits, Status } from '../machines/types.js';
+import { modelView } from '../machines/compaction.js';
+import type { HistoryEntry, Limits, Status } from '../machines/types.js';
 import { decodeCheckpoint, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
@@ -210,6 +211,18 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   /** The whole run as plain JSON (a copy: changing it changes nothing). */
   get state(): RunState {
     return this.#run.state;
+  }
+
+  /**
+   * What the policy would be given now: the model's view of the history. Without summaries, the
+   * whole history; once compaction has summarised, the goal, the latest summary and the entries
+   * after what it covers (docs/long-runs.md, "Compaction"). `state.history` keeps every entry. A copy.
+   *
+   * @example
+   * agent.view().length <= agent.state.history.length; // always
+   */
+  view(): HistoryEntry[] {
+    return structuredClone(modelView(this.#run.context.history));
   }
 
   /** The persisted run: canonical JSON that `Agent.resume` reads. Valid at any moment. */

@@ -83,6 +83,7 @@ export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>
     inspect,
     tracer,
     price,
+    compaction,
   } = definition;
   return {
     policy,
@@ -99,6 +100,8 @@ export function resumeOptionsOf<Tools extends readonly Tool[] = readonly Tool[]>
     ...(tracer === undefined ? {} : { tracer }),
     // The price is how the run's spending is counted, not a limit: a resumed run needs it.
     ...(price === undefined ? {} : { price }),
+    // So is the compaction: a resumed run summarises as the definition says.
+    ...(compaction === undefined ? {} : { compaction }),
   };
 }
 

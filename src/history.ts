@@ -12,6 +12,7 @@ import type {
   HistoryCall,
   HistoryEntry,
   ResultEntry,
+  SummaryEntry,
   ToolEntry,
   UserEntry,
 } from './types.js';
@@ -87,6 +88,18 @@ export function isResultEntry(entry: HistoryEntry): entry is ResultEntry {
  */
 export function isErrorEntry(entry: HistoryEntry): entry is ErrorEntry {
   return entry.role === 'tool' && 'error' in entry;
+}
+
+/**
+ * True for a summary made by compaction: `{ role: 'summary', text, covers: { from, to } }`. It
+ * stands for the entries `covers.from` to `covers.to` in the model's view (`agent.view()`); the
+ * history keeps those entries too.
+ *
+ * @example
+ * const summaries = agent.state.history.filter(isSummaryEntry).length;
+ */
+export function isSummaryEntry(entry: HistoryEntry): entry is SummaryEntry {
+  return entry.role === 'summary';
 }
 
 /**

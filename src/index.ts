@@ -4,6 +4,14 @@ export { agentMachine } from '../machines/index.js';
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint/index.js';
 export { type Clock, systemClock } from './clock.js';
+export {
+  type CompactionOptions,
+  type CompactionThreshold,
+  estimateTokens,
+  type Summarize,
+  type SummaryContext,
+  type SummaryResult,
+} from './compaction.js';
 export { type AgentDefinition, agentOptionsOf, defineAgent, isAgentDefinition, resumeOptionsOf } from './define.js';
 export {
   ApprovalExpiredError,
@@ -31,6 +39,7 @@ export {
   isErrorEntry,
   isFinalEntry,
   isResultEntry,
+  isSummaryEntry,
   isToolEntry,
   isUserEntry,
 } from './history.js';
@@ -111,6 +120,7 @@ export type {
   CallOf,
   CallRequest,
   CallsEntry,
+  CompactionState,
   DecideManyOptions,
   DecideOptions,
   Decisions,
@@ -138,6 +148,7 @@ export type {
   RunState,
   RunUsage,
   Status,
+  SummaryEntry,
   Tool,
   ToolArgs,
   ToolContext,

@@ -13,6 +13,7 @@ import { MAX_COST_USD } from '../machines/budget.js';
 import { hasLoneSurrogate } from '../machines/strings.js';
 import type { Limits } from '../machines/types.js';
 import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
+import { type Compaction, compactionOf } from './compaction.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
@@ -134,6 +135,8 @@ const runtimeShape = {
     )
     .optional(),
   price,
+  // Checked apart (compaction.ts), for errors that name the path inside it.
+  compaction: z.unknown().optional(),
   owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
   ).optional(),
@@ -215,6 +218,8 @@ export interface Runtime {
   agent: string | null;
   /** What a policy call costs (runtime/cost.ts); null: no price given. */
   price: Pricing | null;
+  /** When and how the run summarises older turns (compaction.ts); null: it never does. */
+  compaction: Compaction | null;
 }
 
 /** The value at `path` in `value`, read without throwing. */
@@ -280,6 +285,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     tracer: options.tracer,
     agent: options.agent ?? null,
     price: pricingOf(options.price),
+    compaction: compactionOf(call, options.compaction),
     lease: {
       owner: options.owner ?? ownerId(),
       leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,

@@ -4,6 +4,7 @@ import type {
   ApprovalRecord,
   AssistantCall,
   BudgetKind,
+  CompactionState,
   HistoryEntry,
   Json,
   JsonObject,
@@ -14,6 +15,7 @@ import type {
   Usage,
 } from '../machines/types.js';
 import type { Clock } from './clock.js';
+import type { CompactionOptions } from './compaction.js';
 import type { Price } from './price.js';
 import type { CheckpointStore, Lease } from './store.js';
 import type { ActionOf, Tool } from './tool-types.js';
@@ -159,6 +161,17 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
    * @default none
    */
   price?: Price;
+  /**
+   * Summarise older turns when the model's view grows over a threshold: the policy then gets the
+   * goal, the latest summary and the recent turns (`agent.view()`); `state.history` keeps every
+   * entry. A summary's tokens and cost count against the budgets; a failed one leaves the view
+   * uncompacted and the run going. Not persisted (it holds a function): give it again to
+   * `Agent.resume` and `Agent.load` (docs/long-runs.md, "Compaction").
+   * @example
+   * compaction: { when: { entries: 40 }, keep: 4, summarize: (entries) => mySummary(entries) }
+   * @default none (the view is the whole history)
+   */
+  compaction?: CompactionOptions;
 }
 
 /** Options of `new Agent`. */
@@ -255,6 +268,12 @@ export type FinalEntry = Extract<HistoryEntry, { role: 'assistant'; final: Json 
 /** A tool entry: the outcome of one call, a result or an error. */
 export type ToolEntry = Extract<HistoryEntry, { role: 'tool' }>;
 
+/**
+ * A summary of earlier turns made by compaction: `{ role: 'summary', text, covers: { from, to } }`,
+ * `covers` the journal indices (both included) it stands for in the model's view.
+ */
+export type { SummaryEntry } from '../machines/types.js';
+
 /** A tool entry with the tool's result: `{ role: 'tool', tool, result, id?, approval? }`. */
 export type ResultEntry = Extract<ToolEntry, { result: Json }>;
 
@@ -283,7 +302,12 @@ export type RunEvent =
   | { type: 'executing'; call: { key: string; tool: string; args: JsonObject; step: number } }
   | { type: 'status'; status: Status }
   /** A streaming policy's progress on the step it is deciding (not recorded in the history). */
-  | { type: 'delta'; step: number; delta: PolicyDelta };
+  | { type: 'delta'; step: number; delta: PolicyDelta }
+  /**
+   * Compaction's record changed (`state.compaction`): a summary failed (its `error`), or one
+   * succeeded after failures. A summary that succeeds is an `entry` event.
+   */
+  | { type: 'compaction'; compaction: CompactionState };
 
 /** `agent.state`: the whole run, plain JSON (a copy). */
 export interface RunState {
@@ -309,6 +333,12 @@ export interface RunState {
   cancelReason: string | null;
   /** The call being executed, while `running` a tool. */
   inflight: { key: string; tool: string; step: number } | null;
+  /**
+   * Compaction's record: `failures` in a row (at 3 the run summarises no more), the last failure's
+   * `error` (`'<ErrorName>: <message>'`, null once a summary succeeds), and `retryAt`, the history
+   * length before which no summary is tried again after a failure. All 0 / null without compaction.
+   */
+  compaction: CompactionState;
 }
 
 export type { ModelPrice, Price, PricedUsage, PriceFunction, PriceTable } from './price.js';
@@ -316,6 +346,7 @@ export type {
   ApprovalRecord,
   AssistantCall,
   BudgetKind,
+  CompactionState,
   HistoryEntry,
   Json,
   JsonObject,

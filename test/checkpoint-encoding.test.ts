@@ -160,10 +160,10 @@ describe('encodeCheckpoint', () => {
     );
   });
 
-  it('writes version 3', async () => {
+  it('writes version 4', async () => {
     const run = await runWith([{ role: 'user', content: 'go' }], 'x');
-    expect(JSON.parse(encodeCheckpoint(run)).version).toBe(3);
-    expect(JSON.parse(headOf(run)).version).toBe(3);
+    expect(JSON.parse(encodeCheckpoint(run)).version).toBe(4);
+    expect(JSON.parse(headOf(run)).version).toBe(4);
   });
 
   it('caches only frozen entries: a mutable entry is encoded as it is now', () => {

@@ -1,14 +1,16 @@
 /**
- * The frozen version-3 checkpoints (test/fixtures/checkpoints/v3, made by make.ts.txt there)
- * round-trip exactly, load from a store, and go on; the version-2 ones (../v2) are migrated
- * (version 2 → 3: no cost spent, no cost budget), written back as version 3, and go on; the
+ * The frozen version-4 checkpoints (test/fixtures/checkpoints/v4, made by make.ts.txt there)
+ * round-trip exactly, load from a store, and go on (compaction: a summary in flight asked again);
+ * the version-3 ones (../v3) are migrated (version 3 → 4: never summarised), written back as
+ * version 4, and go on; the version-2 ones (../v2) are migrated (version 2 → 3 → 4: no cost spent,
+ * no cost budget, never summarised), written back as version 4, and go on; the
  * deliberately broken ones (test/fixtures/checkpoints/broken) are each refused with a
  * `CheckpointError` that says why.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
-import { decodeCheckpoint, entryOf, headOf, joinRun } from '../src/checkpoint/index.js';
+import { entryOf, joinRun } from '../src/checkpoint/index.js';
 import { Agent, CheckpointError, type HistoryEntry, type Policy, type Tool, UserError } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
@@ -61,14 +63,26 @@ function world(actions: unknown[] = [{ final: 'ok' }], options: { idempotentRefu
 }
 
 const idsOf = (agent: Agent) => agent.state.pendingCalls.map((p) => p.id);
-/** The version-3 snapshot a version-2 one stands for: nothing spent that was counted, no cost budget. */
+/** Compaction's record in a run migrated from before version 4: never summarised. */
+const neverSummarised = { failures: 0, error: null, retryAt: 0 };
+/** The version-4 snapshot a version-2 one stands for: nothing spent that was counted, no cost budget, never summarised. */
 function migratedV2(blob: string) {
   const { snapshot } = JSON.parse(blob);
   const { usage, limits } = snapshot.context;
   return {
     ...snapshot,
-    context: { ...snapshot.context, usage: { ...usage, costUsd: 0 }, limits: { ...limits, maxCostUsd: null } },
+    context: {
+      ...snapshot.context,
+      usage: { ...usage, costUsd: 0 },
+      limits: { ...limits, maxCostUsd: null },
+      compaction: neverSummarised,
+    },
   };
+}
+/** The version-4 snapshot a version-3 one stands for: never summarised. */
+function migratedV3(blob: string) {
+  const { snapshot } = JSON.parse(blob);
+  return { ...snapshot, context: { ...snapshot.context, compaction: neverSummarised } };
 }
 /** The v3 fixtures' price (make.ts.txt there). */
 const price = { 'gpt-4.1': { inputUsdPerMTok: 2, cachedInputUsdPerMTok: 0.5, outputUsdPerMTok: 8 } };
@@ -83,29 +97,35 @@ describe('every version-3 fixture', () => {
 
   for (const name of names) {
     describe(name, () => {
-      it('is canonical version 3 and round-trips exactly', () => {
+      it('is canonical version 3, written back as version 4 (the migrated snapshot), which round-trips exactly', () => {
         const blob = read(name, V3);
         const c = JSON.parse(blob);
         expect(c.version).toBe(3);
         expect(canonicalize(c)).toBe(blob);
         const agent = Agent.resume(blob, world().options);
-        expect(agent.checkpoint()).toBe(blob);
-        expect(Agent.resume(agent.checkpoint(), world().options).checkpoint()).toBe(blob);
+        const v4 = agent.checkpoint();
+        expect(JSON.parse(v4)).toStrictEqual({ ...c, version: 4, snapshot: migratedV3(blob) });
+        expect(v4).toBe(canonicalize(JSON.parse(v4)));
+        expect(Agent.resume(v4, world().options).checkpoint()).toBe(v4);
         const { value } = c.snapshot;
         expect(agent.status).toBe(typeof value === 'string' ? value : 'running');
+        expect(agent.state.compaction).toEqual(neverSummarised);
       });
 
-      it('loads from a store in the journal form, with the same head', async () => {
+      it('loads from a store that holds it in the journal form (a version-3 head), as version 4', async () => {
         const blob = read(name, V3);
-        const run = decodeCheckpoint(blob);
-        const head = headOf(run);
-        const entries = run.context.history.map(entryOf);
+        const run = JSON.parse(blob);
+        const entries = run.snapshot.context.history.map(entryOf);
+        const head = canonicalize({
+          ...run,
+          snapshot: { ...run.snapshot, context: { ...run.snapshot.context, history: [] } },
+        }) as string;
         expect(joinRun(head, entries)).toBe(blob);
         const store = new MemoryStore();
         const { pendingCalls } = Agent.resume(blob, world().options).state;
         await store.save('fx-3', { status: 'idle', head, from: 0, append: entries, pendingCalls }, 0);
         const agent = await Agent.load(store, 'fx-3', world().options);
-        expect(agent.checkpoint()).toBe(blob);
+        expect(agent.checkpoint()).toBe(Agent.resume(blob, world().options).checkpoint());
         expect(agent.state).toEqual(Agent.resume(blob, world().options).state);
       });
     });
@@ -139,23 +159,23 @@ describe('every version-2 fixture', () => {
 
   for (const name of names) {
     describe(name, () => {
-      it('is canonical version 2, written back as version 3 (the migrated snapshot), which round-trips exactly', () => {
+      it('is canonical version 2, written back as version 4 (the migrated snapshot), which round-trips exactly', () => {
         const blob = read(name);
         const c = JSON.parse(blob);
         expect(c.version).toBe(2);
         expect(canonicalize(c)).toBe(blob);
         const agent = Agent.resume(blob, world().options);
-        const v3 = agent.checkpoint();
-        expect(JSON.parse(v3)).toStrictEqual({ ...c, version: 3, snapshot: migratedV2(blob) });
-        expect(v3).toBe(canonicalize(JSON.parse(v3)));
-        expect(Agent.resume(v3, world().options).checkpoint()).toBe(v3);
+        const v4 = agent.checkpoint();
+        expect(JSON.parse(v4)).toStrictEqual({ ...c, version: 4, snapshot: migratedV2(blob) });
+        expect(v4).toBe(canonicalize(JSON.parse(v4)));
+        expect(Agent.resume(v4, world().options).checkpoint()).toBe(v4);
         const { value } = c.snapshot;
         expect(agent.status).toBe(typeof value === 'string' ? value : 'running');
         expect(agent.state.usage.costUsd).toBe(0);
         expect(agent.state.limits.maxCostUsd).toBeNull();
       });
 
-      it('loads from a store that holds it in the journal form (a version-2 head), as version 3', async () => {
+      it('loads from a store that holds it in the journal form (a version-2 head), as version 4', async () => {
         const blob = read(name);
         const run = JSON.parse(blob);
         const entries = run.snapshot.context.history.map(entryOf);
@@ -429,9 +449,31 @@ describe('every deliberately broken fixture is refused with a CheckpointError', 
       path: 'snapshot.context.usage.costUsd',
       message: /^invalid checkpoint: snapshot\.context\.usage\.costUsd: /,
     },
+    // Made when version 4 was the future: now it is a version-3 snapshot labelled 4.
     'future-version-4': {
+      path: 'snapshot.context.compaction',
+      message: /^invalid checkpoint: snapshot\.context\.compaction: /,
+    },
+    'future-version-5': {
       path: 'version',
-      message: 'invalid checkpoint: unsupported version 4; this build reads 1, 2, 3',
+      message: 'invalid checkpoint: unsupported version 5; this build reads 1, 2, 3, 4',
+    },
+    'v3-with-v4-fields': {
+      path: 'snapshot.context.compaction',
+      message: 'invalid checkpoint: snapshot.context.compaction: not a version-3 field',
+    },
+    'v4-summary-covers-itself': {
+      path: 'snapshot.context.history.5.covers.to',
+      message:
+        'invalid checkpoint: snapshot.context.history.5.covers.to: a summary covers entries before it (it is entry 5)',
+    },
+    'v4-summary-extra-field': {
+      path: 'snapshot.context.history.5',
+      message: 'invalid checkpoint: snapshot.context.history.5: Unrecognized key: "model"',
+    },
+    'v4-summarising-renamed-invoke': {
+      path: 'snapshot.children',
+      message: 'invalid checkpoint: snapshot.children: the invoked actors do not match state {"running":"summarising"}',
     },
     'v2-with-v3-fields': {
       path: 'snapshot.context.usage.costUsd',

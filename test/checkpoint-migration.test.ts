@@ -98,6 +98,8 @@ function stateOfV1(blob: string) {
     error: c.error,
     cancelReason: c.cancelReason,
     inflight: c.inflight ? { key: c.inflight.key, tool: c.inflight.tool, step: c.inflight.step } : null,
+    // Migrated on through version 4: never summarised.
+    compaction: { failures: 0, error: null, retryAt: 0 },
   };
 }
 
@@ -144,7 +146,8 @@ function snapshotOfV1(blob: string) {
     : snapshot.children;
   const usage = { ...rest.usage, costUsd: 0 };
   const limits = { ...rest.limits, maxCostUsd: null };
-  return { ...snapshot, context: { ...rest, usage, limits, calls, standing: {} }, children };
+  const compaction = { failures: 0, error: null, retryAt: 0 };
+  return { ...snapshot, context: { ...rest, usage, limits, calls, standing: {}, compaction }, children };
 }
 
 /** A store holding the run as a version-1 Tollgate stored it: its head and its entries. */
@@ -202,11 +205,11 @@ describe('every version-1 fixture', () => {
         expect(agent.state).toStrictEqual(stateOfV1(blob));
       });
 
-      it('is written back as the current version (3), the migrated snapshot, which round-trips exactly', () => {
+      it('is written back as the current version (4), the migrated snapshot, which round-trips exactly', () => {
         const blob = read(name);
         const v2 = Agent.resume(blob, world().options).checkpoint();
         const c = JSON.parse(v2);
-        expect(c.version).toBe(3);
+        expect(c.version).toBe(4);
         expect(c.format).toBe('tollgate.checkpoint');
         expect(c.snapshot).toStrictEqual(snapshotOfV1(blob));
         expect(v2).toBe(canonicalize(c));
@@ -252,7 +255,7 @@ describe('a version-1 run goes on', () => {
       ['email', 'fx-1:3'],
     ]);
     expect(agent.state.answer).toEqual({ done: true, items: [1, 2.5, null, 'x'] });
-    expect(JSON.parse(agent.checkpoint()).version).toBe(3);
+    expect(JSON.parse(agent.checkpoint()).version).toBe(4);
   });
 
   it('awaiting approval: decided in the map form by the version-1 id, or named with { callId }', async () => {
@@ -303,14 +306,14 @@ describe('a version-1 run goes on', () => {
     });
   });
 
-  it('awaiting approval through a store: the decision is saved as version 3, appended to the version-1 entries', async () => {
+  it('awaiting approval through a store: the decision is saved as version 4, appended to the version-1 entries', async () => {
     const blob = read('awaiting-approval');
     const store = await storeOf(blob);
     const w = world();
     const agent = await Agent.load(store, 'fx-1', w.options);
     await agent.decide(true, 'ok');
     const record = await store.load('fx-1');
-    expect(JSON.parse(record!.head).version).toBe(3);
+    expect(JSON.parse(record!.head).version).toBe(4);
     expect(record!.entries.slice(0, 4)).toEqual(
       JSON.parse(blob).snapshot.context.history.map((e: any) => canonicalize(e)),
     );
@@ -404,7 +407,7 @@ describe('a version-1 run goes on', () => {
     expect(agent.state.pending).toMatchObject({ key: 'fx-1:3', tool: 'email' });
   });
 
-  it('executing, through a store: the write-ahead record is saved as version 3 before the call', async () => {
+  it('executing, through a store: the write-ahead record is saved as version 4 before the call', async () => {
     const store = await storeOf(read('running-executing-approved'));
     const heads: string[] = [];
     const w = world({ idempotentRefund: true });
@@ -424,7 +427,7 @@ describe('a version-1 run goes on', () => {
     await agent.run();
     expect(heads).toHaveLength(1);
     const head = JSON.parse(heads[0]!);
-    expect(head.version).toBe(3);
+    expect(head.version).toBe(4);
     expect(head.snapshot.context.calls).toMatchObject([{ key: 'fx-1:2', state: 'running' }]);
     expect(await storedBlob(store)).toBe(agent.checkpoint());
   });

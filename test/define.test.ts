@@ -36,6 +36,7 @@ describe('the machine diagram', () => {
         'agent.running.deciding',
         'agent.running.dispatching',
         'agent.running.executing',
+        'agent.running.summarising',
       ].sort(),
     );
     const edge = (from: string, to: string, event: string) =>
@@ -45,6 +46,9 @@ describe('the machine diagram', () => {
     expect(edge('running.dispatching', 'running.executing', 'always')).toBe(true);
     expect(edge('running.dispatching', 'awaiting_approval', 'always')).toBe(true);
     expect(edge('running.executing', 'running.dispatching', 'done:tool')).toBe(true);
+    expect(edge('running.checking', 'running.summarising', 'always')).toBe(true);
+    expect(edge('running.summarising', 'running.checking', 'done:summary')).toBe(true);
+    expect(edge('running.summarising', 'running.checking', 'error:summary')).toBe(true);
     for (const s of ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed']) {
       expect(edge(s, 'cancelled', 'CANCEL')).toBe(true);
     }
@@ -53,5 +57,6 @@ describe('the machine diagram', () => {
     expect(mermaid.startsWith('stateDiagram-v2\n')).toBe(true);
     expect(mermaid).toContain('running_checking --> budget_exhausted : always [stepsExhausted]');
     expect(mermaid).toContain('state "executing" as running_executing');
+    expect(mermaid).toContain('running_checking --> running_summarising : always [compactionDue]');
   });
 });

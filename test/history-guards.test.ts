@@ -12,6 +12,7 @@ import {
   isErrorEntry,
   isFinalEntry,
   isResultEntry,
+  isSummaryEntry,
   isToolEntry,
   isUserEntry,
 } from '../src/history.js';
@@ -29,7 +30,8 @@ type Kind =
   | 'result'
   | 'resultNull'
   | 'error'
-  | 'unknown';
+  | 'unknown'
+  | 'summary';
 
 /** One entry of every kind, with their optional fields, as a run records them. */
 const entries: Record<Kind, HistoryEntry> = {
@@ -50,9 +52,19 @@ const entries: Record<Kind, HistoryEntry> = {
   resultNull: { role: 'tool', tool: 'search', result: null, id: 'call_1', approval },
   error: { role: 'tool', tool: 'send_email', error: 'denied by human: no' },
   unknown: { role: 'tool', tool: 'send_email', error: 'outcome unknown', outcome: 'unknown', id: 'run-1:2.2' },
+  summary: { role: 'summary', text: 'searched twice', covers: { from: 1, to: 4 } },
 };
 
-const guards = { isUserEntry, isCallEntry, isCallsEntry, isFinalEntry, isToolEntry, isResultEntry, isErrorEntry };
+const guards = {
+  isUserEntry,
+  isCallEntry,
+  isCallsEntry,
+  isFinalEntry,
+  isToolEntry,
+  isResultEntry,
+  isErrorEntry,
+  isSummaryEntry,
+};
 
 /** The kinds each guard accepts; it must refuse every other. */
 const accepts: Record<keyof typeof guards, Kind[]> = {
@@ -63,6 +75,7 @@ const accepts: Record<keyof typeof guards, Kind[]> = {
   isToolEntry: ['result', 'resultNull', 'error', 'unknown'],
   isResultEntry: ['result', 'resultNull'],
   isErrorEntry: ['error', 'unknown'],
+  isSummaryEntry: ['summary'],
 };
 
 describe('history entry guards', () => {
@@ -75,8 +88,16 @@ describe('history entry guards', () => {
     });
   }
 
-  it('every entry is exactly one of user, call, calls, final, result, error', () => {
-    const exclusive = [isUserEntry, isCallEntry, isCallsEntry, isFinalEntry, isResultEntry, isErrorEntry];
+  it('every entry is exactly one of user, call, calls, final, result, error, summary', () => {
+    const exclusive = [
+      isUserEntry,
+      isCallEntry,
+      isCallsEntry,
+      isFinalEntry,
+      isResultEntry,
+      isErrorEntry,
+      isSummaryEntry,
+    ];
     for (const entry of Object.values(entries)) {
       expect(exclusive.filter((guard) => guard(entry as HistoryEntry))).toHaveLength(1);
     }
@@ -107,6 +128,9 @@ describe('history entry guards', () => {
         expectTypeOf(entry.error).toEqualTypeOf<string>();
         expectTypeOf(entry.outcome).toEqualTypeOf<'unknown' | undefined>();
         seen.push(entry.error);
+      } else if (isSummaryEntry(entry)) {
+        expectTypeOf(entry.covers).toEqualTypeOf<{ from: number; to: number }>();
+        seen.push(entry.text);
       } else {
         // Every kind is handled above: TypeScript has narrowed the entry to nothing.
         expectTypeOf(entry).toEqualTypeOf<never>();

@@ -28,6 +28,15 @@ export function expectedChildren(run: Pick<PersistedRun, 'value' | 'context'>): 
       },
     };
   }
+  if (v.running === 'summarising') {
+    return {
+      summary: {
+        snapshot: { status: 'active', input: { runId: c.runId, step: c.steps + 1 } },
+        src: 'summarize',
+        syncSnapshot: false,
+      },
+    };
+  }
   const running = c.calls.find((call) => call.state === 'running');
   return { tool: { snapshot: { status: 'active', input: running }, src: 'tool', syncSnapshot: false } };
 }
@@ -93,6 +102,23 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
   return null;
 }
 
+/**
+ * Summaries fold (machines/compaction.ts): each covers from index 1 to an index before its own,
+ * further than the summary before it did. A summary that covers itself, or less than the one
+ * before, would give the policy a view the run never had.
+ */
+function summariesProblem(history: PersistedRun['context']['history']): Problem | null {
+  let last = 0;
+  for (const [i, e] of history.entries()) {
+    if (e.role !== 'summary') continue;
+    const at = `snapshot.context.history.${i}.covers.to`;
+    if (e.covers.to >= i) return [at, `a summary covers entries before it (it is entry ${i})`];
+    if (e.covers.to <= last) return [at, `a summary covers more than the one before it (to ${last})`];
+    last = e.covers.to;
+  }
+  return null;
+}
+
 /** The first rule the run breaks, as [path, message], or null. */
 export function consistencyProblem(run: PersistedRun): Problem | null {
   const status = statusOfValue(run.value);
@@ -106,6 +132,8 @@ export function consistencyProblem(run: PersistedRun): Problem | null {
   }
   const calls = callsProblem(run, status);
   if (calls) return calls;
+  const summaries = summariesProblem(c.history);
+  if (summaries) return summaries;
   if ((c.stoppedBy !== null) !== (status === 'budget_exhausted')) {
     return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
   }

@@ -1,15 +1,16 @@
 /**
- * The shape of a version-3 persisted snapshot, as zod schemas. What the shapes cannot say (which
+ * The shape of a version-4 persisted snapshot, as zod schemas. What the shapes cannot say (which
  * fields go with which state) is in rules.ts.
  */
 import { z } from 'zod';
 import { MAX_COST_USD, MICRO_USD, microUsd } from '../../machines/budget.js';
+import { MAX_SUMMARY_LENGTH } from '../../machines/compaction.js';
 import type { AgentContext } from '../../machines/types.js';
 
 /** The persisted snapshot as XState writes it for the agent machine. */
 export interface PersistedRun {
   status: 'active' | 'done';
-  value: string | { running: 'deciding' | 'executing' };
+  value: string | { running: 'deciding' | 'executing' | 'summarising' };
   historyValue: Record<string, never>;
   context: AgentContext;
   children: Record<string, { snapshot: { status: 'active'; input: unknown }; src: string; syncSnapshot: false }>;
@@ -62,6 +63,15 @@ export const entrySchema = z.union([
     approval: approvalSchema.optional(),
     outcome: z.literal('unknown').optional(),
   }),
+  // Strict: a summary is made by the runtime alone, with exactly these fields.
+  z.strictObject({
+    role: z.literal('summary'),
+    text: z
+      .string()
+      .min(1)
+      .max(MAX_SUMMARY_LENGTH + 100),
+    covers: z.strictObject({ from: z.literal(1), to: z.number().int().positive() }),
+  }),
 ]);
 
 const outcome = z.union([
@@ -111,11 +121,12 @@ const context = z.strictObject({
   stoppedBy: z.enum(['steps', 'tokens', 'cost', 'time', 'group']).nullable(),
   error: z.string().nullable(),
   cancelReason: z.string().nullable(),
+  compaction: z.strictObject({ failures: count, error: z.string().nullable(), retryAt: count }),
 });
 
 const value = z.union([
   z.enum(['idle', 'awaiting_approval', 'budget_exhausted', 'failed', 'done', 'cancelled']),
-  z.strictObject({ running: z.enum(['deciding', 'executing']) }),
+  z.strictObject({ running: z.enum(['deciding', 'executing', 'summarising']) }),
 ]);
 
 export const snapshotSchema = z.strictObject({

@@ -1,20 +1,24 @@
 /**
  * The checkpoint format's name and versions. A version this build can read but does not write
- * is migrated, one step per module (`migrate-v1.ts`: version 1 → 2, `migrate-v2.ts`: 2 → 3),
+ * is migrated, one step per module (`migrate-v1.ts`: version 1 → 2, `migrate-v2.ts`: 2 → 3, `migrate-v3.ts`: 3 → 4),
  * before it is validated.
  */
 import { CheckpointError } from '../errors.js';
 import { migrateV1 } from './migrate-v1.js';
 import { migrateV2 } from './migrate-v2.js';
+import { migrateV3 } from './migrate-v3.js';
 
 export const CHECKPOINT_FORMAT = 'tollgate.checkpoint';
-/** The version this build writes: 3 (the cost budget: `usage.costUsd`, `limits.maxCostUsd`). */
-export const CHECKPOINT_VERSION = 3;
+/**
+ * The version this build writes: 4 (compaction: summary entries in the history, the state
+ * `running.summarising`, and `context.compaction`).
+ */
+export const CHECKPOINT_VERSION = 4;
 /** Versions this build can read. */
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 /** Each migration step: the snapshot of version n → version n + 1. Never throws for bad input. */
-const STEPS: Record<number, (snapshot: unknown) => unknown> = { 1: migrateV1, 2: migrateV2 };
+const STEPS: Record<number, (snapshot: unknown) => unknown> = { 1: migrateV1, 2: migrateV2, 3: migrateV3 };
 
 /** The snapshot of a readable version brought to `CHECKPOINT_VERSION` (validation comes after). */
 export function migrate(version: unknown, snapshot: unknown): unknown {

@@ -61,6 +61,14 @@ function show(agent: Agent, c: Colors, live: boolean): () => void {
       } else if (spinner && event.delta.kind === 'text') {
         spinner.text = `model: ${terminalSafe(event.delta.text.slice(-60))}`;
       }
+    } else if (event.type === 'compaction') {
+      // A failed summary leaves the run going: said once, in the log, not as an entry.
+      if (event.compaction.error !== null) {
+        spinner?.stop();
+        out(
+          `${c.dim(`          summary failed (${event.compaction.failures} in a row): ${terminalSafe(event.compaction.error)}`)}\n`,
+        );
+      }
     } else if (event.status !== 'running') {
       spinner?.stop();
     }

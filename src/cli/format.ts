@@ -56,6 +56,9 @@ export function entryLine(entry: HistoryEntry, c: Colors): string {
     }
     return `${c.cyan('call')}      ${clip(entry.tool)} ${c.dim(clip(json(entry.args)))}`;
   }
+  if (entry.role === 'summary') {
+    return `${c.dim('summary')}   ${c.dim(`(entries ${entry.covers.from}–${entry.covers.to})`)} ${clip(entry.text)}`;
+  }
   const by = entry.approval
     ? c.dim(` (${entry.approval.approved ? 'approved' : 'denied'} by ${entry.approval.by})`)
     : '';

@@ -9,7 +9,10 @@
  * - a tool entry that answers no call (a malformed action, which never became a call) is not a
  *   tool result, which the APIs would refuse as an orphan, but a note in the user's voice;
  * - denials, expiries, unknown outcomes and invalid arguments are error results (`isError`), and
- *   a call that ran with arguments a human edited says so in its result.
+ *   a call that ran with arguments a human edited says so in its result;
+ * - a summary of earlier turns (compaction) is a user turn that says what it is
+ *   (`SUMMARY_PREFIX`). The policy is given the model's view, where a summary never stands
+ *   between a call and its result (compaction never splits a step), so no result is orphaned.
  */
 import type { HistoryEntry, Json } from '../../machines/types.js';
 import { callsOf } from '../history.js';
@@ -42,6 +45,9 @@ const SAFE_ID = /^[A-Za-z0-9_-]{1,40}$/;
 export function textOf(value: Json): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
+
+/** How a summary entry reads to the model: a user message, as every API accepts one anywhere. */
+export const SUMMARY_PREFIX = 'Summary of the earlier conversation (older turns were replaced by it):\n';
 
 const MALFORMED_HINT =
   'Reply with tool calls (their arguments a JSON object that fits the tool) or with a final answer.';
@@ -111,6 +117,8 @@ export function turnsOf(history: readonly HistoryEntry[]): Turn[] {
     closeStep();
     if (entry.role === 'user') {
       turns.push({ role: 'user', text: entry.content });
+    } else if (entry.role === 'summary') {
+      turns.push({ role: 'user', text: `${SUMMARY_PREFIX}${entry.text}` });
     } else if ('final' in entry) {
       turns.push({ role: 'assistant', text: textOf(entry.final), calls: [] });
     } else {

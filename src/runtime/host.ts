@@ -4,7 +4,9 @@
  */
 import { agentMachine, historyActions } from '../../machines/agent-machine.js';
 import { appendInPlace } from '../../machines/history.js';
+import { type Compaction, compactionDue } from '../compaction.js';
 import { policyActor } from './policy-actor.js';
+import { summaryActor } from './summary-actor.js';
 import { toolActor } from './tool-actor.js';
 
 /**
@@ -13,8 +15,26 @@ import { toolActor } from './tool-actor.js';
  * machine's O(history) copy.
  */
 export const runtimeMachine = agentMachine.provide({
-  actors: { policy: policyActor, tool: toolActor },
+  actors: { policy: policyActor, tool: toolActor, summarize: summaryActor },
   actions: historyActions(appendInPlace),
 });
 
 export type RuntimeMachine = typeof runtimeMachine;
+
+/**
+ * The machine of a run with a `compaction` option: the runtime machine with the guard that says
+ * when to summarise. Provided per run (the guard holds the run's option), once for each option
+ * object; a run without the option uses `runtimeMachine` itself.
+ */
+const compacting = new WeakMap<Compaction, RuntimeMachine>();
+export function machineFor(compaction: Compaction | null): RuntimeMachine {
+  if (compaction === null) return runtimeMachine;
+  let machine = compacting.get(compaction);
+  if (!machine) {
+    machine = runtimeMachine.provide({
+      guards: { compactionDue: ({ context }) => compactionDue(compaction, context) },
+    }) as RuntimeMachine;
+    compacting.set(compaction, machine);
+  }
+  return machine;
+}

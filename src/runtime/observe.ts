@@ -4,7 +4,7 @@
  * is ignored: an observer never breaks the run it observes.
  */
 import { runningCall } from '../../machines/calls.js';
-import type { AgentContext, HistoryEntry, Status } from '../../machines/types.js';
+import type { AgentContext, CompactionState, HistoryEntry, Status } from '../../machines/types.js';
 import type { PolicyDelta, RunEvent } from '../types.js';
 
 /** What has been reported so far. */
@@ -15,7 +15,13 @@ interface Seen {
   /** The key of the call last reported as executing. */
   running: string | null;
   status: Status | null;
+  /** Compaction's record as last reported (by value). */
+  compaction: string | null;
 }
+
+/** Compaction's record by value; null for a context without one (made by hand, as in unit tests). */
+const compactionKey = (c: CompactionState | undefined) =>
+  c === undefined ? null : `${c.failures}|${c.retryAt}|${c.error}`;
 
 export class Observers {
   readonly #listeners = new Set<(event: RunEvent) => void>();
@@ -33,6 +39,7 @@ export class Observers {
         deciding: deciding ? context.steps + 1 : null,
         running: runningCall(context.calls)?.key ?? null,
         status,
+        compaction: compactionKey(context.compaction),
       };
     }
     this.#listeners.add(listener);
@@ -53,7 +60,7 @@ export class Observers {
 
   notify(context: AgentContext, status: Status, deciding: boolean): void {
     if (this.#listeners.size === 0) return;
-    const seen = this.#seen ?? { entries: 0, deciding: null, running: null, status: null };
+    const seen = this.#seen ?? { entries: 0, deciding: null, running: null, status: null, compaction: null };
     const events: RunEvent[] = [];
     for (let i = seen.entries; i < context.history.length; i++) {
       events.push({ type: 'entry', index: i, entry: structuredClone(context.history[i] as HistoryEntry) });
@@ -65,9 +72,14 @@ export class Observers {
       const { key, tool, args, step } = running;
       events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
     }
+    // A failed summary changes no entry: observers hear of it (and of the count reset) here.
+    const compaction = compactionKey(context.compaction);
+    if (seen.compaction !== null && compaction !== null && compaction !== seen.compaction) {
+      events.push({ type: 'compaction', compaction: structuredClone(context.compaction) });
+    }
     // A status event on a change of status only, not on every phase of `running`.
     if (status !== seen.status) events.push({ type: 'status', status });
-    this.#seen = { entries: context.history.length, deciding: step, running: running?.key ?? null, status };
+    this.#seen = { entries: context.history.length, deciding: step, running: running?.key ?? null, status, compaction };
     this.#emit(events);
   }
 

@@ -82,7 +82,7 @@ async function decide(
         return earliest(limit, activeLeftNow());
       };
       ({ value: raw } = await withDeadline(
-        (callSignal) => unwrap(run.policy(run.history().slice(), { ...ctx, signal: callSignal })),
+        (callSignal) => unwrap(run.policy(run.view(), { ...ctx, signal: callSignal })),
         attemptLeft,
         signal,
         run.clock,

@@ -15,6 +15,8 @@ export interface ActorPorts extends Runtime {
   runId: string;
   /** The live history (entries are frozen; the array is copied for the policy). */
   history(): readonly HistoryEntry[];
+  /** What the policy is given: the model's view of the history (a fresh array; machines/compaction.ts). */
+  view(): HistoryEntry[];
   /** The budgets left as the run stands now (before the call about to be made). */
   remaining(): Remaining;
   /**

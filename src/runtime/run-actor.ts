@@ -5,6 +5,7 @@
  */
 import { type Actor, createActor } from 'xstate';
 import { pendingCalls } from '../../machines/calls.js';
+import { modelView } from '../../machines/compaction.js';
 import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
 import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
@@ -14,7 +15,7 @@ import { groupBudgetsOf } from '../stores/groups.js';
 import type { RunEvent, RunState } from '../types.js';
 import { GroupPort } from './budget-group.js';
 import { Drives } from './drives.js';
-import { type RuntimeMachine, runtimeMachine } from './host.js';
+import { machineFor, type RuntimeMachine } from './host.js';
 import { remainingOf } from './limits.js';
 import { Observers } from './observe.js';
 import { registerPorts } from './ports.js';
@@ -99,14 +100,16 @@ export class RunActor {
 
   #create(origin: Origin): Actor<RuntimeMachine> {
     const inspect = this.#runtime.inspect ? { inspect: this.#runtime.inspect } : {};
+    const machine = machineFor(this.#runtime.compaction);
     const actor =
       'run' in origin
-        ? createActor(runtimeMachine, { snapshot: origin.run as never, input: undefined as never, ...inspect })
-        : createActor(runtimeMachine, { input: origin.input, ...inspect });
+        ? createActor(machine, { snapshot: origin.run as never, input: undefined as never, ...inspect })
+        : createActor(machine, { input: origin.input, ...inspect });
     registerPorts(actor.system, {
       ...this.#runtime,
       runId: this.runId,
       history: () => this.#actor.getSnapshot().context.history,
+      view: () => modelView(this.#actor.getSnapshot().context.history),
       remaining: () => remainingOf(this.#actor.getSnapshot().context),
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       beforeCall: () => this.#saver?.flush() ?? Promise.resolve(),

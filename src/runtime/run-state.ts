@@ -23,5 +23,6 @@ export function runStateOf(context: AgentContext, status: Status): RunState {
     error: c.error,
     cancelReason: c.cancelReason,
     inflight: running ? { key: running.key, tool: running.tool, step: running.step } : null,
+    compaction: c.compaction,
   });
 }

@@ -74,6 +74,8 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     ...parsed.runtime,
     runId,
     history: () => actor.getSnapshot().context.history,
+    // A run holding its goal alone has nothing to summarise: it stops before its first policy call.
+    view: () => actor.getSnapshot().context.history.slice(),
     remaining: () => remainingOf(actor.getSnapshot().context),
     // The write-ahead point of the first policy call: the run stops here, before any call.
     beforeCall: () => new Promise<void>(() => {}),

@@ -52,5 +52,9 @@ describe('LiveDeltas', () => {
       'error     x\\u001b[31m: unknown tool x\\u001b[31m',
     );
     expect(entryLine({ role: 'assistant', final: 'two\nlines' }, plain)).toBe('answer    two\n          lines');
+    // A summary (compaction) says which entries it stands for; its text is escaped as any other.
+    expect(entryLine({ role: 'summary', text: 'sum\u001b[2J', covers: { from: 1, to: 6 } }, plain)).toBe(
+      'summary   (entries 1–6) sum\\u001b[2J',
+    );
   });
 });

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Agent, type AgentOptions, type Policy, type RunEvent } from '../../src/index.js';
+import { SUMMARY_PREFIX } from '../../src/models/turns.js';
 import { type FakeServer, fakeServer, fixture } from './fake-server.js';
 import { joinDeltas, tools } from './support.js';
 
@@ -51,6 +52,52 @@ export function adapterScenarios(api: ApiUnderTest): void {
       expect(api.resultIdsOf(server.requests[1]?.body)).toEqual(ids);
       expect(agent.state.answer).toBe('Refunded $129 for A-1001.');
       expect(agent.state.usage.inputTokens).toBeGreaterThan(0);
+    });
+
+    it('sends a summary (compaction) as a user message, with no result orphaned from its call', async () => {
+      server.reply(f('parallel-calls.json'), f('final.json'));
+      const covered: number[] = [];
+      const agent = agentOf({
+        compaction: {
+          when: { entries: 2 },
+          keep: 0,
+          summarize: (entries, ctx) => {
+            covered.push(entries.length, ctx.covers.to);
+            return 'Looked up A-1001 and A-1002: both damaged.';
+          },
+        },
+      });
+      expect(await agent.start('check A-1001 and A-1002')).toBe('done');
+      // The step (its assistant entry and both results) was summarised whole.
+      expect(covered).toEqual([3, 3]);
+      const sent = JSON.stringify(server.requests[1]?.body);
+      expect(sent).toContain(
+        JSON.stringify(`${SUMMARY_PREFIX}Looked up A-1001 and A-1002: both damaged.`).slice(1, -1),
+      );
+      expect(sent).toContain('check A-1001 and A-1002');
+      expect(api.resultIdsOf(server.requests[1]?.body)).toEqual([]);
+      const step = agent.state.history[1];
+      for (const id of step && 'calls' in step ? step.calls.map((c) => c.id) : ['none']) expect(sent).not.toContain(id);
+      // The journal keeps the step.
+      expect(agent.state.history.map((e) => e.role)).toEqual([
+        'user',
+        'assistant',
+        'tool',
+        'tool',
+        'summary',
+        'assistant',
+      ]);
+    });
+
+    it('keeps a step and its results whole in the view when compaction keeps it (keep: 1)', async () => {
+      server.reply(f('parallel-calls.json'), f('final.json'));
+      const agent = agentOf({ compaction: { when: { entries: 2 }, keep: 1, summarize: () => 'never' } });
+      expect(await agent.start('check A-1001 and A-1002')).toBe('done');
+      const step = agent.state.history[1];
+      expect(api.resultIdsOf(server.requests[1]?.body)).toEqual(
+        step && 'calls' in step ? step.calls.map((c) => c.id) : [],
+      );
+      expect(JSON.stringify(server.requests[1]?.body)).not.toContain('never');
     });
 
     it('keeps the text said beside a call, and a side effect waits for a human', async () => {

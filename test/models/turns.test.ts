@@ -1,8 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../../src/index.js';
-import { turnsOf } from '../../src/models/turns.js';
+import { SUMMARY_PREFIX, turnsOf } from '../../src/models/turns.js';
 
 describe('turnsOf', () => {
+  it('renders a summary (the model view of a compacted run) as a user turn that says what it is', () => {
+    const view: HistoryEntry[] = [
+      { role: 'user', content: 'go' },
+      { role: 'summary', text: 'Looked up A-1.', covers: { from: 1, to: 6 } },
+      { role: 'assistant', tool: 't', args: {}, id: 'a' },
+      { role: 'tool', tool: 't', id: 'a', result: 'ok' },
+    ];
+    expect(turnsOf(view)).toEqual([
+      { role: 'user', text: 'go' },
+      { role: 'user', text: `${SUMMARY_PREFIX}Looked up A-1.` },
+      { role: 'assistant', text: '', calls: [{ id: 'a', name: 't', args: {} }] },
+      { role: 'results', results: [{ id: 'a', name: 't', content: 'ok', isError: false }] },
+    ]);
+    expect(SUMMARY_PREFIX).toBe('Summary of the earlier conversation (older turns were replaced by it):\n');
+  });
+
   it('gives a call with no recorded result one that says so, so that no call is left unanswered', () => {
     const history: HistoryEntry[] = [
       { role: 'user', content: 'go' },

@@ -49,6 +49,15 @@ export function countdown(call, now) {
 /** One history entry, readable. */
 function entry(e) {
   if (e.role === 'user') return el('li', { class: 'h-user' }, el('b', { text: 'goal' }), ' ', e.content);
+  if (e.role === 'summary') {
+    return el(
+      'li',
+      { class: 'h-summary' },
+      el('b', { text: `summary of entries ${e.covers.from}–${e.covers.to}` }),
+      ' ',
+      e.text,
+    );
+  }
   if (e.role === 'assistant' && 'final' in e) {
     return el(
       'li',

@@ -1,0 +1,86 @@
+/**
+ * Compaction, the pure part: the model's view of a journal that holds summary entries, the turns
+ * of that view, and the range the next summary would cover. The journal (`context.history`) is
+ * never rewritten: a summary is one more entry, `{ role: 'summary', text, covers: { from, to } }`,
+ * and the view is read off the journal each time.
+ *
+ * Summaries fold: each covers the journal from index 1 (the first entry after the goal) to
+ * `covers.to`, and the summariser is given the previous summary with the entries newly covered.
+ * So only the latest summary is in the view, and a summary entry is never summarised twice.
+ */
+import type { HistoryEntry, SummaryEntry } from './types.js';
+
+/** How many failed summaries in a row end summarising for the run (a success resets the count). */
+export const MAX_SUMMARY_FAILURES = 3;
+
+/** The longest summary text a run keeps; a longer one is cut to this, with a note of the cut. */
+export const MAX_SUMMARY_LENGTH = 20_000;
+
+/** The index of the latest summary entry of the journal, or -1. */
+export function latestSummary(history: readonly HistoryEntry[]): number {
+  for (let i = history.length - 1; i >= 1; i--) if (history[i]?.role === 'summary') return i;
+  return -1;
+}
+
+/** The journal indices of the view's recent entries: after the latest summary's range, summaries left out. */
+function recentIndices(history: readonly HistoryEntry[]): number[] {
+  const at = latestSummary(history);
+  const from = at < 0 ? 1 : (history[at] as SummaryEntry).covers.to + 1;
+  const out: number[] = [];
+  for (let i = from; i < history.length; i++) if (history[i]?.role !== 'summary') out.push(i);
+  return out;
+}
+
+/**
+ * What the policy is given: the goal, the latest summary (if any), then the entries after the
+ * range it covers. Without a summary in the journal, the journal itself (a copy of the array).
+ */
+export function modelView(history: readonly HistoryEntry[]): HistoryEntry[] {
+  const at = latestSummary(history);
+  if (at < 0) return history.slice();
+  const goal = history[0] as HistoryEntry;
+  return [goal, history[at] as HistoryEntry, ...recentIndices(history).map((i) => history[i] as HistoryEntry)];
+}
+
+/**
+ * The turns of the recent entries, as journal indices: an assistant entry and the tool entries
+ * that follow it are one turn (a step is never split from its results); a tool entry that answers
+ * no assistant entry (a malformed action) is a turn of its own, and so is any other entry.
+ */
+export function turnsOf(history: readonly HistoryEntry[], indices: readonly number[]): number[][] {
+  const turns: number[][] = [];
+  let open: number[] | null = null;
+  for (const i of indices) {
+    const entry = history[i] as HistoryEntry;
+    if (entry.role === 'tool' && open !== null) {
+      open.push(i);
+      continue;
+    }
+    const turn = [i];
+    turns.push(turn);
+    open = entry.role === 'assistant' && !('final' in entry) ? turn : null;
+  }
+  return turns;
+}
+
+/** The range the next summary would cover, and what the summariser is given for it. */
+export interface Cover {
+  covers: { from: number; to: number };
+  /** The previous summary (if any), then the entries newly covered, in journal order. */
+  entries: HistoryEntry[];
+}
+
+/**
+ * The next summary's range: from index 1 to the end of the last turn before the `keep` most
+ * recent ones; null when that adds nothing to what the latest summary covers (so a view that is
+ * over its threshold with only kept turns in it is not summarised again and again).
+ */
+export function nextCover(history: readonly HistoryEntry[], keep: number): Cover | null {
+  const turns = turnsOf(history, recentIndices(history));
+  const covered = turns.slice(0, Math.max(0, turns.length - keep)).flat();
+  const to = covered.at(-1);
+  if (to === undefined) return null;
+  const at = latestSummary(history);
+  const previous = at < 0 ? [] : [history[at] as HistoryEntry];
+  return { covers: { from: 1, to }, entries: [...previous, ...covered.map((i) => history[i] as HistoryEntry)] };
+}

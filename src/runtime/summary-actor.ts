@@ -1,0 +1,132 @@
+/**
+ * The summariser actor: asks the `compaction.summarize` function for a summary of the older turns,
+ * with its own timeout and the active-time deadline, and reads what comes back. It never throws
+ * for what the summariser does: a throw, a timeout or an unusable answer is a `failed` outcome,
+ * and the run goes on with the uncompacted view. It is not retried here (no back-off loop): the
+ * machine tries again only once the history has grown (machines/agent-machine.ts).
+ */
+import { fromPromise } from 'xstate';
+import { MAX_SUMMARY_LENGTH, nextCover } from '../../machines/compaction.js';
+import { describeError } from '../../machines/describe-error.js';
+import type { PolicyInput } from '../../machines/events.js';
+import { wellFormed } from '../../machines/strings.js';
+import type { CallCost, SummaryOutcome, TokenCount } from '../../machines/types.js';
+import { isoTime } from '../clock.js';
+import { isPlainObject, safeString } from '../json.js';
+import { readUsage } from './cost.js';
+import { earliest, TimeoutError, withDeadline } from './deadline.js';
+import { activeLeft } from './limits.js';
+import { portsOf } from './ports.js';
+import { unwrap } from './returned.js';
+
+/** What the summariser's answer is, read once: the text (or why there is none) and its usage. */
+interface Read {
+  text: string | null;
+  why: string;
+  usage: unknown;
+  reported: boolean;
+}
+
+function shown(value: unknown): string {
+  const s = safeString(value);
+  return s.length > 60 ? `${s.slice(0, 60)}…` : s;
+}
+
+/** Reads a summariser's answer: a string, or `{ text, usage? }`. Never throws. */
+export function readSummary(raw: unknown): Read {
+  try {
+    if (typeof raw === 'string') return check(raw, undefined, false);
+    if (isPlainObject(raw)) {
+      const { text, usage } = raw;
+      if (typeof text !== 'string') {
+        return {
+          text: null,
+          why: `summarize returned text ${shown(text)}, not a string`,
+          usage,
+          reported: usage !== undefined,
+        };
+      }
+      return check(text, usage, usage !== undefined);
+    }
+    return {
+      text: null,
+      why: `summarize returned ${shown(raw)}, not a string or { text, usage? }`,
+      usage: undefined,
+      reported: false,
+    };
+  } catch (error) {
+    return {
+      text: null,
+      why: `the summary could not be read: ${describeError(error)}`,
+      usage: undefined,
+      reported: false,
+    };
+  }
+}
+
+/** A text as a run keeps it: not blank, well-formed, and at most `MAX_SUMMARY_LENGTH` characters. */
+function check(text: string, usage: unknown, reported: boolean): Read {
+  if (text.trim() === '') return { text: null, why: 'summarize returned an empty summary', usage, reported };
+  const cut =
+    text.length > MAX_SUMMARY_LENGTH
+      ? `${text.slice(0, MAX_SUMMARY_LENGTH)}… (${text.length - MAX_SUMMARY_LENGTH} more characters cut)`
+      : text;
+  return { text: wellFormed(cut), why: '', usage, reported };
+}
+
+/** The usage of a summary, priced as a policy call's is. A summary that reports none has an unknown cost. */
+function costOf(read: Read, price: Parameters<typeof readUsage>[1]): { usage: TokenCount | null; cost: CallCost } {
+  if (!read.reported) return { usage: null, cost: { unknown: 'the summariser reported no usage' } };
+  const { tokens, cost } = readUsage(read.usage, price);
+  return { usage: tokens, cost };
+}
+
+export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ input, signal, system }) => {
+  const run = portsOf(system);
+  const compaction = run.compaction;
+  // The range is read off the journal as it stands: a resumed run asks for the same one again.
+  const cover = compaction === null ? null : nextCover(run.history(), compaction.keep);
+  if (compaction === null || cover === null) return { type: 'skipped' };
+  await run.beforeCall();
+  if (signal.aborted) throw signal.reason;
+  const started = run.clock.now();
+  const spent = () => Math.max(0, run.clock.now() - started);
+  const remaining = run.remaining();
+  const left = () => earliest(compaction.timeoutMs - spent(), activeLeft(run.remaining(), spent()));
+  let read: Read;
+  try {
+    const { value } = await withDeadline(
+      (callSignal) =>
+        unwrap(
+          compaction.summarize(cover.entries.slice(), {
+            runId: input.runId,
+            step: input.step,
+            signal: callSignal,
+            remaining: { ...remaining },
+            covers: { ...cover.covers },
+          }),
+        ),
+      left,
+      signal,
+      run.clock,
+      () =>
+        new TimeoutError(
+          (activeLeft(run.remaining(), spent()) ?? 1) > 0
+            ? `summary timed out after ${compaction.timeoutMs} ms`
+            : 'summary stopped: the active-time budget (maxActiveMs) ran out',
+        ),
+    );
+    read = readSummary(value);
+  } catch (error) {
+    // Cancelled: the machine has left this state; nothing is recorded.
+    if (signal.aborted) throw error;
+    const now = run.clock.now();
+    return { type: 'failed', error: describeError(error), usage: null, elapsedMs: spent(), at: isoTime(now) };
+  }
+  const { usage, cost } = costOf(read, run.price);
+  const at = isoTime(run.clock.now());
+  const elapsedMs = spent();
+  if (read.text === null)
+    return { type: 'failed', error: wellFormed(`Error: ${read.why}`), usage, cost, elapsedMs, at };
+  return { type: 'summary', text: read.text, covers: cover.covers, usage, cost, elapsedMs, at };
+});
