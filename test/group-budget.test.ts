@@ -279,3 +279,64 @@ describe('workers', () => {
     await expect(submitRun(store, { agent: def, goal: 'x', budgetGroup: 'no way' })).rejects.toThrow(OptionsError);
   });
 });
+
+describe('budgetGroup with compaction', () => {
+  /** A policy that calls `t` forever, reporting 10 tokens and no cost. */
+  const looping: Policy = () => ({ tool: 't', usage: { inputTokens: 6, outputTokens: 4 } });
+
+  it('a summary’s tokens and cost are spent by the group too', async () => {
+    const store = new MemoryStore();
+    const summaries: number[] = [];
+    const agent = new Agent({
+      store,
+      tools,
+      runId: 'r',
+      budgetGroup: 'acme',
+      maxSteps: 6,
+      policy: looping,
+      compaction: {
+        when: { entries: 6 },
+        keep: 1,
+        summarize: (_entries, ctx) => {
+          summaries.push(ctx.step);
+          return { text: 'so far', usage: { inputTokens: 100, outputTokens: 1, costUsd: 0.5 } };
+        },
+      },
+    });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state.stoppedBy).toBe('steps');
+    expect(summaries.length).toBeGreaterThan(0);
+    const spend = await store.groupSpend('acme');
+    expect(spend.tokens).toBe(6 * 10 + summaries.length * 101);
+    expect(spend.costUsd).toBe(summaries.length * 0.5);
+    expect(agent.state.usage.inputTokens + agent.state.usage.outputTokens).toBe(spend.tokens);
+  });
+
+  it('a group out of budget pays for no summary: the run stops for the group before summarising', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxTokens: 30 });
+    let summaries = 0;
+    const agent = new Agent({
+      store,
+      tools,
+      runId: 'r',
+      budgetGroup: 'acme',
+      maxSteps: 50,
+      policy: looping,
+      compaction: {
+        when: { entries: 6 },
+        keep: 1,
+        summarize: () => {
+          summaries++;
+          return { text: 'so far', usage: { inputTokens: 1, outputTokens: 1 } };
+        },
+      },
+    });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state.stoppedBy).toBe('group');
+    // Three policy calls spend the 30 tokens; the history then asks for a summary, but the group is out.
+    expect(agent.state.steps).toBe(3);
+    expect(summaries).toBe(0);
+    expect((await store.groupSpend('acme')).tokens).toBe(30);
+  });
+});

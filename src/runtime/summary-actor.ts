@@ -89,6 +89,8 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
   if (compaction === null || cover === null) return { type: 'skipped' };
   await run.beforeCall();
   if (signal.aborted) throw signal.reason;
+  // A group out of budget: no summary is paid for; the policy call's own check stops the run next.
+  if (run.group && (await run.group.exhausted())) return { type: 'skipped' };
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   const remaining = run.remaining();
@@ -124,6 +126,8 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
     return { type: 'failed', error: describeError(error), usage: null, elapsedMs: spent(), at: isoTime(now) };
   }
   const { usage, cost } = costOf(read, run.price);
+  // Spent by the group too, as a policy call's usage is (kept for the next check if the store fails).
+  await run.group?.charge(usage, cost);
   const at = isoTime(run.clock.now());
   const elapsedMs = spent();
   if (read.text === null)
