@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out FILE]`: Tollgate against the floor and its peers, in one
+ * `npm run bench [-- --quick] [-- --out FILE] [-- --workers | --long]`: Tollgate against the floor and its peers, in one
  * process, interleaved; prints the results and writes them as Markdown (docs/performance.md;
  * `--quick` writes reports/performance-quick.md unless --out is given).
  */
@@ -18,6 +18,7 @@ import {
   tollgateWith,
 } from './contestants/tollgate.js';
 import { naiveXState } from './contestants/xstate.js';
+import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
 import { type Results, render } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
 import { measureCheckpoints, measureSteps, type StepPlan } from './steps.js';
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
     only: { type: 'string' },
     workers: { type: 'boolean', default: false },
+    long: { type: 'boolean', default: false },
   },
 });
 const quick = values.quick ?? false;
@@ -69,6 +71,8 @@ const pool: PoolPlan = quick
   ? { processes: [1, 2], runs: 40, concurrency: 16, decisions: 3, takeovers: 1, leaseMs: 1_000 }
   : { processes: [1, 2, 4], runs: 1_000, concurrency: 16, decisions: 25, takeovers: 7, leaseMs: 2_000 };
 
+const long: LongPlan = quick ? { steps: 1_000, samples: 2, loadSamples: 2 } : { steps: 10_000, samples: 5, loadSamples: 7 };
+
 const log = (line: string) => console.log(line);
 const readPage = () => (existsSync(out) ? readFileSync(out, 'utf8') : '');
 
@@ -91,6 +95,21 @@ async function workersOnly() {
   if (!section) process.exit(1);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, splicePool(readPage(), section));
+  console.log(`${section}\nwritten to ${out}`);
+}
+
+/** The long-history section (before and after compaction). */
+async function longMarkdown(date: string, command: string): Promise<string> {
+  log(`long histories, before and after compaction (${long.steps} steps):`);
+  return longSection(await measureLong(long, log), date, command);
+}
+
+/** `npm run bench -- --long`: the long-history section alone, put in place in the page. */
+async function longOnly() {
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const section = await longMarkdown(`${date} UTC`, `npm run bench -- --long${quick ? ' --quick' : ''}`);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, spliceLong(readPage(), section));
   console.log(`${section}\nwritten to ${out}`);
 }
 
@@ -182,6 +201,7 @@ async function main() {
     const workers = values.only
       ? keptPool(readPage())
       : ((await poolMarkdown(`${date} UTC`, command)) ?? keptPool(readPage()));
+    const longHistories = values.only ? keptLong(readPage()) : await longMarkdown(`${date} UTC`, command);
     description.push(
       `load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
@@ -204,7 +224,8 @@ async function main() {
       paused,
     };
     const page = render(results, targets(results));
-    const markdown = workers ? splicePool(page, workers) : page;
+    const withPool = workers ? splicePool(page, workers) : page;
+    const markdown = longHistories ? spliceLong(withPool, longHistories) : withPool;
     console.log(`\n${markdown}`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, markdown);
@@ -215,4 +236,5 @@ async function main() {
 }
 
 if (values.workers) await workersOnly();
+else if (values.long) await longOnly();
 else await main();

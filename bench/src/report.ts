@@ -223,3 +223,29 @@ ${scaleSection(r)}
 ${NOTES}
 `;
 }
+
+/**
+ * A section of the page between its own markers (`<!-- bench:NAME -->`), measured by a run of its
+ * own: put in place of the last one, or before "## Reading the figures".
+ */
+export function spliceSection(page: string, section: string, name: string): string {
+  const [start, end] = markers(name);
+  const from = page.indexOf(start);
+  const to = page.indexOf(end);
+  if (from >= 0 && to > from) return page.slice(0, from) + section + page.slice(to + end.length);
+  const at = page.indexOf('## Reading the figures');
+  if (at < 0) return `${page.trimEnd()}\n\n${section}\n`;
+  return `${page.slice(0, at)}${section}\n\n${page.slice(at)}`;
+}
+
+/** The section `name` kept from a page written before, so a run that does not measure it keeps it. */
+export function keptSection(page: string, name: string): string | undefined {
+  const [start, end] = markers(name);
+  const from = page.indexOf(start);
+  const to = page.indexOf(end);
+  return from >= 0 && to > from ? page.slice(from, to + end.length) : undefined;
+}
+
+export function markers(name: string): [string, string] {
+  return [`<!-- bench:${name} -->`, `<!-- /bench:${name} -->`];
+}

@@ -1,12 +1,11 @@
 /** The worker-pool section of docs/performance.md, and how it is put in place. */
 import { cpus } from 'node:os';
-import { table } from '../report.js';
+import { keptSection, markers, spliceSection, table } from '../report.js';
 import { fmt } from '../stats.js';
 import { STEPS, TOOL_MS } from './agents.js';
 import type { PoolResult } from './pool.js';
 
-const START = '<!-- bench:workers -->';
-const END = '<!-- /bench:workers -->';
+const [START, END] = markers('workers');
 
 export function poolSection(r: PoolResult, date: string, command: string): string {
   const { plan } = r;
@@ -48,18 +47,7 @@ ${END}`;
 }
 
 /** Puts the section in place of the last one in `page`, or before "## Reading the figures". */
-export function splicePool(page: string, section: string): string {
-  const start = page.indexOf(START);
-  const end = page.indexOf(END);
-  if (start >= 0 && end > start) return page.slice(0, start) + section + page.slice(end + END.length);
-  const at = page.indexOf('## Reading the figures');
-  if (at < 0) return `${page.trimEnd()}\n\n${section}\n`;
-  return `${page.slice(0, at)}${section}\n\n${page.slice(at)}`;
-}
+export const splicePool = (page: string, section: string) => spliceSection(page, section, 'workers');
 
 /** The section kept from a page written before, so a full run without Postgres does not drop it. */
-export function keptPool(page: string): string | undefined {
-  const start = page.indexOf(START);
-  const end = page.indexOf(END);
-  return start >= 0 && end > start ? page.slice(start, end + END.length) : undefined;
-}
+export const keptPool = (page: string) => keptSection(page, 'workers');
