@@ -75,6 +75,13 @@ const plainEntryArb = fc.oneof(
   ),
 );
 
+/** A summary entry alone (a run's history puts it where the rules allow: see the compaction tests). */
+const summaryArb = fc.record({
+  role: fc.constant('summary'),
+  text: fc.string({ minLength: 1 }),
+  covers: fc.record({ from: fc.constant(1), to: fc.integer({ min: 1, max: 2 ** 31 }) }),
+});
+
 /** Every entry shape a version-2 run writes. */
 const entryArb = fc.oneof(
   plainEntryArb,
@@ -222,8 +229,15 @@ describe('the quick check of history entries', () => {
   const nearCall = fc.record({ id: field, tool: field, args: field, extra: field }, { requiredKeys: [] });
   const nearEntry = fc.record(
     {
-      role: fc.constantFrom('user', 'assistant', 'tool', 'system', 1),
+      role: fc.constantFrom('user', 'assistant', 'tool', 'summary', 'system', 1),
       content: field,
+      covers: fc.oneof(
+        field,
+        fc.record(
+          { from: fc.constantFrom(1, 0, 2, '1', 1.5), to: fc.constantFrom(1, 5, 0, -1, 2.5, '3', null), extra: field },
+          { requiredKeys: [] },
+        ),
+      ),
       tool: field,
       args: field,
       id: field,
@@ -260,8 +274,37 @@ describe('the quick check of history entries', () => {
     );
   });
 
+  it('takes a summary only as the schema’s strict shape has it (every combination of near values)', () => {
+    const texts = ['', 'a', 'x'.repeat(20_100), 'x'.repeat(20_101), 1];
+    const covers = [
+      null,
+      { from: 1, to: 5 },
+      { from: 1, to: 1 },
+      { from: 0, to: 5 },
+      { from: 2, to: 5 },
+      { from: '1', to: 5 },
+      { from: 1, to: 0 },
+      { from: 1, to: -1 },
+      { from: 1, to: 2.5 },
+      { from: 1, to: '3' },
+      { from: 1 },
+      { from: 1, to: 5, extra: 1 },
+    ];
+    let fast = 0;
+    for (const text of texts) {
+      for (const cover of covers) {
+        for (const extra of [{}, { note: 'x' }, { covers: undefined }]) {
+          const value = JSON.parse(JSON.stringify({ role: 'summary', text, covers: cover, ...extra }));
+          expect(plainEntry(value)).toBe(entrySchema.safeParse(value).success);
+          if (plainEntry(value)) fast++;
+        }
+      }
+    }
+    expect(fast).toBe(2 * 2); // the 2 good texts × the 2 good covers, with no other field
+  });
+
   it('accepts the plain entries a run writes (the fast path is the common path)', () => {
-    fc.assert(fc.property(plainEntryArb, (e) => plainEntry(JSON.parse(JSON.stringify(e)))));
+    fc.assert(fc.property(fc.oneof(plainEntryArb, summaryArb), (e) => plainEntry(JSON.parse(JSON.stringify(e)))));
   });
 
   it('leaves approvals and several calls to the schema, which accepts every entry a run writes', () => {

@@ -5,6 +5,7 @@
  * `decodeCheckpoint` restores to a run that can only do what its state allows.
  */
 import type { z } from 'zod';
+import { MAX_SUMMARY_LENGTH } from '../../machines/compaction.js';
 import { deepFreeze } from '../../machines/history.js';
 import type { HistoryEntry } from '../../machines/types.js';
 import { CheckpointError } from '../errors.js';
@@ -46,9 +47,19 @@ export function plainEntry(e: unknown): boolean {
         optionalText(e.id) &&
         ('result' in e || (typeof e.error === 'string' && (e.outcome === undefined || e.outcome === 'unknown')))
       );
+    case 'summary':
+      return plainSummary(e);
     default:
       return false;
   }
+}
+
+/** A summary exactly as the schema's strict shape has it (a long run has one every few steps). */
+function plainSummary(e: Record<string, unknown>): boolean {
+  const { text, covers } = e;
+  if (Object.keys(e).length !== 3 || typeof text !== 'string' || !isObject(covers)) return false;
+  if (text.length === 0 || text.length > MAX_SUMMARY_LENGTH + 100 || Object.keys(covers).length !== 2) return false;
+  return covers.from === 1 && Number.isInteger(covers.to) && (covers.to as number) > 0;
 }
 
 function checkHistory(history: unknown): void {
