@@ -195,7 +195,9 @@ const span = (s: Summary, f: (v: number) => string) => `${f(s.median)} (${f(s.mi
 
 export function longSection(r: LongResult, date: string, command: string): string {
   const { plan } = r;
-  const ratio = (a: number, b: number) => fmt.ratio(a / b);
+  // A ratio far below 1 reads better as a fraction: "1/560" rather than "0.00×".
+  const ratio = (a: number, b: number) =>
+    a / b < 0.1 ? `1/${Math.round(b / a).toLocaleString('en')}` : fmt.ratio(a / b);
   return `${START}
 ## Long histories, before and after compaction
 
@@ -245,9 +247,10 @@ ${table(
   ],
 )}
 
-What compaction changes is what the policy is handed: the view stays under its threshold however long the run, while the journal keeps every entry (so it grows a little: the summaries are entries too), and \`Agent.load\` reads the whole journal either way.
-A step's cost includes the copy of the view the policy gets; with compaction that copy stays small, and the summaries (one every few steps here, with a threshold of ${COMPACTION.when.entries} entries) cost a state of the machine, a save and an entry each.
-\`decide()\` after a 1 MB history writes only what changed (the journal is append-only), so it is about the same with and without compaction.
+What compaction changes is what the policy is handed: the view stays under its threshold however long the run, while the journal keeps every entry (it grows by the summaries, which are entries too).
+A step's cost includes the copy of the history the policy is given, which grows with the run without compaction; with it the copy stays small, and the summaries (one every ${Math.round(r.plan.steps / Math.max(1, r.journal.compacted.entries - r.journal.plain.entries))} steps here, with a threshold of ${COMPACTION.when.entries} entries) cost a state of the machine, a save and an entry each.
+\`Agent.load\` reads and checks the whole journal either way.
+\`decide()\` runs the approved call and asks the policy again: the saves write only what changed (the journal is append-only), and with compaction the policy's copy of the history is small.
 ${END}`;
 }
 

@@ -71,7 +71,9 @@ const pool: PoolPlan = quick
   ? { processes: [1, 2], runs: 40, concurrency: 16, decisions: 3, takeovers: 1, leaseMs: 1_000 }
   : { processes: [1, 2, 4], runs: 1_000, concurrency: 16, decisions: 25, takeovers: 7, leaseMs: 2_000 };
 
-const long: LongPlan = quick ? { steps: 1_000, samples: 2, loadSamples: 2 } : { steps: 10_000, samples: 5, loadSamples: 7 };
+const long: LongPlan = quick
+  ? { steps: 1_000, samples: 2, loadSamples: 2 }
+  : { steps: 10_000, samples: 5, loadSamples: 7 };
 
 const log = (line: string) => console.log(line);
 const readPage = () => (existsSync(out) ? readFileSync(out, 'utf8') : '');
