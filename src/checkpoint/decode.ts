@@ -5,14 +5,13 @@
  * `decodeCheckpoint` restores to a run that can only do what its state allows.
  */
 import type { z } from 'zod';
-import { MAX_SUMMARY_LENGTH } from '../../machines/compaction.js';
 import { deepFreeze } from '../../machines/history.js';
 import type { HistoryEntry } from '../../machines/types.js';
 import { CheckpointError } from '../errors.js';
 import { MAX_JSON_DEPTH } from '../json.js';
 import { encodeCheckpoint, isObject } from './encode.js';
 import { consistencyProblem } from './rules.js';
-import { entrySchema, envelopeSchema, type PersistedRun, snapshotSchema } from './schema.js';
+import { entrySchema, envelopeSchema, MAX_STORED_SUMMARY, type PersistedRun, snapshotSchema } from './schema.js';
 import { CHECKPOINT_FORMAT, migrate } from './versions.js';
 
 export function fail(message: string, path?: string): never {
@@ -58,7 +57,7 @@ export function plainEntry(e: unknown): boolean {
 function plainSummary(e: Record<string, unknown>): boolean {
   const { text, covers } = e;
   if (Object.keys(e).length !== 3 || typeof text !== 'string' || !isObject(covers)) return false;
-  if (text.length === 0 || text.length > MAX_SUMMARY_LENGTH + 100 || Object.keys(covers).length !== 2) return false;
+  if (text.length === 0 || text.length > MAX_STORED_SUMMARY || Object.keys(covers).length !== 2) return false;
   return covers.from === 1 && Number.isInteger(covers.to) && (covers.to as number) > 0;
 }
 

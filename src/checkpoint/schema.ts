@@ -7,6 +7,9 @@ import { MAX_COST_USD, MICRO_USD, microUsd } from '../../machines/budget.js';
 import { MAX_SUMMARY_LENGTH } from '../../machines/compaction.js';
 import type { AgentContext } from '../../machines/types.js';
 
+/** The longest summary text a checkpoint may hold: the kept text and the note of what was cut. */
+export const MAX_STORED_SUMMARY = MAX_SUMMARY_LENGTH + 100;
+
 /** The persisted snapshot as XState writes it for the agent machine. */
 export interface PersistedRun {
   status: 'active' | 'done';
@@ -66,10 +69,7 @@ export const entrySchema = z.union([
   // Strict: a summary is made by the runtime alone, with exactly these fields.
   z.strictObject({
     role: z.literal('summary'),
-    text: z
-      .string()
-      .min(1)
-      .max(MAX_SUMMARY_LENGTH + 100),
+    text: z.string().min(1).max(MAX_STORED_SUMMARY),
     covers: z.strictObject({ from: z.literal(1), to: z.number().int().positive() }),
   }),
 ]);
