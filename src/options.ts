@@ -114,6 +114,7 @@ const runtimeShape = {
   ).optional(),
   policyTimeoutMs: timerMs(', or null for none').nullable().optional(),
   leaseMs: timerMs().optional(),
+  durability: z.enum(['full', 'points'], { error: '"full" or "points"' }).optional(),
   leaseWaitMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
     z.number(e).min(0, e).max(MAX_TIMER_MS, e),
   ).optional(),
@@ -192,6 +193,9 @@ export interface LeaseTerms {
   waitMs: number;
 }
 
+/** `'full'`: every save is durable before the run goes on; `'points'`: only the saves that guard an effect. */
+export type Durability = 'full' | 'points';
+
 /** The default lease length: long enough to ride out a slow save, short enough to take over a dead worker's run soon. */
 export const DEFAULT_LEASE_MS = 30_000;
 
@@ -210,6 +214,8 @@ export interface Runtime {
   policyTimeoutMs: number | null;
   /** How the run holds its lease on a store. */
   lease: LeaseTerms;
+  /** Which saves are made durable before the store answers (see `RuntimeOptions.durability`). */
+  durability: Durability;
   /** XState's inspector for the run's actor, when given. */
   inspect: InspectOption | undefined;
   /** The OpenTelemetry tracer the run's spans go to, when given. */
@@ -286,6 +292,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     agent: options.agent ?? null,
     price: pricingOf(options.price),
     compaction: compactionOf(call, options.compaction),
+    durability: options.durability ?? 'full',
     lease: {
       owner: options.owner ?? ownerId(),
       leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,

@@ -75,6 +75,15 @@ export interface RunWrite {
    * first save that gives one sets it; a different name later is refused with `OptionsError`).
    */
   agent?: string;
+  /**
+   * `true`: the store may answer before the write is on stable storage — it must survive this
+   * process's crash, not a power cut (SQLite `synchronous = NORMAL`, Postgres
+   * `synchronous_commit = off`). A later write that is not relaxed makes it durable too: writes
+   * reach the disk in order. Agents with `durability: 'points'` relax every save but those that
+   * guard an effect. A store may ignore it and write every save durably (the memory and file
+   * stores do). @default false
+   */
+  relaxed?: boolean;
 }
 
 /** A run as `list` returns it: everything but its head and history. */

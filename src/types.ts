@@ -128,6 +128,18 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
   leaseMs?: number;
   /** With a store: wait this long for another owner's lease to end before `RunBusyError`. @default 0 */
   leaseWaitMs?: number;
+  /**
+   * With a store: which saves must be on stable storage before the run goes on.
+   * - `'full'`: every save (each is fsynced on SQLite, committed synchronously on Postgres).
+   * - `'points'`: only the saves that guard an effect — the record of a side effect (or an
+   *   approved call) before it is made, a pause for approval, a budget stop, the end of a run.
+   *   The others (before each policy call) are written to survive a crash of this process but
+   *   not a power cut: after one, the run resumes from the last point, so the pure steps since
+   *   are worked again and their policy calls are made (and paid for) again. Side effects and
+   *   approvals are never repeated by it. The memory and file stores make every save durable.
+   * @default 'full'
+   */
+  durability?: 'full' | 'points';
   /** With a store: this agent's owner id on its leases, unique per holder. @default host:pid:random */
   owner?: string;
   /**

@@ -335,7 +335,8 @@ describe('spans of a run', () => {
     const save = store.save.bind(store);
     let saves = 0;
     store.save = (...args) => (++saves > 1 ? Promise.reject(new Error('disk full')) : save(...args));
-    const look = recorder('look');
+    // A side effect: its call is saved before it is made (a pure call is saved with its result).
+    const look = recorder('look', { sideEffect: true, needsApproval: false });
     const agent = new Agent({ tools: [look.tool], policy: sequence({ tool: 'look', args: {} }), store, tracer });
     await expect(agent.start('go')).rejects.toThrow('disk full');
     const run = only('invoke_agent');

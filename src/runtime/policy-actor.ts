@@ -23,7 +23,8 @@ const MAX_RETRY_DELAY_MS = 30_000;
 
 export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, signal, system }) => {
   const run = portsOf(system);
-  await run.beforeCall();
+  // Not a durable point: under `durability: 'points'` a power cut may make this call again.
+  await run.beforeCall(false);
   if (signal.aborted) throw signal.reason;
   // The group's budget, read from the store before every call like the run's own (fail closed).
   if (run.group && (await run.group.exhausted())) {

@@ -20,11 +20,13 @@ export interface ActorPorts extends Runtime {
   /** The budgets left as the run stands now (before the call about to be made). */
   remaining(): Remaining;
   /**
-   * Awaited before every policy and tool call: with a store, the run as it is now (the call in
-   * flight included) is saved first. The write-ahead point; a writer that lost its place
-   * (a conflict, a lost lease) stops here, before calling anything.
+   * Awaited before every policy call, and before a tool call that must be on record first (a
+   * side effect, an approved call): with a store, the run as it is now (the call in flight
+   * included) is saved first. The write-ahead point; a writer that lost its place (a conflict,
+   * a lost lease) stops here, before calling anything. `point` (default true): durable in every
+   * mode; false: relaxed under `durability: 'points'`.
    */
-  beforeCall(): Promise<void>;
+  beforeCall(point?: boolean): Promise<void>;
   /**
    * True once for each key that was in flight in the checkpoint the run was resumed from: a
    * non-idempotent side effect among them is not called again (its outcome is unknown).

@@ -92,6 +92,7 @@ export class RunActor {
         group: place.group ?? null,
         runId,
         agent: runtime.agent,
+        durability: runtime.durability,
         read: () => this.#view(),
         onFailure: (error) => this.#halt(error),
       });
@@ -112,7 +113,7 @@ export class RunActor {
       view: () => modelView(this.#actor.getSnapshot().context.history),
       remaining: () => remainingOf(this.#actor.getSnapshot().context),
       // Write ahead: the run, with this call in flight, is durable before the call is made.
-      beforeCall: () => this.#saver?.flush() ?? Promise.resolve(),
+      beforeCall: (point) => this.#saver?.flush(point) ?? Promise.resolve(),
       takeRecovered: (key) => this.#recovering.delete(key),
       delta: (step, delta) => this.#observers.delta(step, delta),
       runSpan: () => this.#drives.span,
@@ -270,10 +271,9 @@ export class RunActor {
     if (this.#started) return;
     this.#started = true;
     this.#actor.subscribe({
-      next: (snapshot) => {
-        this.#observers.notify(snapshot.context, statusOf(snapshot), isDeciding(snapshot));
-        void this.#saver?.flush();
-      },
+      // No save per snapshot: a run is saved at its durable points only (see Saver), which the
+      // actors and `settle` name by flushing.
+      next: (snapshot) => this.#observers.notify(snapshot.context, statusOf(snapshot), isDeciding(snapshot)),
       // Always listen for errors: an unobserved actor error is rethrown asynchronously and
       // would kill the host process (ARCHITECTURE.md, XState pitfalls).
       error: (error) => {

@@ -1,14 +1,19 @@
 /**
- * A run's side of its store: saves the run after every change, in order, each save naming
+ * A run's side of its store: saves the run at its durable points, in order, each save naming
  * the version it expects. Saves are queued, and each writes the run as it is when the save
- * runs, so a burst of transitions coalesces into fewer writes; `flush()` waits for all of them.
- * The tool actor awaits `flush()` before calling a tool: that is the write-ahead point.
- * After a failed save (a `ConflictError`, a dead connection) every later save fails too:
- * a writer that lost its place never writes again.
+ * runs, so saves asked for together coalesce; `flush()` waits for all of them. The points, each
+ * needed for a reason (ARCHITECTURE.md, crash semantics):
+ * - before every policy call: the step it counts and the previous step's results are stored, so
+ *   no crash (however often) lets a run make more policy calls than its step budget;
+ * - before a side effect (or an approved call): the write-ahead record a crash is judged by;
+ * - when the run settles (awaiting a human, a budget, its end) and when its limits change.
+ * A pure call is not saved before it runs: a crash re-runs it. After a failed save (a
+ * `ConflictError`, a dead connection) every later save fails too: a writer that lost its
+ * place never writes again.
  */
 import type { HistoryEntry, PendingCall, Status } from '../../machines/types.js';
 import { entryOf, headOf, type PersistedRun } from '../checkpoint/index.js';
-import type { LeaseTerms } from '../options.js';
+import type { Durability, LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { groupBudgetsOf } from '../stores/groups.js';
 import { LeaseHolder } from './lease.js';
@@ -38,6 +43,11 @@ export class Saver {
   /** The next save writes even if nothing changed (to clear a recorded decision it dropped). */
   #touched = false;
   #givenUp: Promise<void> = Promise.resolve();
+  readonly #durability: Durability;
+  /** A durable save was asked for since the last one was made. */
+  #pointWanted = false;
+  /** The last write was relaxed (not yet on stable storage). */
+  #relaxedLeft = false;
 
   constructor(options: {
     store: CheckpointStore;
@@ -52,6 +62,8 @@ export class Saver {
     agent: string | null;
     /** The run's budget group, joined in the store before the first save; absent or null: none. */
     group?: string | null;
+    /** Which saves are durable before the store answers. @default 'full' */
+    durability?: Durability;
     read: () => RunView | null;
     onFailure: (error: unknown) => void;
   }) {
@@ -64,6 +76,7 @@ export class Saver {
     this.#onFailure = options.onFailure;
     this.#agent = options.agent;
     this.#group = options.group ?? null;
+    this.#durability = options.durability ?? 'full';
     this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
     if (options.claimed) this.#lease.adopt(options.claimed);
   }
@@ -105,8 +118,13 @@ export class Saver {
     this.#touched = true;
   }
 
-  /** Queues a save of the run as it will be when the save runs; resolves once it is durable. */
-  flush(): Promise<void> {
+  /**
+   * Queues a save of the run as it will be when the save runs; resolves once it is stored.
+   * `point`: the save guards an effect or a pause, and is durable in every mode; otherwise it is
+   * relaxed under `durability: 'points'` (it survives this process's crash, not a power cut).
+   */
+  flush(point = true): Promise<void> {
+    if (point) this.#pointWanted = true;
     const next = this.#chain.then(() => this.#save());
     this.#chain = next;
     next.catch(() => {}); // the failure is reported through onFailure and to whoever awaits
@@ -116,8 +134,12 @@ export class Saver {
   async #save(): Promise<void> {
     const view = this.#read();
     if (!view) return;
+    const durable = this.#durability === 'full' || this.#pointWanted;
+    this.#pointWanted = false;
     const head = headOf(view.run);
-    if (head === this.#lastHead && view.history.length === this.#stored && !this.#touched) return;
+    const unchanged = head === this.#lastHead && view.history.length === this.#stored;
+    // A point after a relaxed write of the same run writes again: that makes it durable.
+    if (unchanged && !this.#touched && !(durable && this.#relaxedLeft)) return;
     const append = view.history.slice(this.#stored).map(entryOf);
     try {
       // Fenced: the save is refused in the same statement if this lease is no longer the run's.
@@ -133,6 +155,7 @@ export class Saver {
           append,
           pendingCalls: view.pendingCalls,
           ...(this.#agent === null ? {} : { agent: this.#agent }),
+          ...(durable ? {} : { relaxed: true }),
         },
         this.#version,
         lease,
@@ -150,5 +173,6 @@ export class Saver {
     this.#stored += append.length;
     this.#lastHead = head;
     this.#touched = false;
+    this.#relaxedLeft = !durable;
   }
 }

@@ -87,7 +87,7 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
   // The range is read off the journal as it stands: a resumed run asks for the same one again.
   const cover = compaction === null ? null : nextCover(run.history(), compaction.keep);
   if (compaction === null || cover === null) return { type: 'skipped' };
-  await run.beforeCall();
+  await run.beforeCall(false);
   if (signal.aborted) throw signal.reason;
   // A group out of budget: no summary is paid for; the policy call's own check stops the run next.
   if (run.group && (await run.group.exhausted())) return { type: 'skipped' };

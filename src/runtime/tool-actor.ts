@@ -29,7 +29,10 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   const recovered = run.takeRecovered(call.key);
   // Write ahead: a non-idempotent side effect in flight at a crash is not called again.
   const unknown = recovered && tool?.sideEffect === true && !tool.idempotent;
-  if (!unknown) {
+  // A side effect's call is durable before it is made, and so is a human's decision before it is
+  // acted on. A crash simply re-runs any other call (its step is asked of the policy again), so
+  // its record is saved with its result, by the next save, instead of before.
+  if (!unknown && (tool?.sideEffect === true || call.approval !== null)) {
     await run.beforeCall();
     // Cancelled while the write-ahead record was being made: the call never starts.
     if (signal.aborted) throw signal.reason;

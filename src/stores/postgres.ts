@@ -116,12 +116,18 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     this.#now = checkClock(CALL, o.now);
     this.#schema = schema;
     this.#sql = statements(`"${schema}"`, schema);
+    const prepared = o.preparedStatements ?? true;
+    if (typeof prepared !== 'boolean') {
+      throw new OptionsError(`${CALL}: preparedStatements must be true or false, got ${showValue(prepared)}`);
+    }
+    const { load, insertRun, updateRun, claim, renew, release } = this.#sql;
+    const names = prepared ? [load, insertRun, updateRun, claim, renew, release] : [];
     this.#groups = groupsOn(this.#query, groupStatements(`"${schema}"`));
     this.#watch = new Watch(() => this.#connections.acquire('PostgresStore.watch'), schema);
     if (isPool(connection)) {
       this.#pool = connection;
       this.#ownsPool = false;
-      this.#connections = new Connections(connection, 'the given pool', timeouts);
+      this.#connections = new Connections(connection, 'the given pool', timeouts, names);
       return;
     }
     if (typeof connection === 'string') checkConnectionString(CALL, connection);
@@ -135,7 +141,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const config = poolConfigOf(connection, timeouts, o);
     this.#pool = new pg.Pool(config);
     this.#ownsPool = true;
-    this.#connections = new Connections(this.#pool, describeTarget(config), timeouts);
+    this.#connections = new Connections(this.#pool, describeTarget(config), timeouts, names);
     // An idle connection that the server drops (restart, failover) emits 'error' on the pool;
     // unheard, it would kill the process. The next query simply opens a new connection.
     this.#pool.on('error', () => {});
@@ -188,6 +194,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       lease?.token ?? null,
       lease?.leaseMs ?? null,
       w.agent ?? null,
+      w.relaxed === true,
     ];
     if (expectedVersion > 0) values.push(expectedVersion);
     const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;

@@ -77,6 +77,8 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
   }
   const agent = (w as { agent?: unknown }).agent;
   if (agent !== undefined) checkAgentName(call, agent);
+  const relaxed = (w as { relaxed?: unknown }).relaxed;
+  if (relaxed !== undefined && typeof relaxed !== 'boolean') fail('write.relaxed must be true or false', relaxed);
   return {
     status: status as Status,
     head: head as string,
@@ -84,6 +86,7 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
     append: append as string[],
     pendingCalls,
     ...(agent === undefined ? {} : { agent: agent as string }),
+    ...(relaxed === true ? { relaxed } : {}),
   };
 }
 

@@ -210,7 +210,20 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       return version + 1;
     });
     // IMMEDIATE takes the write lock before reading the lease and version: no other writer can slip in.
-    this.#save = (...args) => save.immediate(...args);
+    // A relaxed save commits without an fsync (synchronous = NORMAL, for this transaction only): the
+    // next FULL commit syncs the WAL up to itself, so writes still reach the disk in order.
+    // (Executed each time: SQLite applies this pragma when it is prepared, so a prepared copy run
+    // again does not reliably set it.)
+    this.#save = (runId, write, expectedVersion, lease) => {
+      if (write.relaxed !== true || synchronous === 'NORMAL')
+        return save.immediate(runId, write, expectedVersion, lease);
+      db.exec('PRAGMA synchronous = NORMAL');
+      try {
+        return save.immediate(runId, write, expectedVersion, lease);
+      } finally {
+        db.exec(`PRAGMA synchronous = ${synchronous}`);
+      }
+    };
 
     const remove = db.transaction((runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => {
       const current = head.get(runId) as { version: number } | undefined;

@@ -88,7 +88,9 @@ describe('a save that fails', () => {
 
   it('gives the lease up before the caller hears of it: a reload right after the rejection is not refused as busy', async () => {
     const store = new FlakyStore(2);
-    const look = recorder('look');
+    // A side effect, so the failing second save is its write-ahead record (a pure call is saved
+    // with its result: it would have run once before the failure, and again after the reload).
+    const look = recorder('look', { sideEffect: true, needsApproval: false });
     const agent = new Agent({
       runId: 'r',
       store,

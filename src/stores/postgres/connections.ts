@@ -2,6 +2,7 @@
  * A `PostgresStore`'s way to its server: connections from a `pg` pool, each wait bounded
  * (connect, query), each connection heard when it fails, each failure typed.
  */
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { StoreUnavailableError, UserError } from '../../errors.js';
 import type { Timeouts } from './connection.js';
@@ -15,13 +16,22 @@ export class Connections {
   readonly #timeouts: Timeouts;
   /** The connections that have our error listener. */
   readonly #heard = new WeakSet<PoolClient>();
+  /** Statement text → the name it is prepared under on each connection. */
+  readonly #names = new Map<string, string>();
   #closed = false;
 
-  /** `where` names the server in messages, without its password. */
-  constructor(pool: Pool, where: string, timeouts: Timeouts) {
+  /**
+   * `where` names the server in messages, without its password. `prepared`: statements run as
+   * named prepared statements, each named by a digest of its text (so stores of different schemas
+   * sharing a pool never clash).
+   */
+  constructor(pool: Pool, where: string, timeouts: Timeouts, prepared: readonly string[] = []) {
     this.#pool = pool;
     this.#where = where;
     this.#timeouts = timeouts;
+    for (const text of prepared) {
+      this.#names.set(text, `tollgate_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`);
+    }
   }
 
   /** From now on every call is refused (`UserError`); work in flight finishes. */
@@ -40,7 +50,8 @@ export class Connections {
     this.listen(client);
     const query_timeout = this.#timeouts.queryTimeoutMs;
     const sql: Sql = {
-      query: (text, values) => client.query({ text, values, query_timeout } as QueryConfig),
+      query: (text, values) =>
+        client.query({ name: this.#names.get(text), text, values, query_timeout } as QueryConfig),
     };
     try {
       const result = await work(sql);

@@ -58,7 +58,22 @@ export interface PostgresStoreOptions {
    * clock (`clock_timestamp()`), so that workers with skewed clocks agree on when a lease lapses
    */
   now?: () => number;
+  /**
+   * Run the frequent statements (load, save, the lease's claim, renewal and release) as named
+   * prepared statements: each connection parses and plans them once, not on every call. Turn it
+   * off behind a pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 /** The option names, for the strict check (`checkStoreOptions`). */
-export const OPTIONS = ['schema', 'connectTimeoutMs', 'statementTimeoutMs', 'queryTimeoutMs', 'maxConnections', 'now'];
+export const OPTIONS = [
+  'schema',
+  'connectTimeoutMs',
+  'statementTimeoutMs',
+  'queryTimeoutMs',
+  'maxConnections',
+  'now',
+  'preparedStatements',
+];

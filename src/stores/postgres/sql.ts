@@ -76,6 +76,9 @@ export function statements(s: string, schema: string): Statements {
   const append = `e AS (INSERT INTO ${s}.entries (run_id, idx, body)
       SELECT r.run_id, $4::integer + t.ord::integer - 1, t.body
         FROM r, unnest($5::text[]) WITH ORDINALITY AS t (body, ord))`;
+  // A relaxed save ($12) commits without waiting for its WAL record to be flushed (this
+  // transaction only): it survives a crash of the server process, not of the machine.
+  const relax = `CASE WHEN $12::boolean THEN set_config('synchronous_commit', 'off', true) END`;
   // A save with a lease extends it (never shortens it), only if the save happened.
   const extend = `n AS (UPDATE ${s}.leases SET expires_at = GREATEST(expires_at, ${now} + ${ms('$10')})
       WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
@@ -90,7 +93,7 @@ export function statements(s: string, schema: string): Statements {
         ON CONFLICT (run_id) DO NOTHING
         RETURNING run_id, version
       ), ${append}, ${extend}
-      SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified FROM r`,
+      SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified, ${relax} AS relaxed FROM r`,
     // A concurrent writer waits for this row's lock, then re-checks the WHERE on the new row
     // version (READ COMMITTED): it matches nothing, and gets a conflict.
     updateRun: `WITH ${fence('$9', now)}, r AS (
@@ -98,11 +101,11 @@ export function statements(s: string, schema: string): Statements {
            SET version = version + 1, status = $2, head = $3, entry_count = entry_count + cardinality($5::text[]),
                pending = $6, pending_expires_at = $8::timestamptz, updated_at = ${now},
                agent = COALESCE($11::text, agent), decision = NULL
-         WHERE run_id = $1 AND version = $12 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
+         WHERE run_id = $1 AND version = $13 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
            AND ($11::text IS NULL OR agent IS NULL OR agent = $11::text)
         RETURNING run_id, version
       ), ${append}, ${extend}
-      SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified FROM r`,
+      SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified, ${relax} AS relaxed FROM r`,
     refusal: `SELECT r.version, r.entry_count, r.status, r.agent, r.decision IS NOT NULL AS decided, l.token::text AS token, l.owner, l.expires_at, ${nowOf('$2')} AS now
          FROM (SELECT 1) AS one
          LEFT JOIN ${s}.runs r ON r.run_id = $1
