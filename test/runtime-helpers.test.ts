@@ -94,7 +94,7 @@ describe('withElapsed', () => {
 });
 
 describe('approvalRule', () => {
-  const ctx = { runId: 'r', step: 1, tool: 't', history: [] };
+  const ctx = { runId: 'r', step: 1, tool: 't', history: () => [] };
   const rule = (needsApproval: Tool['needsApproval'], extra: Partial<Tool> = {}) =>
     approvalRule({ name: 't', fn: () => null, needsApproval, ...extra }, { a: 1 }, ctx);
 
@@ -115,6 +115,20 @@ describe('approvalRule', () => {
     }
     // A function is not a `{ deny }` object, even with a `deny` property.
     expect(await rule((() => Object.assign(() => {}, { deny: 'x' })) as never)).toEqual({ kind: 'ask' });
+  });
+
+  it('copies the history only for a rule that is a function, and gives it the copy', async () => {
+    const entries = [{ role: 'user', content: 'go' }] as const;
+    let copies = 0;
+    const site = { runId: 'r', step: 1, tool: 't', history: () => (copies++, entries) };
+    const tool = (extra: Partial<Tool>) => ({ name: 't', fn: () => null, ...extra });
+    await approvalRule(tool({ sideEffect: true }), { a: 1 }, site);
+    await approvalRule(tool({ needsApproval: false }), { a: 1 }, site);
+    expect(copies).toBe(0);
+    let seen: unknown = null;
+    await approvalRule(tool({ needsApproval: (_args, ctx) => ((seen = ctx), false) }), { a: 1 }, site);
+    expect(copies).toBe(1);
+    expect(seen).toEqual({ runId: 'r', step: 1, tool: 't', history: entries });
   });
 
   it('a reason is kept to 1,000 characters', async () => {

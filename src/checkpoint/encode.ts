@@ -4,8 +4,8 @@
  * cached per frozen entry, so encoding a long run costs O(new entries).
  */
 import { randomUUID } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import type { HistoryEntry } from '../../machines/types.js';
+import { canonicalJson } from './canonical.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';
 
 /** Canonical JSON of each frozen history entry, made once: a frozen entry never changes. */
@@ -15,7 +15,7 @@ const entryTexts = new WeakMap<object, string>();
 export function canonicalEntry(entry: HistoryEntry): string {
   const cached = entryTexts.get(entry);
   if (cached !== undefined) return cached;
-  const text = canonicalize(entry);
+  const text = canonicalJson(entry);
   if (text === undefined) throw new TypeError('history entry is not serialisable');
   if (Object.isFrozen(entry)) entryTexts.set(entry, text);
   return text;
@@ -33,7 +33,7 @@ export const isObject = (v: unknown): v is Record<string, unknown> =>
  */
 export function spliceHistory(envelope: { snapshot: { context: object } }, history: readonly string[]): string {
   const { snapshot } = envelope;
-  const text = canonicalize({
+  const text = canonicalJson({
     ...envelope,
     snapshot: { ...snapshot, context: { ...snapshot.context, history: HISTORY_MARK } },
   });
@@ -53,7 +53,7 @@ export function encodeCheckpoint(run: unknown): string {
       history.map((e) => canonicalEntry(e as HistoryEntry)),
     );
   }
-  const text = canonicalize(envelope);
+  const text = canonicalJson(envelope);
   if (text === undefined) throw new TypeError('snapshot is not serialisable');
   return text;
 }

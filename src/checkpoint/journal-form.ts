@@ -3,8 +3,9 @@
  * and the history as an append-only list of canonical entries. A save replaces the head and
  * appends the new entries: O(new data) per step, not O(history).
  */
-import canonicalize from 'canonicalize';
+
 import type { HistoryEntry } from '../../machines/types.js';
+import { canonicalJson } from './canonical.js';
 import { fail } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import { expectedChildren } from './rules.js';
@@ -14,7 +15,7 @@ import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';
 /** The head of a run: its persisted snapshot with an empty history. O(1) in the history. */
 export function headOf(run: Omit<PersistedRun, 'children'>): string {
   const snapshot = { ...run, context: { ...run.context, history: [] }, children: expectedChildren(run) };
-  return canonicalize({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot }) as string;
+  return canonicalJson({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot }) as string;
 }
 
 /** A history entry as a store keeps it: canonical JSON (made once per entry). */

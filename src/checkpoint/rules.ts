@@ -3,10 +3,11 @@
  * passes them restores to a run that can only do what its state allows (XState restores a snapshot
  * whose state is wrong without complaint and fails later: ARCHITECTURE.md, "XState pitfalls").
  */
-import canonicalize from 'canonicalize';
+
 import { callIdOf, keyOf } from '../../machines/calls.js';
 import { assistantEntry } from '../../machines/history.js';
 import type { Status, StepCall } from '../../machines/types.js';
+import { canonicalJson } from './canonical.js';
 import type { PersistedRun } from './schema.js';
 
 /** The status a persisted value stands for. */
@@ -92,7 +93,7 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
     const last = run.context.history.at(-1);
     const expected = assistantEntry(calls, null);
     const { text: _t, ...recorded } = (last ?? {}) as Record<string, unknown>;
-    if (canonicalize(recorded) !== canonicalize(expected)) {
+    if (canonicalJson(recorded) !== canonicalJson(expected)) {
       return [
         'snapshot.context.calls',
         "the calls are not the ones the step's assistant entry (the last entry) records",
@@ -142,7 +143,7 @@ export function consistencyProblem(run: PersistedRun): Problem | null {
       return [`snapshot.context.standing.${tool}`, 'a standing approval is an approval given for always'];
     }
   }
-  if (canonicalize(run.children) !== canonicalize(expectedChildren(run))) {
+  if (canonicalJson(run.children) !== canonicalJson(expectedChildren(run))) {
     return ['snapshot.children', `the invoked actors do not match state ${JSON.stringify(run.value)}`];
   }
   return null;

@@ -4,7 +4,7 @@
  * anything but `false` or `{ deny }`, means yes: the gate fails closed.
  */
 import { deepFreeze } from '../../machines/history.js';
-import type { JsonObject } from '../../machines/types.js';
+import type { HistoryEntry, JsonObject } from '../../machines/types.js';
 import { safeString } from '../json.js';
 import type { ApprovalContext, Tool } from '../types.js';
 
@@ -25,11 +25,19 @@ function denial(answer: unknown): string | null {
   }
 }
 
+/**
+ * Where a rule is asked: its `ApprovalContext`, with the history as a function, called only
+ * when the tool's rule is a function (copying a long history for a rule that is a boolean
+ * would make every step cost O(history)).
+ */
+export type RuleSite = Omit<ApprovalContext, 'history'> & { history: () => readonly HistoryEntry[] };
+
 /** What the tool's rule says of a call with `args` (the schema's output, when there is one). */
-export async function approvalRule(tool: Tool, args: JsonObject, ctx: ApprovalContext): Promise<RuleAnswer> {
+export async function approvalRule(tool: Tool, args: JsonObject, site: RuleSite): Promise<RuleAnswer> {
   const rule = tool.needsApproval ?? tool.sideEffect ?? false;
   if (typeof rule !== 'function') return rule === true ? { kind: 'ask' } : { kind: 'run' };
   try {
+    const ctx: ApprovalContext = { runId: site.runId, step: site.step, tool: site.tool, history: site.history() };
     const answer: unknown = await rule(deepFreeze(args), ctx);
     if (answer === false) return { kind: 'run' };
     const reason = denial(answer);

@@ -24,7 +24,8 @@ export interface CallSite {
   signal?: AbortSignal;
   step: number;
   tools: ReadonlyMap<string, Tool>;
-  history: readonly HistoryEntry[];
+  /** The rules' copy of the history, made when a rule first asks for it. */
+  history: () => readonly HistoryEntry[];
 }
 
 const MALFORMED = 'malformed action';

@@ -82,7 +82,7 @@ async function checkEdit(call: StepCall, args: unknown, where: Where): Promise<J
   const valid = await validateArgs(tool, copy.value as JsonObject);
   if (!valid.ok) throw refuse(valid.error);
   // A rule's automatic denial is a hard limit: an approver's edit cannot step over it.
-  const ctx = { runId: where.details.runId, step: call.step, tool: call.tool, history: where.history };
+  const ctx = { runId: where.details.runId, step: call.step, tool: call.tool, history: () => where.history };
   const answer = await approvalRule(tool, valid.value, ctx);
   if (answer.kind === 'deny') throw refuse(`the tool's rule denies these arguments: ${answer.reason}`);
   return copy.value as JsonObject;

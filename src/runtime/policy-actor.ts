@@ -6,7 +6,7 @@
 import { fromPromise } from 'xstate';
 import { describeError } from '../../machines/describe-error.js';
 import type { PolicyInput } from '../../machines/events.js';
-import type { Decision } from '../../machines/types.js';
+import type { Decision, HistoryEntry } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
 import type { PolicyDelta } from '../types.js';
 import { readAction } from './classify.js';
@@ -112,8 +112,11 @@ async function decide(
       continue;
     }
     // The rules get their own copy of the history, as the policy does: the live one grows in place.
+    // One copy for the step's calls, made only if a rule is a function that could read it.
     live = false;
-    const site = { runId: input.runId, step: input.step, tools: run.tools, history: run.history().slice(), signal };
+    let copy: readonly HistoryEntry[] | null = null;
+    const history = () => (copy ??= run.history().slice());
+    const site = { runId: input.runId, step: input.step, tools: run.tools, history, signal };
     const { decision, usage: reported } = await readAction(raw, site);
     // Priced here, not in the machine: the machine holds no functions and only adds the numbers.
     const { tokens, cost } = readUsage(reported, run.price);

@@ -71,7 +71,7 @@ async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Pr
   if (!valid.ok) return done({ error: valid.error });
   // Defence in depth for invariant 1: a call that needs approval runs only with one.
   if (call.approval === null) {
-    const ctx = { runId: run.runId, step: call.step, tool: call.tool, history: run.history().slice() };
+    const ctx = { runId: run.runId, step: call.step, tool: call.tool, history: () => run.history().slice() };
     if ((await approvalRule(tool, valid.value, ctx)).kind !== 'run') {
       return done({ error: `refused: ${call.tool} needs approval and this call has none` });
     }

@@ -1,0 +1,57 @@
+/**
+ * Canonical JSON (RFC 8785) for the values Tollgate writes: keys sorted by UTF-16 code units,
+ * numbers and strings as `JSON.stringify` writes them (the RFC's own rule). It gives exactly the
+ * text of the `canonicalize` package — a property test holds it to that, value by value,
+ * errors included — at a fraction of its cost on long histories: strings are checked by
+ * `isWellFormed` rather than character by character, and no set of visited objects is kept.
+ * The values given are JSON copies (`src/json.ts`: acyclic, bounded in depth), so no cycle can
+ * reach it; one would end in a `RangeError`, never a hang. (Where the package writes text that is
+ * not JSON — a function inside an array, a sparse array — this writes what `JSON.stringify`
+ * would; no run holds either.)
+ */
+
+/** ES2024's `String.prototype.isWellFormed` (in Node from 20; the project's lib is ES2022). */
+type WellFormed = string & { isWellFormed(): boolean };
+
+/** `value` as canonical JSON; `undefined` for a value JSON cannot hold (a function, a symbol). */
+export function canonicalJson(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      if (!(value as WellFormed).isWellFormed()) throw new Error('Lone surrogate is not allowed');
+      return JSON.stringify(value);
+    case 'number':
+      if (Number.isNaN(value)) throw new Error('NaN is not allowed');
+      if (!Number.isFinite(value)) throw new Error('Infinity is not allowed');
+      return JSON.stringify(value);
+    case 'object':
+      return value === null ? 'null' : objectText(value);
+    default:
+      return JSON.stringify(value);
+  }
+}
+
+/** What JSON has no value for: `null` in an array, left out of an object (as `JSON.stringify` does). */
+const absent = (item: unknown) => item === undefined || typeof item === 'symbol' || typeof item === 'function';
+
+function objectText(value: object): string | undefined {
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return canonicalJson(toJSON.call(value));
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (i > 0) text += ',';
+      text += canonicalJson(absent(item) ? null : item);
+    }
+    return `${text}]`;
+  }
+  let text = '{';
+  let first = true;
+  for (const key of Object.keys(value).sort()) {
+    const item: unknown = (value as Record<string, unknown>)[key];
+    if (absent(item)) continue;
+    text += `${first ? '' : ','}${canonicalJson(key)}:${canonicalJson(item)}`;
+    first = false;
+  }
+  return `${text}}`;
+}
