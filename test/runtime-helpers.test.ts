@@ -120,13 +120,25 @@ describe('approvalRule', () => {
   it('copies the history only for a rule that is a function, and gives it the copy', async () => {
     const entries = [{ role: 'user', content: 'go' }] as const;
     let copies = 0;
-    const site = { runId: 'r', step: 1, tool: 't', history: () => (copies++, entries) };
+    const site = {
+      runId: 'r',
+      step: 1,
+      tool: 't',
+      history: () => {
+        copies++;
+        return entries;
+      },
+    };
     const tool = (extra: Partial<Tool>) => ({ name: 't', fn: () => null, ...extra });
     await approvalRule(tool({ sideEffect: true }), { a: 1 }, site);
     await approvalRule(tool({ needsApproval: false }), { a: 1 }, site);
     expect(copies).toBe(0);
     let seen: unknown = null;
-    await approvalRule(tool({ needsApproval: (_args, ctx) => ((seen = ctx), false) }), { a: 1 }, site);
+    const needsApproval: Tool['needsApproval'] = (_args, ctx) => {
+      seen = ctx;
+      return false;
+    };
+    await approvalRule(tool({ needsApproval }), { a: 1 }, site);
     expect(copies).toBe(1);
     expect(seen).toEqual({ runId: 'r', step: 1, tool: 't', history: entries });
   });
