@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build, workspace } from '../cli/workspace.js';
@@ -45,6 +46,28 @@ const exited = (child: ChildProcess) =>
     else child.once('exit', (code) => resolve(code));
   });
 
+/** One request to `url` over node:http, which sends the `Host` header as given (fetch would not). */
+function send(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, url), { method, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        text += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
 describe('tollgate serve', () => {
   it('refuses conflicting or weak authentication with exit 2', async () => {
     const { cli } = workspace();
@@ -53,7 +76,71 @@ describe('tollgate serve', () => {
     const weak = await cli(['serve', '--port', '0'], { TOLLGATE_INBOX_TOKEN: 'short' });
     expect(weak.code).toBe(2);
     expect(weak.stderr).toMatch(/at least 16 characters/);
+    const bad = await cli(['serve', '--proxy-header', 'X-User', '--origin', 'approvals.example.com']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/expected an origin/);
   });
+
+  it('behind a proxy, answers requests addressed to each --origin’s host and the --host it listens on, refuses others', async () => {
+    const { dir, env } = workspace();
+    const serve = await start(
+      [
+        'serve',
+        '--proxy-header',
+        'X-Forwarded-User',
+        '--origin',
+        'https://approvals.example.com',
+        '--origin',
+        'https://inbox.example.org:8443/',
+        '--host',
+        '127.0.0.2',
+        '--port',
+        '0',
+        '--json',
+      ],
+      dir,
+      env,
+    );
+    const { url, auth } = JSON.parse(serve.first) as { url: string; auth: string };
+    expect(auth).toBe('proxy');
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/); // on --host, not the default 127.0.0.1
+    const session = (host: string) =>
+      send(url, 'GET', '/api/session', { host, 'x-forwarded-user': 'dana', accept: 'application/json' });
+    for (const host of ['approvals.example.com', 'inbox.example.org:8443', new URL(url).host]) {
+      const answer = await session(host);
+      expect(answer.status, host).toBe(200);
+      expect(answer.body.user).toBe('dana');
+    }
+    for (const host of ['evil.example', 'approvals.example.com:8443', 'inbox.example.org']) {
+      const refused = await session(host);
+      expect(refused.status, host).toBe(403);
+      expect(refused.body.error.code).toBe('forbidden');
+    }
+    // A page of the public origin may change things; one of another origin may not.
+    const { csrf } = (await session('approvals.example.com')).body as { csrf: string };
+    const body = JSON.stringify({ decisions: { x: { approve: true } } });
+    const decide = (origin: string) =>
+      send(
+        url,
+        'POST',
+        '/api/runs/nope/decisions',
+        {
+          host: 'approvals.example.com',
+          origin,
+          'x-forwarded-user': 'dana',
+          'x-tollgate-csrf': csrf,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+        },
+        body,
+      );
+    expect((await decide('https://approvals.example.com')).status).toBe(404); // past the checks: no such run
+    const crossOrigin = await decide('https://evil.example');
+    expect(crossOrigin.status).toBe(403);
+    expect(crossOrigin.body.error.message).toMatch(/cross-origin request from https:\/\/evil\.example refused/);
+    serve.child.kill('SIGTERM');
+    expect(await exited(serve.child)).toBe(0);
+  }, 60_000);
 
   it.skipIf(skip !== null)(
     "shows the demo's pending refund; approving it in the browser, with a worker running, finishes the run",

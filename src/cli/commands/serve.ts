@@ -31,6 +31,14 @@ const port = (value: string) => {
   return n;
 };
 
+/** Each `--origin` adds its origin to those before it. */
+const origin = (value: string, previous: string[] | undefined) => {
+  if (!/^https?:\/\//i.test(value) || !URL.canParse(value)) {
+    throw new InvalidArgumentError('expected an origin such as https://approvals.example.com');
+  }
+  return [...(previous ?? []), value];
+};
+
 /** `tollgate serve`. */
 export function serveCommand(act: Act): Command {
   return new Command('serve')
@@ -42,6 +50,11 @@ export function serveCommand(act: Act): Command {
     .option(
       '--proxy-header <name>',
       'trust this header, set by a reverse proxy, for the user name (e.g. X-Forwarded-User)',
+    )
+    .option(
+      '--origin <url>',
+      'the public origin a reverse proxy serves the inbox under (e.g. https://approvals.example.com); repeatable',
+      origin,
     )
     .addOption(
       new Option(
