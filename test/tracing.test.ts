@@ -27,6 +27,7 @@ import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
 import type { TraceContext, TracerLike } from '../src/tracer.js';
 import { submitRun, Worker } from '../src/worker/index.js';
+import { fakeServer, fixture } from './models/fake-server.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 import { midCall } from './support/mid-call.js';
 
@@ -574,6 +575,45 @@ describe('spans of a run', () => {
     const chat = only('chat');
     expect(chat.name).toBe('chat gpt-5-mini');
     expect(chat.attributes).toMatchObject({ 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-5-mini' });
+  });
+
+  it('names the model that answered, as the usage reports it, and leaves out one that is not a string', async () => {
+    const look = recorder('look');
+    const agent = new Agent({
+      tools: [look.tool],
+      policy: sequence(
+        { tool: 'look', args: {}, usage: { ...usage, model: 'gpt-5-mini-2025-08-07' } },
+        { tool: 'look', args: {}, usage: { ...usage, model: 5 } },
+        { final: 3 },
+      ),
+      tracer,
+    });
+    expect(await agent.start('go')).toBe('done');
+    expect(named('chat').map((s) => s.attributes['gen_ai.response.model'])).toEqual([
+      'gpt-5-mini-2025-08-07',
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it('an adapter’s policy: the requested model and the one the API says answered', async () => {
+    const server = await fakeServer();
+    try {
+      server.reply(fixture('openai-chat/final.json'));
+      const client = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
+      const agent = new Agent({
+        tools: [],
+        policy: openaiPolicy({ client, model: 'gpt-4.1-mini', tools: [], stream: false }),
+        tracer,
+      });
+      expect(await agent.start('go')).toBe('done');
+      expect(only('chat').attributes).toMatchObject({
+        'gen_ai.request.model': 'gpt-4.1-mini',
+        'gen_ai.response.model': 'gpt-4.1-mini-2025-04-14',
+      });
+    } finally {
+      await server.close();
+    }
   });
 
   it('the adapters mark their policies with their model', () => {
