@@ -169,4 +169,15 @@ describe('anthropicPolicy', () => {
     expect(agent.state.error).toMatch(/Overloaded|overloaded/);
     expect(server.requests).toHaveLength(2);
   });
+
+  it('waits the retry-after of an overloaded (529) reply before the runtime tries again', async () => {
+    server.reply(fixture('anthropic/overloaded.json'), fixture('anthropic/final.json'));
+    const sleeps: number[] = [];
+    const clock = { now: () => Date.now(), sleep: async (ms: number) => void sleeps.push(ms) };
+    const policy = anthropicPolicy({ client: client(server.url), model: 'm', tools, stream: false });
+    const agent = new Agent({ tools, policy, policyRetries: 1, retryDelayMs: 1, clock });
+    expect(await agent.start('go')).toBe('done');
+    expect(server.requests).toHaveLength(2); // the SDK's own retries are off
+    expect(sleeps).toEqual([2000]);
+  });
 });
