@@ -14,16 +14,20 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AgentContext } from '../machines/types.js';
 import { defineAgent } from '../src/define.js';
 import { Agent } from '../src/index.js';
 import { aiSdkPolicy } from '../src/models/ai-sdk.js';
 import { anthropicPolicy } from '../src/models/anthropic.js';
 import { openaiPolicy } from '../src/models/openai.js';
 import { markModel, modelOf } from '../src/policy-model.js';
+import { endRunSpan } from '../src/runtime/spans.js';
+import { errorTypeOf, MAX_TRACE_TEXT, SPAN_KIND, Span, startSpan, traceText } from '../src/runtime/tracing.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
-import type { TracerLike } from '../src/tracer.js';
+import type { TraceContext, TracerLike } from '../src/tracer.js';
 import { submitRun, Worker } from '../src/worker/index.js';
+import { fakeServer, fixture } from './models/fake-server.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 import { midCall } from './support/mid-call.js';
 
@@ -365,6 +369,189 @@ describe('spans of a run', () => {
     expect([parentOf(tool), parentOf(only('chat'))]).toEqual([idOf(run), idOf(run)]);
   });
 
+  it('a second drive of a run counts only its own tokens, and the budgets left in dollars and active time', async () => {
+    const clock = new ManualClock(0);
+    const send = recorder('send', { sideEffect: true });
+    const answers = [
+      { tool: 'send', args: {}, usage: { inputTokens: 10, outputTokens: 3, costUsd: 0.25 } },
+      { final: 'sent', usage: { inputTokens: 4, outputTokens: 1, costUsd: 0.125 } },
+    ];
+    const agent = new Agent({
+      tools: [send.tool],
+      // Each call takes 100.4 ms of active time.
+      policy: () => {
+        clock.advance(100.4);
+        return answers.shift() as never;
+      },
+      clock,
+      maxCostUsd: 1,
+      maxActiveMs: 1_000,
+      tracer,
+    });
+    expect(await agent.start('mail')).toBe('awaiting_approval');
+    const first = only('invoke_agent');
+    expect(first.attributes).toMatchObject({
+      'gen_ai.usage.input_tokens': 10,
+      'gen_ai.usage.output_tokens': 3,
+      'tollgate.budget.cost_usd_left': 0.75,
+      'tollgate.budget.active_ms_left': 900, // 899.6, rounded
+    });
+    expect(only('chat').attributes).toMatchObject({
+      'tollgate.usage.cost_usd': 0.25,
+      'tollgate.budget.cost_usd_left': 1,
+      'tollgate.budget.active_ms_left': 1_000,
+    });
+    exporter.reset();
+
+    expect(await agent.decide(true, 'fine')).toBe('done');
+    const second = only('invoke_agent');
+    expect(second.attributes).toMatchObject({
+      'tollgate.run.trigger': 'decide',
+      'gen_ai.usage.input_tokens': 4,
+      'gen_ai.usage.output_tokens': 1,
+      'tollgate.budget.cost_usd_left': 0.625,
+      'tollgate.budget.active_ms_left': 799, // 799.2, rounded
+    });
+    expect(only('chat').attributes).toMatchObject({
+      'tollgate.usage.cost_usd': 0.125,
+      'tollgate.budget.cost_usd_left': 0.75,
+      'tollgate.budget.active_ms_left': 900,
+    });
+  });
+
+  it('the attributes of a policy call, exactly: a final answer, several calls, and a cost not known', async () => {
+    const look = recorder('look');
+    const agent = new Agent({
+      runId: 'x',
+      tools: [look.tool],
+      policy: sequence(
+        {
+          calls: [
+            { tool: 'look', args: { q: 1 } },
+            { tool: 'look', args: { q: 2 } },
+          ],
+          usage: { inputTokens: 5, outputTokens: 2, costUsd: 0 },
+        },
+        { final: 'ok', usage: { inputTokens: 6, outputTokens: 1 } },
+      ),
+      tracer,
+    });
+    expect(await agent.start('go')).toBe('done');
+    const [calls, final] = named('chat');
+    const common = {
+      'gen_ai.operation.name': 'chat',
+      'tollgate.run.id': 'x',
+      'tollgate.budget.steps_left': expect.any(Number),
+      'tollgate.policy.attempts': 1,
+    };
+    expect(calls?.attributes).toEqual({
+      ...common,
+      'tollgate.step': 1,
+      'gen_ai.usage.input_tokens': 5,
+      'gen_ai.usage.output_tokens': 2,
+      'tollgate.usage.cost_usd': 0,
+      'tollgate.action': 'calls',
+      'tollgate.action.calls': 2,
+    });
+    // No price and no costUsd: the cost is not known, and left out (as are calls and an error).
+    expect(final?.attributes).toEqual({
+      ...common,
+      'tollgate.step': 2,
+      'gen_ai.usage.input_tokens': 6,
+      'gen_ai.usage.output_tokens': 1,
+      'tollgate.action': 'final',
+    });
+  });
+
+  it('the pending count is of the pending calls only, and a standing approval says always', async () => {
+    const look = recorder('look');
+    const send = recorder('send', { sideEffect: true });
+    const agent = new Agent({
+      tools: [look.tool, send.tool],
+      policy: sequence(
+        {
+          calls: [
+            { tool: 'look', args: {} },
+            { tool: 'send', args: { to: 'a' } },
+            { tool: 'send', args: { to: 'b' } },
+          ],
+        },
+        { final: 'sent' },
+      ),
+      tracer,
+    });
+    expect(await agent.start('mail')).toBe('awaiting_approval');
+    expect(agent.state.pending).not.toBeNull();
+    expect(only('invoke_agent').attributes['tollgate.approval.pending']).toBe(2);
+    const [a, b] = agent.state.pendingCalls.map((c) => c.id);
+    exporter.reset();
+
+    expect(
+      await agent.decide({ [a as string]: { approve: true, always: true }, [b as string]: { approve: false } }),
+    ).toBe('done');
+    const run = only('invoke_agent');
+    expect(run.attributes['tollgate.approval.pending']).toBe(0);
+    expect(
+      run.events.map((e) => [e.attributes?.['tollgate.call.id'], e.attributes?.['tollgate.approval.always']]),
+    ).toEqual([
+      [a, true],
+      [b, false],
+    ]);
+  });
+
+  it('a cost not known under a cost budget: stopped by cost, and no error on the span', async () => {
+    const look = recorder('look');
+    // No costUsd and no price: under a cost budget the call spends what is left (fail closed).
+    const agent = new Agent({
+      tools: [look.tool],
+      policy: sequence({ tool: 'look', args: {}, usage }),
+      maxCostUsd: 1,
+      tracer,
+    });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    expect(agent.state.error).not.toBeNull();
+    const stopped = only('invoke_agent');
+    expect(stopped.attributes).toMatchObject({
+      'tollgate.budget.stopped_by': 'cost',
+      'tollgate.budget.cost_usd_left': 0,
+    });
+    expect(stopped.status.code).not.toBe(ERROR);
+    expect(stopped.attributes).not.toHaveProperty('error.type');
+    expect(stopped.events).toEqual([]);
+  });
+
+  it('a failed run: the run’s error on its span, as status, error.type and an exception event', async () => {
+    const agent = new Agent({
+      tools: [],
+      policy: () => {
+        throw new SyntaxError('bad answer');
+      },
+      policyRetries: 0,
+      tracer,
+    });
+    expect(await agent.start('go')).toBe('failed');
+    const run = only('invoke_agent');
+    expect(run.status).toEqual({ code: ERROR, message: 'SyntaxError: bad answer' });
+    expect(run.attributes['error.type']).toBe('SyntaxError');
+    expect(run.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['exception', { 'exception.type': 'SyntaxError', 'exception.message': 'SyntaxError: bad answer' }],
+    ]);
+  });
+
+  it('a tool no longer in the tool set at resume: its span leaves side_effect out', async () => {
+    const blob = await midCall({ sideEffect: true, idempotent: true });
+    exporter.reset();
+    const again = Agent.resume(blob, { tools: [], policy: sequence({ final: 'gone' }), tracer });
+    expect(await again.run()).toBe('done');
+    const tool = only('execute_tool');
+    expect(tool.attributes).toMatchObject({
+      'gen_ai.tool.name': 'pay',
+      'tollgate.call.recovered': true,
+      'tollgate.call.outcome': 'error',
+    });
+    expect(tool.attributes).not.toHaveProperty('tollgate.tool.side_effect');
+  });
+
   it('a run resumed with a side effect of unknown outcome: a tool span that ran nothing', async () => {
     const blob = await midCall({ sideEffect: true });
     exporter.reset();
@@ -389,6 +576,45 @@ describe('spans of a run', () => {
     const chat = only('chat');
     expect(chat.name).toBe('chat gpt-5-mini');
     expect(chat.attributes).toMatchObject({ 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-5-mini' });
+  });
+
+  it('names the model that answered, as the usage reports it, and leaves out one that is not a string', async () => {
+    const look = recorder('look');
+    const agent = new Agent({
+      tools: [look.tool],
+      policy: sequence(
+        { tool: 'look', args: {}, usage: { ...usage, model: 'gpt-5-mini-2025-08-07' } },
+        { tool: 'look', args: {}, usage: { ...usage, model: 5 } },
+        { final: 3 },
+      ),
+      tracer,
+    });
+    expect(await agent.start('go')).toBe('done');
+    expect(named('chat').map((s) => s.attributes['gen_ai.response.model'])).toEqual([
+      'gpt-5-mini-2025-08-07',
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it('an adapter’s policy: the requested model and the one the API says answered', async () => {
+    const server = await fakeServer();
+    try {
+      server.reply(fixture('openai-chat/final.json'));
+      const client = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
+      const agent = new Agent({
+        tools: [],
+        policy: openaiPolicy({ client, model: 'gpt-4.1-mini', tools: [], stream: false }),
+        tracer,
+      });
+      expect(await agent.start('go')).toBe('done');
+      expect(only('chat').attributes).toMatchObject({
+        'gen_ai.request.model': 'gpt-4.1-mini',
+        'gen_ai.response.model': 'gpt-4.1-mini-2025-04-14',
+      });
+    } finally {
+      await server.close();
+    }
   });
 
   it('the adapters mark their policies with their model', () => {
@@ -491,6 +717,159 @@ describe('tracing never changes a run', () => {
     expect(() => new Agent({ ...base, tracr: tracer } as never)).toThrow(
       'new Agent: unknown option "tracr" (did you mean "tracer"?)',
     );
+  });
+});
+
+describe('the span helpers', () => {
+  /** A tracer that records what it is asked, its spans recording every call made on them. */
+  const recording = (first?: () => unknown) => {
+    const log: unknown[][] = [];
+    const started: { name: string; options: unknown; context: TraceContext | undefined }[] = [];
+    const tracer: TracerLike = {
+      startSpan: (name, options, context) => {
+        started.push({ name, options, context });
+        if (first && started.length === 1) return first() as never;
+        return {
+          setAttribute: (...args: unknown[]) => log.push(['setAttribute', ...args]),
+          addEvent: (...args: unknown[]) => log.push(['addEvent', ...args]),
+          setStatus: (...args: unknown[]) => log.push(['setStatus', ...args]),
+          recordException: (...args: unknown[]) => void log.push(['recordException', ...args]),
+          end: () => void log.push(['end']),
+        };
+      },
+    };
+    return { tracer, log, started };
+  };
+
+  it('cuts text at 1,024 characters: exactly 1,024 are kept whole, 1,025 noted', () => {
+    expect(MAX_TRACE_TEXT).toBe(1_024);
+    const exact = 'x'.repeat(1_024);
+    expect(traceText(exact)).toBe(exact);
+    expect(traceText(`${exact}yz`)).toBe(`${exact}… (2 more)`);
+    expect(traceText(`${exact}y`)).toBe(`${exact}… (1 more)`);
+    expect(traceText('a\uD800b')).toBe('a\uFFFDb');
+    const { tracer, log } = recording();
+    const span = startSpan(tracer, 'n', SPAN_KIND.internal, null, {});
+    span.fail(`Error: ${'e'.repeat(1_024 - 7)}`);
+    expect(log[1]).toEqual(['setStatus', { code: ERROR, message: `Error: ${'e'.repeat(1_017)}` }]);
+  });
+
+  it('keeps finite numbers, booleans and text, and leaves out every other value', () => {
+    const { tracer, log, started } = recording();
+    const span = startSpan(tracer, 'n', SPAN_KIND.client, null, { a: 1.5, b: Number.NaN, c: false, d: null });
+    expect(started[0]?.options).toEqual({ kind: 2, attributes: { a: 1.5, c: false } });
+    span.set({
+      zero: 0,
+      nan: Number.NaN,
+      inf: Number.POSITIVE_INFINITY,
+      negInf: Number.NEGATIVE_INFINITY,
+      t: true,
+      s: 's',
+      n: null,
+      u: undefined,
+      o: {} as never,
+    });
+    expect(log).toEqual([
+      ['setAttribute', 'zero', 0],
+      ['setAttribute', 't', true],
+      ['setAttribute', 's', 's'],
+    ]);
+    span.event('e', { big: Number.MAX_VALUE, nan: Number.NaN });
+    expect(log[3]).toEqual(['addEvent', 'e', { big: Number.MAX_VALUE }]);
+  });
+
+  it('reads the error type of an error text, or _OTHER', () => {
+    expect(errorTypeOf('RangeError: x')).toBe('RangeError');
+    expect(errorTypeOf('$a.b_c9: x')).toBe('$a.b_c9');
+    expect(errorTypeOf('_E:')).toBe('_E');
+    expect(errorTypeOf(`A${'b'.repeat(63)}: x`)).toBe(`A${'b'.repeat(63)}`);
+    expect(errorTypeOf(`A${'b'.repeat(64)}: x`)).toBe('_OTHER'); // 65 characters: too long
+    expect(errorTypeOf('see RangeError: x')).toBe('_OTHER'); // only at the start
+    expect(errorTypeOf('9Error: x')).toBe('_OTHER');
+    expect(errorTypeOf('My Error: x')).toBe('_OTHER');
+    expect(errorTypeOf('a-b: x')).toBe('_OTHER');
+    expect(errorTypeOf('Error')).toBe('_OTHER');
+    expect(errorTypeOf('')).toBe('_OTHER');
+  });
+
+  it('ends a span once: a second end, and anything after the first, reaches no span', () => {
+    const { tracer, log } = recording();
+    const span = startSpan(tracer, 'n', SPAN_KIND.internal, null, {});
+    span.set({ a: 1 });
+    span.end();
+    span.end();
+    span.set({ b: 2 });
+    span.event('late');
+    span.fail('Error: late');
+    expect(log).toEqual([['setAttribute', 'a', 1], ['end']]);
+  });
+
+  it('a span whose end throws is still ended once', () => {
+    let ends = 0;
+    const { tracer } = recording(() => ({
+      end: () => {
+        ends++;
+        throw new Error('exporter down');
+      },
+    }));
+    const span = startSpan(tracer, 'n', SPAN_KIND.internal, null, {});
+    span.end();
+    span.end();
+    expect(ends).toBe(1);
+  });
+
+  it('a start that fails, or gives no span, parents nothing: the next span is a root', () => {
+    const fails = () => {
+      throw new Error('startSpan failed');
+    };
+    for (const first of [fails, () => null, () => 42, () => 'span', () => undefined]) {
+      const { tracer, started } = recording(first);
+      const parent = startSpan(tracer, 'parent', SPAN_KIND.internal, null, {});
+      expect(parent).toBe(Span.none);
+      expect(parent.context).toBeUndefined();
+      parent.end();
+      startSpan(tracer, 'child', SPAN_KIND.internal, parent, {});
+      expect(started.map((s) => [s.name, s.context])).toEqual([
+        ['parent', undefined],
+        ['child', undefined],
+      ]);
+    }
+    expect(startSpan(undefined, 'n', SPAN_KIND.internal, null, {})).toBe(Span.none);
+  });
+
+  it('a drive’s span names the budget that stopped it only when it ended budget_exhausted', () => {
+    // The machine clears stoppedBy on every way out of budget_exhausted; the span does not rely on it.
+    const context = {
+      steps: 3,
+      usage: { inputTokens: 19, outputTokens: 7, costUsd: 0 },
+      calls: [],
+      stoppedBy: 'steps',
+      limits: { maxSteps: 3, maxTokens: null, maxActiveMs: null, maxCostUsd: null },
+      activeMs: 0,
+      error: null,
+    } as unknown as AgentContext;
+    for (const status of ['done', 'budget_exhausted'] as const) {
+      endRunSpan(startSpan(tracer, 'invoke_agent', SPAN_KIND.internal, null, {}), context, status, usage);
+    }
+    const [done, stopped] = named('invoke_agent');
+    expect(done?.attributes).toEqual({
+      'tollgate.run.status': 'done',
+      'tollgate.step': 3,
+      'gen_ai.usage.input_tokens': 9,
+      'gen_ai.usage.output_tokens': 4,
+      'tollgate.approval.pending': 0,
+      'tollgate.budget.steps_left': 0,
+    });
+    expect(stopped?.attributes['tollgate.budget.stopped_by']).toBe('steps');
+  });
+
+  it('a started span parents the next through a context holding it', () => {
+    const { tracer, started } = recording();
+    const parent = startSpan(tracer, 'parent', SPAN_KIND.internal, null, {});
+    expect(parent).not.toBe(Span.none);
+    startSpan(tracer, 'child', SPAN_KIND.internal, parent, {});
+    const context = started[1]?.context;
+    expect(context?.getValue(Symbol.for('OpenTelemetry Context Key SPAN'))).toBeTypeOf('object');
   });
 });
 

@@ -22,6 +22,8 @@ export interface ReadUsage {
   /** The token counts, when both were whole numbers ≥ 0; null otherwise (nothing is counted). */
   tokens: TokenCount | null;
   cost: CallCost;
+  /** The model that answered, as the usage names it (`usage.model`, a string); null otherwise. */
+  model: string | null;
 }
 
 function isCount(n: unknown): n is number {
@@ -116,9 +118,14 @@ export function readUsage(raw: unknown, price: Pricing | null): ReadUsage {
   try {
     u = fieldsOf(raw);
   } catch (error) {
-    return { tokens: null, cost: { unknown: `the usage could not be read: ${describeError(error)}` } };
+    return { tokens: null, cost: { unknown: `the usage could not be read: ${describeError(error)}` }, model: null };
   }
-  if (u === null) return { tokens: null, cost: { unknown: 'the policy reported no usage' } };
+  if (u === null) return { tokens: null, cost: { unknown: 'the policy reported no usage' }, model: null };
+  return { ...pricedUsage(u, price), model: typeof u.model === 'string' ? u.model : null };
+}
+
+/** The token counts and the cost of the fields of a usage. */
+function pricedUsage(u: Record<string, unknown>, price: Pricing | null): Omit<ReadUsage, 'model'> {
   const { inputTokens, outputTokens, costUsd } = u;
   const tokens = isCount(inputTokens) && isCount(outputTokens) ? { inputTokens, outputTokens } : null;
   if (costUsd !== undefined) {

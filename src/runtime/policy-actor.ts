@@ -33,8 +33,8 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
   const span = startPolicySpan(run.tracer, run.runSpan(), run.policy, input, run.remaining());
   const tries = { count: 0 };
   try {
-    const decision = await decide(run, input, signal, span, tries);
-    endPolicySpan(span, decision, tries.count);
+    const { decision, model } = await decide(run, input, signal, span, tries);
+    endPolicySpan(span, decision, tries.count, model);
     return decision;
   } catch (error) {
     span.set({ 'tollgate.policy.attempts': tries.count });
@@ -44,14 +44,17 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
   }
 });
 
-/** The policy's next action, tried again on a failure within the retries and budgets (`tries` counts). */
+/**
+ * The policy's next action, tried again on a failure within the retries and budgets (`tries`
+ * counts), and the model its usage says answered.
+ */
 async function decide(
   run: ActorPorts,
   input: PolicyInput,
   signal: AbortSignal,
   span: Span,
   tries: { count: number },
-): Promise<Decision> {
+): Promise<{ decision: Decision; model: string | null }> {
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   // Read live: a budget extended while the call runs moves its deadline.
@@ -119,9 +122,12 @@ async function decide(
     const site = { runId: input.runId, step: input.step, tools: run.tools, history, signal };
     const { decision, usage: reported } = await readAction(raw, site);
     // Priced here, not in the machine: the machine holds no functions and only adds the numbers.
-    const { tokens, cost } = readUsage(reported, run.price);
+    const { tokens, cost, model } = readUsage(reported, run.price);
     await run.group?.charge(tokens, cost);
     const now = run.clock.now();
-    return { ...decision, usage: tokens, cost, elapsedMs: Math.max(0, now - started), at: isoTime(now) };
+    return {
+      decision: { ...decision, usage: tokens, cost, elapsedMs: Math.max(0, now - started), at: isoTime(now) },
+      model,
+    };
   }
 }

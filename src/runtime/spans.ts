@@ -109,9 +109,13 @@ export function startPolicySpan(
   });
 }
 
-/** Ends a policy call's span with what the runtime made of the action. */
-export function endPolicySpan(span: Span, decision: Decision, attempts: number): void {
+/**
+ * Ends a policy call's span with what the runtime made of the action, and the model that
+ * answered (`usage.model`, as the adapters report the API's name for it).
+ */
+export function endPolicySpan(span: Span, decision: Decision, attempts: number, model: string | null): void {
   span.set({
+    'gen_ai.response.model': model,
     'gen_ai.usage.input_tokens': decision.usage?.inputTokens,
     'gen_ai.usage.output_tokens': decision.usage?.outputTokens,
     'tollgate.usage.cost_usd': decision.cost !== undefined && 'usd' in decision.cost ? decision.cost.usd : null,

@@ -141,6 +141,26 @@ describe('anthropicPolicy', () => {
     });
   });
 
+  it('records an empty answer, and one cut off at max_tokens while thinking, as malformed actions, counting their usage', async () => {
+    server.reply(fixture('anthropic/empty.json'), fixture('anthropic/cut-off.json'), fixture('anthropic/final.json'));
+    const policy = anthropicPolicy({ client: client(server.url), model: 'm', tools, stream: false });
+    const agent = new Agent({ tools, policy });
+    expect(await agent.start('go')).toBe('done');
+    const malformed = { role: 'tool', tool: '', error: 'malformed action: has neither tool nor final' };
+    expect(agent.state.history).toEqual([
+      { role: 'user', content: 'go' },
+      malformed,
+      malformed,
+      { role: 'assistant', final: 'Refunded $129 for A-1001.' },
+    ]);
+    // 702 + 540 + 610 input and 512 cache reads; 3 + 64 + 12 output.
+    expect(agent.state.usage).toEqual({ inputTokens: 2364, outputTokens: 79, costUsd: 0 });
+    // Nothing was said, so no empty assistant turn is sent back (the API refuses one).
+    for (const request of server.requests.slice(1)) {
+      expect(request.body.messages.map((m: any) => m.role)).toEqual(['user']);
+    }
+  });
+
   it('fails on an error event in the stream, after the runtime retries', async () => {
     server.reply(fixture('anthropic/stream-overloaded.sse'), fixture('anthropic/overloaded.json'));
     const policy = anthropicPolicy({ client: client(server.url), model: 'm', tools });
@@ -148,5 +168,16 @@ describe('anthropicPolicy', () => {
     expect(await agent.start('go')).toBe('failed');
     expect(agent.state.error).toMatch(/Overloaded|overloaded/);
     expect(server.requests).toHaveLength(2);
+  });
+
+  it('waits the retry-after of an overloaded (529) reply before the runtime tries again', async () => {
+    server.reply(fixture('anthropic/overloaded.json'), fixture('anthropic/final.json'));
+    const sleeps: number[] = [];
+    const clock = { now: () => Date.now(), sleep: async (ms: number) => void sleeps.push(ms) };
+    const policy = anthropicPolicy({ client: client(server.url), model: 'm', tools, stream: false });
+    const agent = new Agent({ tools, policy, policyRetries: 1, retryDelayMs: 1, clock });
+    expect(await agent.start('go')).toBe('done');
+    expect(server.requests).toHaveLength(2); // the SDK's own retries are off
+    expect(sleeps).toEqual([2000]);
   });
 });

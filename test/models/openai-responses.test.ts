@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Agent } from '../../src/index.js';
 import { openaiPolicy } from '../../src/models/openai.js';
 import { type FakeServer, fakeServer, fixture } from './fake-server.js';
 import { adapterScenarios } from './scenarios.js';
@@ -108,5 +109,25 @@ describe('openaiPolicy (responses)', () => {
     const policy = openaiPolicy({ client: client(server.url), model: 'm', api: 'responses', tools, stream: false });
     await policy(history.slice(0, 1), policyContext({ remaining: { steps: 1, tokens: 3, activeMs: null } }));
     expect(server.requests[0]?.body.max_output_tokens).toBe(16);
+  });
+
+  it('records an empty answer, and one cut off at max_output_tokens while reasoning, as malformed actions, counting their usage', async () => {
+    server.reply(
+      fixture('openai-responses/empty.json'),
+      fixture('openai-responses/cut-off.json'),
+      fixture('openai-responses/final.json'),
+    );
+    const policy = openaiPolicy({ client: client(server.url), model: 'm', api: 'responses', tools, stream: false });
+    const agent = new Agent({ tools, policy });
+    expect(await agent.start('go')).toBe('done');
+    const malformed = { role: 'tool', tool: '', error: 'malformed action: has neither tool nor final' };
+    expect(agent.state.history).toEqual([
+      { role: 'user', content: 'go' },
+      malformed,
+      malformed,
+      { role: 'assistant', final: 'Refunded $129 for A-1001.' },
+    ]);
+    // 655 + 655 + 610 input; 2 + 64 (all reasoning) + 12 output.
+    expect(agent.state.usage).toEqual({ inputTokens: 1920, outputTokens: 78, costUsd: 0 });
   });
 });
