@@ -3,8 +3,9 @@
  * the version it expects. Saves are queued, and each writes the run as it is when the save
  * runs, so saves asked for together coalesce; `flush()` waits for all of them. The points, each
  * needed for a reason (ARCHITECTURE.md, crash semantics):
- * - before every policy call: the step it counts and the previous step's results are stored, so
- *   no crash (however often) lets a run make more policy calls than its step budget;
+ * - before every policy call: the previous step (its action, what it spent, its results) is
+ *   stored, so a crash loses at most the step in flight — one policy call's spending left
+ *   unrecorded and its pure calls made again — never more;
  * - before a side effect (or an approved call): the write-ahead record a crash is judged by;
  * - when the run settles (awaiting a human, a budget, its end) and when its limits change.
  * A pure call is not saved before it runs: a crash re-runs it. After a failed save (a
