@@ -60,7 +60,7 @@ describe('an agent’s lease on a reachable store', () => {
 
   it('renewed through a call three times its length: a second Agent.load is refused with RunBusyError until it ends', async () => {
     const store = new MemoryStore();
-    const leaseMs = 300;
+    const leaseMs = 600;
     let calls = 0;
     const slow: Tool = {
       name: 'slow',
