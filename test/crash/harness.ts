@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { PendingCall } from '../../src/index.js';
-import { checkInvariants, type LoggedDecision } from './invariants.js';
+import { checkInvariants, type Lifetime, type LoggedDecision } from './invariants.js';
 import { openWorld, type WorldSpec } from './ledger.js';
 import type { CrashReport, DecisionMessage, WorkerConfig, WorkerEvent } from './scenario.js';
 
@@ -60,7 +60,11 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
   await world.setup();
   const log = new Map<string, LoggedDecision>();
   /** When each child (by pid) started and ended, on this process's clock. */
-  const lives = new Map<number, { from: number; to: number | null; killed: boolean }>();
+  const lives = new Map<number, Lifetime>();
+  /** The children (by pid) that started each approved call of `pay`, by call id. */
+  const paying = new Map<string, number[]>();
+  /** Policy calls each child (by pid) reported, by run. */
+  const policyCalls = new Map<string, Map<number, number>>();
   const deciding = new Map<string, Promise<LoggedDecision>>();
   const report: CrashReport = {
     store: options.world.kind,
@@ -75,6 +79,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
     conflicts: 0,
     busy: 0,
     unknownOutcomes: 0,
+    policyCalls: 0,
     applied: 0,
     stale: 0,
     payRows: 0,
@@ -94,7 +99,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
       await round(runIds);
       report.rounds++;
     } while (report.kills < options.kills);
-    await checkInvariants(world, allRuns, log, lives, report);
+    await checkInvariants(world, allRuns, log, { lives, paying, policyCalls }, report);
   } finally {
     report.durationMs = Date.now() - started;
     if (options.logFile) {
@@ -172,7 +177,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
     const spawnedAt = Date.now();
     let readyAt = spawnedAt;
     const child = spawn(command, [...args, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const lifetime = { from: spawnedAt, to: null as number | null, killed: false };
+    const lifetime: Lifetime = { from: spawnedAt, to: null, killedAt: null, killed: false };
     if (child.pid !== undefined) lives.set(child.pid, lifetime);
     child.stdin.on('error', () => {}); // writes to a killed child
     let stderr = '';
@@ -205,7 +210,14 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         ready();
       } else if (event.type === 'effect') effectMade();
       else if (event.type === 'saved' && ++saves >= savesWanted) savedEnough();
-      else if (event.type === 'done') finished = true;
+      else if (event.type === 'paying')
+        paying.set(event.callId, [...(paying.get(event.callId) ?? []), child.pid ?? -1]);
+      else if (event.type === 'policy') {
+        const byPid = policyCalls.get(event.runId) ?? new Map<number, number>();
+        const pid = child.pid ?? -1;
+        byPid.set(pid, (byPid.get(pid) ?? 0) + 1);
+        policyCalls.set(event.runId, byPid);
+      } else if (event.type === 'done') finished = true;
       else if (event.type === 'decided') {
         report.applied++;
         const entry = log.get(event.callId);
@@ -256,7 +268,10 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         await Promise.race([nextEffect, late]);
         await sleep(rng() * 4);
       } else await Promise.race([sleep(rng() * options.maxKillDelayMs), exited]);
-      if (alive && !finished) killed = child.kill('SIGKILL');
+      if (alive && !finished) {
+        lifetime.killedAt = Date.now();
+        killed = child.kill('SIGKILL');
+      }
     }
     const killedAt = Date.now();
     // A child that neither finishes nor dies is a hang: stop it and say so.

@@ -23,16 +23,37 @@ export interface Lifetime {
   from: number;
   /** When it exited; null if it had not (yet) when the decision was made. */
   to: number | null;
+  /** When the parent sent it SIGKILL (its work ends there, before the exit is heard); null if never. */
+  killedAt: number | null;
   killed: boolean;
+}
+
+/** When a child's work ended: its SIGKILL, else its exit; null while it lives. */
+const endOf = (life: Lifetime): number | null => life.killedAt ?? life.to;
+
+/** Whether the child was (or may have been) alive at `at`: unknown children count as alive. */
+const aliveAt = (life: Lifetime | undefined, at: number): boolean => {
+  const end = life ? endOf(life) : null;
+  return life === undefined || end === null || end > at;
+};
+
+/** What the parent heard from its children, by pid. */
+export interface Children {
+  lives: Map<number, Lifetime>;
+  /** The children that started each approved call of `pay`, by call id. */
+  paying: Map<string, number[]>;
+  /** Policy calls by run, then by child. */
+  policyCalls: Map<string, Map<number, number>>;
 }
 
 export async function checkInvariants(
   world: World,
   runIds: string[],
   log: Map<string, LoggedDecision>,
-  lives: Map<number, Lifetime>,
+  children: Children,
   report: CrashReport,
 ) {
+  const { lives, paying, policyCalls } = children;
   const v = report.violations;
   const approved = new Map([...log.values()].filter((d) => d.approved).map((d) => [d.callId, d]));
   const pay = await world.payRows();
@@ -70,17 +91,58 @@ export async function checkInvariants(
       for (const row of pay.filter((r) => r.key === key && attemptOf(r.call_id) < check.attempt)) {
         misled = true;
         const life = lives.get(row.pid);
+        const end = life ? endOf(life) : null;
         const who = !life
           ? 'an unknown process'
-          : life.to === null || life.to > check.at
+          : end === null || end > check.at
             ? 'a child still alive at the check'
-            : `a child killed ${check.at - life.to} ms before the check`;
+            : `a child killed ${check.at - end} ms before the check`;
         report.notes.push(
           `${key}: paid on ${row.call_id} by ${who}; the human checked the ledger, saw nothing, approved ${check.callId}`,
         );
       }
     }
     if (misled) report.payTwiceAfterCheck++;
+  }
+  // One live owner per run: a call in flight is asked about again ("outcome unknown") only once
+  // the process that made it is dead and its lease lapsed. A re-ask decided while a process that
+  // started (or paid) that key on an earlier approval still lived means two live processes worked
+  // the run at once: the re-asking one took over a lease that was not free. (That process was
+  // alive when the run was taken over too: the takeover came before the question, the call
+  // before both. A live child's lease lapses only if its event loop stalls for most of LEASE_MS.)
+  for (const d of log.values()) {
+    if (d.outcome !== 'unknown') continue;
+    const earlier = [...approved.values()].filter((a) => a.key === d.key && a.attempt < d.attempt);
+    const callers = new Map<number, string>();
+    for (const a of earlier) for (const pid of paying.get(a.callId) ?? []) callers.set(pid, a.callId);
+    for (const row of pay)
+      if (row.key === d.key && attemptOf(row.call_id) < d.attempt) callers.set(row.pid, row.call_id);
+    for (const [pid, callId] of callers) {
+      if (!aliveAt(lives.get(pid), d.at)) continue;
+      v.push(
+        `${d.key} asked again (${d.callId}, outcome unknown, ${d.approved ? 'approved' : 'denied'}) while pid ${pid}, which called pay on ${callId}, was alive`,
+      );
+    }
+  }
+  // A save lost to another writer of the same version: two live agents worked one run at once
+  // (with leases the later one fails its claim, or its fenced save, and never gets that far).
+  if (report.conflicts > 0) v.push(`${report.conflicts} saves lost to another live writer (ConflictError)`);
+  // Policy calls within the budget: a run's calls are its steps, plus at most one per killed
+  // child that called for it (the answer it died before saving). Another call means a live
+  // process asked the policy and its answer was thrown away: two owners at once.
+  for (const [runId, byPid] of policyCalls) {
+    const run = await world.store.load(runId);
+    const steps = run ? (JSON.parse(run.head).snapshot.context.steps as number) : 0;
+    let calls = 0;
+    let killedCallers = 0;
+    for (const [pid, n] of byPid) {
+      calls += n;
+      if (lives.get(pid)?.killed) killedCallers++;
+    }
+    report.policyCalls += calls;
+    if (calls > steps + killedCallers) {
+      v.push(`run ${runId}: ${calls} policy calls for ${steps} steps with ${killedCallers} killed callers`);
+    }
   }
   // No duplicate effect for the idempotent tool (the unique key holds; say so if it did not).
   for (const [key, n] of countBy(ship, (r) => r.key)) if (n > 1) v.push(`ship took effect ${n} times for ${key}`);

@@ -29,8 +29,13 @@ export const LIMITS = {
 
 export const GOAL = 'pay the order and ship it';
 
-/** Workers' lease length: short, so a killed worker's runs are taken over within the test. */
-export const LEASE_MS = 400;
+/**
+ * Workers' lease length: short, so a killed worker's runs are taken over within the test, yet
+ * long enough that a live worker on a loaded machine renews in time (every third of it): the
+ * invariants treat a live child losing its run as two owners at once, so an event-loop stall
+ * of ~2 s would fail the test. (At 400 ms, stalls of ~270 ms were enough.)
+ */
+export const LEASE_MS = 3_000;
 
 const pause = (ms = 3) => new Promise<void>((resolve) => setTimeout(resolve, Math.floor(Math.random() * ms)));
 
@@ -41,8 +46,15 @@ export const policy: Policy = async (history) => {
   return { ...(SCRIPT[turn] ?? { final: 'script ended' }), usage: TOKENS_PER_CALL } as Action;
 };
 
-/** `onEffect` hears of each side effect as soon as it is made (the parent may kill right then). */
-export function toolsFor(world: World, onEffect: (tool: string, key: string) => void = () => {}): Tool[] {
+/**
+ * `onEffect` hears of each side effect as soon as it is made (the parent may kill right then);
+ * `onPay` of each call of `pay` as it starts, before its effect (the call in flight).
+ */
+export function toolsFor(
+  world: World,
+  onEffect: (tool: string, key: string) => void = () => {},
+  onPay: (callId: string) => void = () => {},
+): Tool[] {
   return [
     {
       name: 'lookup',
@@ -55,6 +67,7 @@ export function toolsFor(world: World, onEffect: (tool: string, key: string) => 
       name: 'pay',
       sideEffect: true,
       fn: async (_args, key, ctx) => {
+        onPay(ctx.approvedCallId ?? '');
         await pause();
         await world.pay(key, ctx.approvedCallId, ctx.runId);
         onEffect('pay', key);
@@ -90,6 +103,10 @@ export type WorkerEvent =
   | { type: 'ready' }
   | { type: 'effect'; tool: string; key: string }
   | { type: 'saved' }
+  /** A call of `pay` started (approved as `callId`): the child holds it in flight until it reports the result saved. */
+  | { type: 'paying'; callId: string }
+  /** About to ask the policy for the run's next step (counted against its budget). */
+  | { type: 'policy'; runId: string }
   | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string }
   | { type: 'stale'; runId: string; callId: string; reason: string }
   | { type: 'conflict'; runId: string }
@@ -122,6 +139,8 @@ export interface CrashReport {
   busy: number;
   /** Pending calls re-asked with outcome 'unknown' after a crash mid-call. */
   unknownOutcomes: number;
+  /** Policy calls the children made, over all runs (at most one more per run per killed child than its steps). */
+  policyCalls: number;
   /** Decisions the child applied and reported. */
   applied: number;
   /** Decisions a child found already applied (by the other child, or one that died before reporting). */

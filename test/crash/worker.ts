@@ -13,6 +13,7 @@ import {
   ConflictError,
   LeaseLostError,
   NoPendingApprovalError,
+  type Policy,
   RunBusyError,
   StaleApprovalError,
 } from '../../src/index.js';
@@ -36,8 +37,16 @@ const emit = (event: WorkerEvent): void => {
 // Short leases: a killed worker's runs are taken over soon (the lease lapses), as in production
 // with leaseMs of seconds; live workers renew theirs every third of it.
 const options = {
-  policy,
-  tools: toolsFor(world, (tool, key) => emit({ type: 'effect', tool, key })),
+  // Each policy call is reported before it is made, so the parent can hold it against the budget.
+  policy: ((history, ctx) => {
+    emit({ type: 'policy', runId: ctx.runId });
+    return policy(history, ctx);
+  }) satisfies Policy,
+  tools: toolsFor(
+    world,
+    (tool, key) => emit({ type: 'effect', tool, key }),
+    (callId) => emit({ type: 'paying', callId }),
+  ),
   leaseMs: LEASE_MS,
 };
 // Every durable save is reported, so the parent can time kills by progress, not by the clock.

@@ -1,0 +1,94 @@
+// Leases seen from the Agent, end to end on a reachable store: an agent that lost its run to
+// another owner while a call was in flight has its result refused and calls nothing more; an
+// agent in a call longer than its lease keeps the run by renewing it. The store's own lease
+// rules are in the conformance suite; the LeaseHolder's in test/lease-holder.test.ts.
+import { describe, expect, it } from 'vitest';
+import { Agent, LeaseLostError, RunBusyError, type Tool } from '../src/index.js';
+import { MemoryStore } from '../src/stores/memory.js';
+import { gate, idLike, sequence, until } from './support/helpers.js';
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('an agent’s lease on a reachable store', () => {
+  it('lost while a call is in flight: its result save is refused, and it calls neither the policy nor a tool again', async () => {
+    // The store's clock is moved by hand: A's lease lapses on it while A's tool call hangs,
+    // though A itself (its renewal timer) is alive and the store answers.
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const store = new MemoryStore({ now: () => now });
+    const held = gate();
+    let paid = 0;
+    const pay: Tool = {
+      name: 'pay',
+      sideEffect: true,
+      fn: async () => {
+        paid++;
+        await held.promise;
+        return 'paid';
+      },
+    };
+    const policyA = sequence(
+      { tool: 'pay', args: { cents: 500 } },
+      { tool: 'pay', args: { cents: 1 } },
+      { final: 'paid' },
+    );
+    const a = new Agent({ runId: 'r', store, owner: 'a', leaseMs: 60_000, policy: policyA, tools: [pay] });
+    expect(await a.start('pay')).toBe('awaiting_approval');
+    const deciding = a.decide(true, 'ok', { callId: a.state.pending?.id as string });
+    await until(() => paid === 1); // A saved "r:1 in flight" and is paying
+    const policyCalls = policyA.calls.length;
+
+    now += 120_000; // A's lease lapsed: B, another worker, takes the run over (and holds it)
+    const policyB = sequence({ final: 'unused' });
+    const b = await Agent.load(store, 'r', { owner: 'b', leaseMs: 60_000, policy: policyB, tools: [pay] });
+    const taken = await store.load('r');
+
+    held.resolve(undefined); // A's call returns; its result is not A's to save any more
+    await expect(deciding).rejects.toBeInstanceOf(LeaseLostError);
+    await pause(50);
+    expect(policyA.calls).toHaveLength(policyCalls);
+    expect(paid).toBe(1);
+    expect(await store.load('r')).toEqual(taken); // nothing of A's was written
+
+    // B goes on by the crash rules: the call was in flight, so a human is asked again.
+    expect(await b.run()).toBe('awaiting_approval');
+    expect(b.state.pending).toMatchObject({ id: idLike('r:1#2'), outcome: 'unknown' });
+    expect(policyB.calls).toEqual([]);
+    await pause(50);
+    expect(policyA.calls).toHaveLength(policyCalls);
+    expect(paid).toBe(1);
+  });
+
+  it('renewed through a call three times its length: a second Agent.load is refused with RunBusyError until it ends', async () => {
+    const store = new MemoryStore();
+    const leaseMs = 600;
+    let calls = 0;
+    const slow: Tool = {
+      name: 'slow',
+      fn: async () => {
+        calls++;
+        await pause(3 * leaseMs + 150);
+        return 'slow done';
+      },
+    };
+    const policy = () => sequence({ tool: 'slow' }, { final: 'ok' });
+    const a = new Agent({ runId: 'r', store, owner: 'a', leaseMs, policy: policy(), tools: [slow] });
+    const running = a.start('wait');
+    await until(() => calls === 1);
+    const started = performance.now();
+    const refusals: unknown[] = [];
+    // Past the lease from the write-ahead save, then past two more lengths of it.
+    for (const at of [leaseMs + 100, 2 * leaseMs + 100, 3 * leaseMs]) {
+      await pause(Math.max(0, at - (performance.now() - started)));
+      refusals.push(await Agent.load(store, 'r', { owner: 'b', policy: policy(), tools: [slow] }).catch((e) => e));
+    }
+    expect(refusals).toHaveLength(3);
+    for (const refusal of refusals) {
+      expect(refusal).toBeInstanceOf(RunBusyError);
+      expect(refusal).toMatchObject({ holder: 'a' });
+    }
+    expect(await running).toBe('done');
+    expect(calls).toBe(1);
+    // Settled, A gave the run up: B may load it now, and finds it done.
+    expect((await Agent.load(store, 'r', { owner: 'b', policy: policy(), tools: [slow] })).status).toBe('done');
+  });
+});
