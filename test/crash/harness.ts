@@ -37,6 +37,8 @@ export interface CrashOptions {
   roundTimeoutMs: number;
   /** Where to write the report and every decision made (JSON), for a post-mortem. */
   logFile?: string;
+  /** The agents' durability mode. @default 'full' */
+  durability?: 'full' | 'points';
 }
 
 /** mulberry32: a small seeded generator, so a failing seed can be rerun (timing aside). */
@@ -157,7 +159,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
   }
 
   async function round(runIds: string[]): Promise<void> {
-    const config: WorkerConfig = { world: options.world, runIds };
+    const config: WorkerConfig = { world: options.world, runIds, durability: options.durability ?? 'full' };
     const deadline = Date.now() + options.roundTimeoutMs;
     const slot = async () => {
       for (let start = 0; ; start++) {

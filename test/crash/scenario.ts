@@ -119,6 +119,8 @@ export type WorkerEvent =
 export interface WorkerConfig {
   world: WorldSpec;
   runIds: string[];
+  /** The agents' `durability` (a SIGKILL is a process crash: relaxed saves must survive it too). */
+  durability: 'full' | 'points';
 }
 
 /** What the parent counts and finds, printed at the end (one per store). */

@@ -48,6 +48,7 @@ const options = {
     (callId) => emit({ type: 'paying', callId }),
   ),
   leaseMs: LEASE_MS,
+  durability: config.durability,
 };
 // Every durable save is reported, so the parent can time kills by progress, not by the clock.
 const store: CheckpointStore = {
