@@ -4,7 +4,7 @@
  * guard.ts's authentication and CSRF checks.
  */
 import { Hono } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { STATUSES, type Status } from '../../machines/types.js';
 import type { Clock } from '../clock.js';
@@ -75,7 +75,10 @@ export function apiRoutes(ctx: ApiContext): Hono<InboxEnv> {
     if (identity.via !== 'bearer') {
       throw new HttpError(400, 'bad_request', 'log in with Authorization: Bearer <token>');
     }
-    const id = ctx.sessions.open(identity.user);
+    // Signing in again in the same browser keeps its session: a new one would replace the cookie
+    // and leave the other tabs with a CSRF token of a session they no longer send.
+    const held = getCookie(c, SESSION_COOKIE);
+    const id = held !== undefined && ctx.sessions.reuse(held, identity.user) ? held : ctx.sessions.open(identity.user);
     setCookie(c, SESSION_COOKIE, id, {
       httpOnly: true,
       sameSite: 'Strict',

@@ -57,6 +57,18 @@ export class Sessions {
     return session.user;
   }
 
+  /**
+   * Keeps `id` for another sign-in of the same user (a second tab opened with the sign-in link):
+   * its expiry moves on, and the pages already holding its CSRF token keep working. False (and
+   * nothing kept) for a session that is not live or is another user's.
+   */
+  reuse(id: string | undefined, user: string): boolean {
+    const session = id === undefined || this.userOf(id) !== user ? undefined : this.#sessions.get(id);
+    if (session === undefined) return false;
+    session.expiresAt = this.#now() + this.#ttlMs;
+    return true;
+  }
+
   close(id: string): void {
     this.#sessions.delete(id);
   }

@@ -106,6 +106,23 @@ describe('sessions and CSRF', () => {
     expect((await store.load('r1'))?.decision?.by).toBe('lee');
   });
 
+  it('a second sign-in in the same browser keeps its session, so the first tab’s CSRF token still works', async () => {
+    const first = await login();
+    const again = await call(url, 'POST', '/api/session', { token: TOKENS.lee, headers: { cookie: first.cookie } });
+    expect(again.status).toBe(200);
+    expect(again.body.csrf).toBe(first.csrf);
+    expect((again.headers.get('set-cookie') ?? '').split(';')[0]).toBe(first.cookie);
+    const good = { cookie: first.cookie, 'x-tollgate-csrf': first.csrf, origin: url, 'sec-fetch-site': 'same-origin' };
+    const answer = await call(url, 'POST', '/api/runs/r1/decisions', { headers: good, body: decisionBody() });
+    expect(answer.status).toBe(201);
+    // Another user signing in in that browser gets a session of their own; the old token is no good with it.
+    const dana = await call(url, 'POST', '/api/session', { token: TOKENS.dana, headers: { cookie: first.cookie } });
+    const danaCookie = (dana.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    expect(danaCookie).not.toBe(first.cookie);
+    expect(dana.body.csrf).not.toBe(first.csrf);
+    expect((await call(url, 'GET', '/api/session', { headers: { cookie: danaCookie } })).body.user).toBe('dana');
+  });
+
   it('signs out: the cookie no longer works', async () => {
     const { cookie, csrf } = await login();
     expect((await call(url, 'DELETE', '/api/session', { headers: { cookie } })).status).toBe(403); // CSRF
