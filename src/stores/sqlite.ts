@@ -72,6 +72,7 @@ import {
   nowOf,
 } from './rules.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
+import { SaveGroups } from './sqlite/group-commit.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
 import { migrate, settingsOf } from './sqlite/migrations.js';
 import { leaseAccess, type QueueTransactions, queueTransactions } from './sqlite/queue.js';
@@ -108,7 +109,8 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   readonly #db: Database.Database;
   readonly #now: () => number;
   readonly #busyTimeoutMs: number;
-  readonly #save: (runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined) => number;
+  /** Saves, committed in groups: those that wait in one event-loop turn share a transaction. */
+  readonly #saves: SaveGroups;
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
   readonly #queue: QueueTransactions;
@@ -209,21 +211,12 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       if (!isLive(fenced, now)) this.#watchers.notify();
       return version + 1;
     });
-    // IMMEDIATE takes the write lock before reading the lease and version: no other writer can slip in.
-    // A relaxed save commits without an fsync (synchronous = NORMAL, for this transaction only): the
-    // next FULL commit syncs the WAL up to itself, so writes still reach the disk in order.
-    // (Executed each time: SQLite applies this pragma when it is prepared, so a prepared copy run
-    // again does not reliably set it.)
-    this.#save = (runId, write, expectedVersion, lease) => {
-      if (write.relaxed !== true || synchronous === 'NORMAL')
-        return save.immediate(runId, write, expectedVersion, lease);
-      db.exec('PRAGMA synchronous = NORMAL');
-      try {
-        return save.immediate(runId, write, expectedVersion, lease);
-      } finally {
-        db.exec(`PRAGMA synchronous = ${synchronous}`);
-      }
-    };
+    // Each save in a savepoint of its own, inside its group's BEGIN IMMEDIATE transaction (which
+    // takes the write lock before reading any lease and version: no other writer can slip in). A
+    // group of relaxed saves commits without an fsync (sqlite/group-commit.ts).
+    this.#saves = new SaveGroups(db, synchronous, save, (error) =>
+      fault('SqliteStore.save', this.path, error, this.#busyTimeoutMs),
+    );
 
     const remove = db.transaction((runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => {
       const current = head.get(runId) as { version: number } | undefined;
@@ -267,7 +260,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     const w = checkWrite('save', runId, write, expectedVersion);
     if (lease !== undefined) checkLease('save', lease, runId);
-    return this.#guard('save', () => this.#save(runId, w, expectedVersion, lease));
+    return this.#guard('save', () => this.#saves.add(runId, w, expectedVersion, lease));
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
@@ -374,6 +367,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async close(): Promise<void> {
+    this.#saves.flush(); // the saves already asked for are made, not dropped
     if (this.#db.open) this.#db.close();
   }
 

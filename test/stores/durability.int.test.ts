@@ -4,7 +4,7 @@
  * store's own level; Postgres commits them with synchronous_commit off for that transaction
  * only. Also: Postgres runs its frequent statements as named prepared statements.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -158,5 +158,58 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
     expect(() => new PostgresStore(url, { preparedStatements: 'yes' as never })).toThrow(
       /preparedStatements must be true or false, got "yes"/,
     );
+  });
+});
+
+describe('SqliteStore: group commit', () => {
+  const open = (name: string) => {
+    const store = new SqliteStore({ path: join(root, name) });
+    closing.push(store);
+    return store;
+  };
+  const walPages = (name: string) => statSync(join(root, `${name}-wal`)).size;
+
+  it('saves that wait in one turn share a transaction: far fewer WAL pages than one by one', async () => {
+    const together = open('together.db');
+    const apart = open('apart.db');
+    const baseTogether = walPages('together.db');
+    const baseApart = walPages('apart.db');
+    await Promise.all(Array.from({ length: 20 }, (_, i) => together.save(`r${i}`, write(0, ['1']), 0)));
+    for (let i = 0; i < 20; i++) await apart.save(`r${i}`, write(0, ['1']), 0);
+    const grouped = walPages('together.db') - baseTogether;
+    const single = walPages('apart.db') - baseApart;
+    expect(grouped * 5).toBeLessThan(single);
+    for (let i = 0; i < 20; i++) expect((await together.load(`r${i}`))?.entries).toEqual(['1']);
+  });
+
+  it('one save refused on its version or its lease is refused alone; the others in its group commit', async () => {
+    const store = open('refused-alone.db');
+    await store.save('b', write(0, ['1']), 0);
+    const lease = await store.claim('c', { owner: 'x', leaseMs: 60_000 });
+    const outcomes = await Promise.allSettled([
+      store.save('a', write(0, ['a1']), 0),
+      store.save('b', write(0, ['again']), 0), // b is at version 1
+      store.save('c', write(0, ['c1']), 0), // c is leased by x: a save without the lease is fenced
+      store.save('d', write(0, ['d1']), 0),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+    expect((outcomes[2] as PromiseRejectedResult).reason.name).toBe('RunBusyError');
+    expect((await store.load('a'))?.entries).toEqual(['a1']);
+    expect((await store.load('b'))?.entries).toEqual(['1']);
+    expect(await store.load('c')).toBeNull();
+    expect((await store.load('d'))?.entries).toEqual(['d1']);
+    await store.release(lease);
+  });
+
+  it('close makes the saves already asked for before it closes the file', async () => {
+    const path = join(root, 'close-flushes.db');
+    const store = new SqliteStore({ path });
+    const saved = store.save('r', write(0, ['1']), 0);
+    await store.close();
+    expect(await saved).toBe(1);
+    const again = new SqliteStore({ path });
+    closing.push(again);
+    expect((await again.load('r'))?.entries).toEqual(['1']);
   });
 });

@@ -1,0 +1,98 @@
+/**
+ * Group commit for `SqliteStore.save`: the saves that wait in one event-loop turn share one
+ * `BEGIN IMMEDIATE` transaction, so many runs working at once pay one fsync per turn instead of
+ * one each. Each save still runs in a savepoint of its own (better-sqlite3 nests a transaction
+ * function so): one refused on its version or its lease is rolled back alone and rejected with
+ * its own error, and the others commit. A group whose BEGIN or COMMIT fails (the file locked past
+ * the busy timeout, a full disk) wrote nothing, and every save in it is rejected.
+ */
+import type Database from 'better-sqlite3';
+import { UserError } from '../../errors.js';
+import type { Lease, RunWrite } from '../../store.js';
+
+type SaveArgs = [runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined];
+type Outcome = { version: number } | { error: unknown };
+
+interface Waiting {
+  args: SaveArgs;
+  resolve: (version: number) => void;
+  reject: (error: unknown) => void;
+}
+
+export class SaveGroups {
+  readonly #db: Database.Database;
+  readonly #synchronous: 'FULL' | 'NORMAL';
+  /** Turns a thrown error into the store's typed one. */
+  readonly #fault: (error: unknown) => unknown;
+  readonly #all: { immediate(group: readonly Waiting[]): Outcome[] };
+  #waiting: Waiting[] = [];
+  #turn: NodeJS.Immediate | null = null;
+
+  /** `one`: a single save as a better-sqlite3 transaction function (nested here: a savepoint). */
+  constructor(
+    db: Database.Database,
+    synchronous: 'FULL' | 'NORMAL',
+    one: (...args: SaveArgs) => number,
+    fault: (error: unknown) => unknown,
+  ) {
+    this.#db = db;
+    this.#synchronous = synchronous;
+    this.#fault = fault;
+    this.#all = db.transaction((group: readonly Waiting[]) =>
+      group.map((w): Outcome => {
+        try {
+          return { version: one(...w.args) };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+  }
+
+  /** Queues a save for this turn's group; resolves with its version once the group committed. */
+  add(...args: SaveArgs): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.#waiting.push({ args, resolve, reject });
+      this.#turn ??= setImmediate(() => this.flush());
+    });
+  }
+
+  /** Commits what waits now (the store closing does not wait for the next turn). */
+  flush(): void {
+    if (this.#turn !== null) clearImmediate(this.#turn);
+    this.#turn = null;
+    const group = this.#waiting;
+    this.#waiting = [];
+    if (group.length === 0) return;
+    let outcomes: Outcome[];
+    try {
+      outcomes = this.#commit(group);
+    } catch (error) {
+      const fault = this.#fault(error);
+      for (const w of group) w.reject(fault);
+      return;
+    }
+    group.forEach((w, i) => {
+      const outcome = outcomes[i] as Outcome;
+      if ('version' in outcome) w.resolve(outcome.version);
+      else w.reject(this.#fault(outcome.error));
+    });
+  }
+
+  /**
+   * One transaction for the group: fsynced unless every save in it is relaxed (then committed at
+   * synchronous = NORMAL, the next FULL commit syncing it in order; executed each time, as SQLite
+   * applies this pragma when it is prepared).
+   */
+  #commit(group: readonly Waiting[]): Outcome[] {
+    if (!this.#db.open) throw new UserError('SqliteStore.save: the store was closed before the save was made');
+    const relaxed = this.#synchronous === 'FULL' && group.every((w) => w.args[1].relaxed === true);
+    if (!relaxed) return this.#all.immediate(group);
+    this.#db.exec('PRAGMA synchronous = NORMAL');
+    try {
+      return this.#all.immediate(group);
+    } finally {
+      this.#db.exec(`PRAGMA synchronous = ${this.#synchronous}`);
+    }
+  }
+}
