@@ -97,7 +97,16 @@ function spawn(runId: string, work: () => Promise<void>): void {
 
 async function advance(runId: string, status: string | undefined): Promise<void> {
   if (status === undefined) {
-    await new Agent({ store: store, runId, ...options, ...LIMITS }).start(GOAL);
+    try {
+      await new Agent({ store: store, runId, ...options, ...LIMITS }).start(GOAL);
+    } catch (error) {
+      // The run was absent when this process listed the runs, and the other process created it
+      // since (and released it at rest): this agent's first save — a creation — finds it there
+      // and is refused before any call. Another owner has the run, as with RunBusyError; a
+      // conflict on any later save would be two live writers, which the invariants forbid.
+      if (error instanceof ConflictError) return emit({ type: 'busy', runId });
+      throw error;
+    }
   } else if (status === 'running') {
     await (await Agent.load(store, runId, options)).run();
   } else if (status !== 'awaiting_approval' && status !== 'done') {
