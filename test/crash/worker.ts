@@ -70,6 +70,13 @@ const store: CheckpointStore = {
 };
 const decisions: DecisionMessage[] = [];
 const busy = new Map<string, Promise<void>>();
+/**
+ * Runs another owner held at the last try, and when to try again: without a pause the loop would
+ * claim them back to back (thousands of write transactions a second on SQLite), and a loaded
+ * machine could then starve the other child's lease renewals past its lease.
+ */
+const heldElsewhere = new Map<string, number>();
+const HELD_PAUSE_MS = 50;
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line.trim()) decisions.push(JSON.parse(line) as DecisionMessage);
@@ -86,7 +93,10 @@ function spawn(runId: string, work: () => Promise<void>): void {
         if (error instanceof ConflictError) return emit({ type: 'conflict', runId });
         // Another live worker holds the run, or took it over after this one's lease lapsed:
         // the run is its; this one called nothing after losing it.
-        if (error instanceof RunBusyError || error instanceof LeaseLostError) return emit({ type: 'busy', runId });
+        if (error instanceof RunBusyError || error instanceof LeaseLostError) {
+          heldElsewhere.set(runId, Date.now() + HELD_PAUSE_MS);
+          return emit({ type: 'busy', runId });
+        }
         // Anything else is a failure of the test: say so and stop (exit code 2).
         process.stderr.write(`run ${runId}: ${(error as Error)?.stack ?? String(error)}\n`);
         process.exit(2);
@@ -104,8 +114,9 @@ async function advance(runId: string, status: string | undefined): Promise<void>
       // since (and released it at rest): this agent's first save — a creation — finds it there
       // and is refused before any call. Another owner has the run, as with RunBusyError; a
       // conflict on any later save would be two live writers, which the invariants forbid.
-      if (error instanceof ConflictError) return emit({ type: 'busy', runId });
-      throw error;
+      if (!(error instanceof ConflictError)) throw error;
+      heldElsewhere.set(runId, Date.now() + HELD_PAUSE_MS);
+      return emit({ type: 'busy', runId });
     }
   } else if (status === 'running') {
     await (await Agent.load(store, runId, options)).run();
@@ -146,6 +157,7 @@ for (;;) {
     const s = status.get(runId);
     if (wasBusy.has(runId) || busy.has(runId) || s === 'awaiting_approval' || s === 'done' || stuck.has(runId))
       continue;
+    if ((heldElsewhere.get(runId) ?? 0) > Date.now()) continue;
     if (s !== undefined && s !== 'running') stuck.add(runId);
     spawn(runId, () => advance(runId, s));
   }
