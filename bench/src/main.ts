@@ -150,7 +150,7 @@ async function main() {
   const floors = [floor(), floorAppendOnly(), floorSqlite()];
   const ours = [
     tollgate(),
-    ...[memoryStore, fileStore, sqliteStore, sqliteNormalStore, postgresStore].map(tollgateWith),
+    ...[memoryStore, fileStore, sqliteStore, sqliteNormalStore, postgresStore].map((kind) => tollgateWith(kind)),
   ];
   const others = [naiveXState(), ...(await peers())];
   const peerNames = others.map((c) => c.name);
