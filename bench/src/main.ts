@@ -206,7 +206,8 @@ async function main() {
     );
     log(`${scale.pausedRuns} runs paused for approval:`);
     const paused = await measurePaused(scale.pausedRuns, log);
-    const command = `npm run bench${quick ? ' -- --quick' : ''}`;
+    const flags = [...(quick ? ['--quick'] : []), ...(values.only ? [`--only "${values.only}"`] : [])];
+    const command = `npm run bench${flags.length ? ` -- ${flags.join(' ')}` : ''}`;
     const workers = values.only
       ? keptPool(readPage())
       : ((await poolMarkdown(`${date} UTC`, command)) ?? keptPool(readPage()));
