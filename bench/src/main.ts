@@ -19,7 +19,7 @@ import {
   tollgate,
   tollgateWith,
 } from './contestants/tollgate.js';
-import { bareXState, naiveXState } from './contestants/xstate.js';
+import { BARE_XSTATE, bareXState, naiveXState } from './contestants/xstate.js';
 import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
 import { type Results, render } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
@@ -158,7 +158,8 @@ async function main() {
     tollgateWith(postgresStore, 'points'),
   ];
   const others = [bareXState(), naiveXState(), ...(await peers())];
-  const peerNames = others.map((c) => c.name);
+  // Peers for the ratio table; the bare XState loop is Tollgate's floor there, not a peer.
+  const peerNames = others.map((c) => c.name).filter((name) => name !== BARE_XSTATE);
   let contestants = [...floors, ...ours, ...others];
   if (values.only) {
     const only = new RegExp(values.only, 'i');
