@@ -7,17 +7,19 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, release, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { floor, floorAppendOnly, floorSqlite } from './contestants/floor.js';
+import { floor, floorAppendOnly, floorPostgres, floorSqlite } from './contestants/floor.js';
 import {
   fileStore,
   memoryStore,
+  PG_URL,
   postgresStore,
+  saveStats,
   sqliteNormalStore,
   sqliteStore,
   tollgate,
   tollgateWith,
 } from './contestants/tollgate.js';
-import { naiveXState } from './contestants/xstate.js';
+import { BARE_XSTATE, bareXState, naiveXState } from './contestants/xstate.js';
 import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
 import { type Results, render } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
@@ -147,13 +149,17 @@ async function main() {
   const started = performance.now();
   const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
   const description = machine();
-  const floors = [floor(), floorAppendOnly(), floorSqlite()];
+  const floors = [floor(), floorAppendOnly(), floorSqlite(), floorPostgres(PG_URL)];
   const ours = [
     tollgate(),
-    ...[memoryStore, fileStore, sqliteStore, sqliteNormalStore, postgresStore].map(tollgateWith),
+    ...[memoryStore, fileStore, sqliteStore, sqliteNormalStore].map((kind) => tollgateWith(kind)),
+    tollgateWith(sqliteStore, 'points'),
+    tollgateWith(postgresStore),
+    tollgateWith(postgresStore, 'points'),
   ];
-  const others = [naiveXState(), ...(await peers())];
-  const peerNames = others.map((c) => c.name);
+  const others = [bareXState(), naiveXState(), ...(await peers())];
+  // Peers for the ratio table; the bare XState loop is Tollgate's floor there, not a peer.
+  const peerNames = others.map((c) => c.name).filter((name) => name !== BARE_XSTATE);
   let contestants = [...floors, ...ours, ...others];
   if (values.only) {
     const only = new RegExp(values.only, 'i');
@@ -179,6 +185,8 @@ async function main() {
   try {
     log(`per-step cost (${plan.sizes.join(', ')} steps):`);
     const steps = await measureSteps(ready, plan, log);
+    // Counted during the timed runs (the runs below would overwrite them, concurrent ones wrongly).
+    const saves = structuredClone(saveStats);
     log(`final checkpoint of a ${scale.checkpointSteps}-step run:`);
     const checkpoints = await measureCheckpoints(
       ready,
@@ -199,7 +207,8 @@ async function main() {
     );
     log(`${scale.pausedRuns} runs paused for approval:`);
     const paused = await measurePaused(scale.pausedRuns, log);
-    const command = `npm run bench${quick ? ' -- --quick' : ''}`;
+    const flags = [...(quick ? ['--quick'] : []), ...(values.only ? [`--only "${values.only}"`] : [])];
+    const command = `npm run bench${flags.length ? ` -- ${flags.join(' ')}` : ''}`;
     const workers = values.only
       ? keptPool(readPage())
       : ((await poolMarkdown(`${date} UTC`, command)) ?? keptPool(readPage()));
@@ -219,6 +228,7 @@ async function main() {
       peers: peerNames.filter((n) => steps.has(n)),
       sizes: plan.sizes,
       steps,
+      saves,
       checkpointSteps: scale.checkpointSteps,
       checkpoints,
       decide,

@@ -1,4 +1,5 @@
 /** Turns the measurements into the Markdown of docs/performance.md (and the console table). */
+import type { SaveStats } from './contestants/tollgate.js';
 import type { ConcurrentResult, DecideResult, PausedResult } from './scale.js';
 import { fmt } from './stats.js';
 import type { Cell, CheckpointResult, StepResults } from './steps.js';
@@ -14,6 +15,8 @@ export interface Results {
   peers: string[];
   sizes: number[];
   steps: StepResults;
+  /** What each Tollgate contestant with a store handed it, per step and per save, by N. */
+  saves: Map<string, Map<number, SaveStats>>;
   checkpointSteps: number;
   checkpoints: Map<string, CheckpointResult>;
   decide: DecideResult | null;
@@ -23,6 +26,9 @@ export interface Results {
 
 export const FLOOR = 'floor';
 export const FLOOR_LOG = 'floor + append-only log';
+export const FLOOR_SQLITE = 'floor + SQLite append';
+export const FLOOR_PG = 'floor + Postgres append';
+export const BARE = 'bare XState loop (two invokes)';
 export const TOLLGATE = 'tollgate';
 
 const cell = (r: Results, name: string, n: number): Cell | undefined => r.steps.get(name)?.get(n);
@@ -50,20 +56,45 @@ function stepTable(r: Results): string {
 }
 
 function ratioTable(r: Results): string {
-  const against = [FLOOR, ...r.peers].filter((name) => r.steps.has(name));
-  const rows = [TOLLGATE, 'tollgate + SQLite', 'tollgate + Postgres']
-    .filter((name) => r.steps.has(name))
-    .flatMap((name) =>
-      against.map((other) => [
-        `${name} ÷ ${other}`,
-        ...r.sizes.map((n) => {
-          const a = median(r, name, n);
-          const b = median(r, other, n);
-          return a === null || b === null ? 'n/a' : fmt.ratio(a / b);
-        }),
-      ]),
-    );
+  // Each Tollgate variant against its own floor first (the targets' ratios), then the peers.
+  const pairs: [string, string][] = [
+    [TOLLGATE, BARE],
+    [TOLLGATE, FLOOR],
+    ['tollgate + SQLite', FLOOR_SQLITE],
+    ['tollgate + SQLite (durability points)', FLOOR_SQLITE],
+    ['tollgate + Postgres', FLOOR_PG],
+    ['tollgate + Postgres (durability points)', FLOOR_PG],
+    ...[TOLLGATE, 'tollgate + SQLite', 'tollgate + Postgres'].flatMap((name) =>
+      r.peers.map((other) => [name, other] as [string, string]),
+    ),
+  ];
+  const rows = pairs
+    .filter(([name, other]) => r.steps.has(name) && r.steps.has(other))
+    .map(([name, other]) => [
+      `${name} ÷ ${other}`,
+      ...r.sizes.map((n) => {
+        const a = median(r, name, n);
+        const b = median(r, other, n);
+        return a === null || b === null ? 'n/a' : fmt.ratio(a / b);
+      }),
+    ]);
   return table(['ratio of medians (same run)', ...r.sizes.map((n) => `${n.toLocaleString('en')}`)], rows);
+}
+
+function savesTable(r: Results): string {
+  const rows = [...r.saves].map(([name, byN]) => [
+    name,
+    ...r.sizes.map((n) => {
+      const s = byN.get(n);
+      return s
+        ? `${s.savesPerStep.toFixed(2)} × ${fmt.bytes(s.headBytesPerSave)} + ${fmt.bytes(s.entryBytesPerStep)}`
+        : 'n/a';
+    }),
+  ]);
+  return table(
+    ['saves per step × head per save + entries per step', ...r.sizes.map((n) => `${n.toLocaleString('en')} steps`)],
+    rows,
+  );
 }
 
 function bytesTable(r: Results): string {
@@ -140,9 +171,9 @@ Every step is two XState invocations (policy, tool) plus an eventless budget che
 where most of the remaining time goes (XState's own code and GC in a CPU profile).
 
 **What "bytes" means.** Tollgate's figure is what it hands to the store: a head (the checkpoint
-without its history, ~540 B while deciding, ~710 B with a call in flight) and the new entries,
-twice per step (write-ahead before the tool runs; the result before the next policy call). It
-does not grow with N. The append-only floor writes each step's entries once. LangGraph's default
+without its history) and the new entries, at every save. A pure tool's call is saved with its
+result, not before (a crash re-runs it), so this workload makes about one save per step (see the
+table under "Bytes persisted"); a side effect keeps its write-ahead save. It does not grow with N. The append-only floor writes each step's entries once. LangGraph's default
 messages channel and the Agents SDK's \`RunState\` store the whole history in every checkpoint, so
 their bytes per step grow with N (quadratic in total).
 
@@ -153,7 +184,13 @@ whole input every turn, and its \`RunState#toString()\` is itself O(n²) in 0.20
 is O(n³) per run: it is measured up to the size it finishes in minutes, and "no snapshots" beyond).
 A contestant is skipped at a size where one run is estimated over the limit shown.
 Tollgate's stores write to this machine's disk (file, SQLite) or its local Postgres; the SQLite
-floor is one fsynced commit per step, Tollgate's SQLite store two (write-ahead and result).`;
+floor is one fsynced commit per step, the Postgres floor one autocommitted INSERT per step (a
+named prepared statement, one connection). With \`durability: 'points'\` only the saves guarding
+an effect, a pause or the end of a run are durable; the others are written at SQLite
+\`synchronous=NORMAL\` / Postgres \`synchronous_commit=off\` (they survive the process's crash,
+not a power cut: pure steps since the last point are redone). The bare XState loop is the same
+machine as the naive one, persisting nothing and growing its history in place: the floor of a
+design whose policy and tool calls are invoked actors.`;
 
 export interface Target {
   name: string;
@@ -207,6 +244,11 @@ Bytes handed to durable storage (Tollgate: each save's head plus its new entries
 step's new entries; peers: what their checkpointer stores), per step and per run.
 
 ${bytesTable(r)}
+
+What Tollgate hands its store, counted by a wrapper around it during the timed runs: saves per
+step, the head each save writes in full, and the entries.
+
+${savesTable(r)}
 
 ## Final checkpoint of a ${r.checkpointSteps.toLocaleString('en')}-step run
 

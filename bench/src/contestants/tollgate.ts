@@ -17,6 +17,9 @@ import { ANSWER, type CheckpointTimes, type Contestant, nextAction, TOOL, toolRe
 /** A store wrapper that counts what is handed to the store and times each save. */
 export class CountingStore implements CheckpointStore {
   bytes = 0;
+  /** Of `bytes`, those of the heads (the rest are entries). */
+  headBytes = 0;
+  saves = 0;
   lastSaveMs = 0;
   constructor(readonly inner: CheckpointStore) {}
   load: CheckpointStore['load'] = (runId) => this.inner.load(runId);
@@ -32,6 +35,8 @@ export class CountingStore implements CheckpointStore {
   save: CheckpointStore['save'] = async (runId, write, expectedVersion, lease) => {
     for (const entry of write.append) this.bytes += entry.length;
     this.bytes += write.head.length;
+    this.headBytes += write.head.length;
+    this.saves++;
     const started = performance.now();
     const version = await this.inner.save(runId, write, expectedVersion, lease);
     this.lastSaveMs = performance.now() - started;
@@ -45,28 +50,55 @@ export function policyFor(steps: number): Policy {
   return (history) => nextAction((history.length - 1) / 2, steps);
 }
 
-function check(agent: Agent, steps: number): void {
-  if (agent.status !== 'done' || agent.state.answer !== ANSWER || agent.state.steps !== steps + 1) {
-    throw new Error(`tollgate: run ended ${agent.status} after ${agent.state.steps} policy calls`);
+/** The policy, counting its calls: a check of a run that copies nothing (`agent.state` copies the history). */
+function countedPolicy(steps: number): { policy: Policy; calls: () => number } {
+  let calls = 0;
+  return {
+    policy: (history) => {
+      calls++;
+      return nextAction((history.length - 1) / 2, steps);
+    },
+    calls: () => calls,
+  };
+}
+
+/** The cheap check, inside the timed run: done, after steps + 1 policy calls (the last one answers). */
+function checkCheaply(name: string, agent: Agent, steps: number, calls: number): void {
+  if (agent.status !== 'done' || calls !== steps + 1) {
+    throw new Error(`${name}: run ended ${agent.status} after ${calls} policy calls`);
   }
+}
+
+/** The full check (reads `agent.state`, a copy of the whole run): outside the timed runs. */
+function check(agent: Agent, steps: number): void {
+  const state = agent.state;
+  if (agent.status !== 'done' || state.answer !== ANSWER || state.steps !== steps + 1) {
+    throw new Error(`tollgate: run ended ${agent.status} after ${state.steps} policy calls`);
+  }
+  if (state.history.length !== 2 * steps + 2) throw new Error(`tollgate: ${state.history.length} entries`);
 }
 
 /** Tollgate with no store: the run lives in memory; checkpoints are taken on demand. */
 export function tollgate(): Contestant {
+  const runOnce = async (steps: number, runId: string) => {
+    const { policy, calls } = countedPolicy(steps);
+    const agent = new Agent({ runId, policy, tools, maxSteps: steps + 1 });
+    await agent.start('run the benchmark');
+    checkCheaply('tollgate', agent, steps, calls());
+    return agent;
+  };
   return {
     name: 'tollgate',
     persists: 'nothing (checkpoint() on demand)',
+    async setup() {
+      check(await runOnce(10, `setup-${process.pid}`), 10); // the full check, once, untimed
+    },
     async run(steps, runId) {
-      const agent = new Agent({ runId, policy: policyFor(steps), tools, maxSteps: steps + 1 });
-      await agent.start('run the benchmark');
-      if (steps <= 100)
-        check(agent, steps); // agent.state copies the history: O(N)
-      else if (agent.status !== 'done') throw new Error(`tollgate: ${agent.status}`);
+      await runOnce(steps, runId);
       return { bytes: null };
     },
     async checkpoint(steps, runId): Promise<CheckpointTimes> {
-      const agent = new Agent({ runId, policy: policyFor(steps), tools, maxSteps: steps + 1 });
-      await agent.start('run the benchmark');
+      const agent = await runOnce(steps, runId);
       check(agent, steps);
       let t = performance.now();
       const blob = agent.checkpoint();
@@ -80,31 +112,63 @@ export function tollgate(): Contestant {
   };
 }
 
+/** What the store was handed per step and per save, over the last timed sample's runs (by contestant). */
+export interface SaveStats {
+  savesPerStep: number;
+  headBytesPerSave: number;
+  entryBytesPerStep: number;
+}
+export const saveStats = new Map<string, Map<number, SaveStats>>();
+
 interface StoreKind {
   name: string;
   persists: string;
   open(): Promise<{ store: CheckpointStore; close(): Promise<void> }>;
 }
 
-/** Tollgate saving every change to `kind`'s store, ahead of every tool call. */
-export function tollgateWith(kind: StoreKind): Contestant {
+/** Tollgate saving every change to `kind`'s store (`durability: 'full'`, the default, or `'points'`). */
+export function tollgateWith(kind: StoreKind, durability: 'full' | 'points' = 'full'): Contestant {
+  const name = durability === 'full' ? `tollgate + ${kind.name}` : `tollgate + ${kind.name} (durability points)`;
   let counting: CountingStore | null = null;
   let close: () => Promise<void> = async () => {};
   const runOnce = async (steps: number, runId: string) => {
     const store = counting as CountingStore;
-    const before = store.bytes;
-    const agent = new Agent({ runId, policy: policyFor(steps), tools, maxSteps: steps + 1, store });
+    const before = { bytes: store.bytes, head: store.headBytes, saves: store.saves };
+    const { policy, calls } = countedPolicy(steps);
+    const agent = new Agent({
+      runId,
+      policy,
+      tools,
+      maxSteps: steps + 1,
+      store,
+      ...(durability === 'points' ? { durability } : {}),
+    });
     await agent.start('run the benchmark');
-    if (agent.status !== 'done') throw new Error(`${kind.name}: ${agent.status}`);
-    return { agent, bytes: store.bytes - before };
+    checkCheaply(name, agent, steps, calls());
+    const bytes = store.bytes - before.bytes;
+    const saves = store.saves - before.saves;
+    const head = store.headBytes - before.head;
+    const stats = saveStats.get(name) ?? new Map<number, SaveStats>();
+    stats.set(steps, {
+      savesPerStep: saves / steps,
+      headBytesPerSave: saves === 0 ? 0 : head / saves,
+      entryBytesPerStep: (bytes - head) / steps,
+    });
+    saveStats.set(name, stats);
+    return { agent, bytes };
   };
   return {
-    name: `tollgate + ${kind.name}`,
-    persists: kind.persists,
+    name,
+    persists:
+      durability === 'full'
+        ? kind.persists
+        : `${kind.persists}; durability: 'points' (only the saves guarding an effect, a pause or the end are durable)`,
     async setup() {
       const opened = await kind.open();
       counting = new CountingStore(opened.store);
       close = opened.close;
+      // The full check, once, untimed (a run id of its own: two contestants may share a store).
+      check((await runOnce(10, `setup-${name.replace(/[^a-z0-9]+/gi, '-')}-${process.pid}`)).agent, 10);
     },
     run: async (steps, runId) => ({ bytes: (await runOnce(steps, runId)).bytes }),
     async checkpoint(steps, runId): Promise<CheckpointTimes> {
@@ -115,7 +179,7 @@ export function tollgateWith(kind: StoreKind): Contestant {
       const t = performance.now();
       const again = await Agent.load(store, runId, { policy: policyFor(steps), tools });
       const loadMs = performance.now() - t;
-      if (again.status !== 'done') throw new Error(`${kind.name}: load`);
+      if (again.status !== 'done') throw new Error(`${name}: load`);
       const record = await store.load(runId);
       const bytes = (record?.head.length ?? 0) + (record?.entries.reduce((n, e) => n + e.length, 0) ?? 0);
       return { saveMs, loadMs, bytes };
@@ -173,11 +237,13 @@ export const sqliteNormalStore: StoreKind = {
 
 export const PG_URL = process.env.TOLLGATE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+let schemas = 0;
+
 export const postgresStore: StoreKind = {
   name: 'Postgres',
   persists: `PostgresStore (${PG_URL.replace(/\/\/[^@]*@/, '//')})`,
   async open() {
-    const schema = `tollgate_bench_${process.pid}`;
+    const schema = `tollgate_bench_${process.pid}_${++schemas}`; // one per contestant: each drops its own
     const store = new PostgresStore(PG_URL, { schema, connectTimeoutMs: 3000 });
     await store.list({ limit: 1 }); // connects and migrates, or throws StoreUnavailableError
     const pg = (await import('pg')).default;

@@ -2,6 +2,9 @@
  * A naive XState v5 loop, as a team would first write one: the policy and the tool as invoked
  * promise actors, the history appended immutably in context, and the actor's persisted snapshot
  * serialised and kept after every step (every snapshot change). "Bytes" are those snapshots.
+ *
+ * The bare loop is the same machine persisting nothing and appending to the history in place (no
+ * O(N) copy per step): the floor of a design whose policy and tool calls are invoked actors.
  */
 import { assign, createActor, fromPromise, setup } from 'xstate';
 import { ANSWER, type CheckpointTimes, type Contestant, GOAL, nextAction, toolResult } from '../workload.js';
@@ -9,62 +12,74 @@ import { ANSWER, type CheckpointTimes, type Contestant, GOAL, nextAction, toolRe
 type Entry = Record<string, unknown>;
 type Action = ReturnType<typeof nextAction>;
 
-const machine = setup({
-  types: {
-    context: {} as { history: Entry[]; steps: number; answer: unknown },
-    input: {} as { steps: number },
-  },
-  actors: {
-    policy: fromPromise<Action, { history: Entry[]; steps: number }>(async ({ input }) =>
-      nextAction((input.history.length - 1) / 2, input.steps),
-    ),
-    tool: fromPromise<unknown, { n: number }>(async ({ input }) => toolResult(input.n)),
-  },
-}).createMachine({
-  context: ({ input }) => ({ history: [{ role: 'user', content: GOAL }], steps: input.steps, answer: null }),
-  initial: 'deciding',
-  states: {
-    deciding: {
-      invoke: {
-        src: 'policy',
-        input: ({ context }) => ({ history: context.history, steps: context.steps }),
-        onDone: [
-          {
-            guard: ({ event }) => 'final' in event.output,
-            target: 'done',
-            actions: assign(({ context, event }) => {
-              const final = (event.output as { final: string }).final;
-              return { answer: final, history: [...context.history, { role: 'assistant', final }] };
-            }),
-          },
-          {
-            target: 'executing',
-            actions: assign(({ context, event }) => {
-              const { tool, args } = event.output as { tool: string; args: { n: number } };
-              return { history: [...context.history, { role: 'assistant', tool, args }] };
-            }),
-          },
-        ],
-      },
+/** Appends entries to the history: a new array (immutable), or the same one grown in place. */
+type Append = (history: Entry[], ...entries: Entry[]) => Entry[];
+const copying: Append = (history, ...entries) => [...history, ...entries];
+const inPlace: Append = (history, ...entries) => {
+  history.push(...entries);
+  return history;
+};
+
+const build = (append: Append) =>
+  setup({
+    types: {
+      context: {} as { history: Entry[]; steps: number; answer: unknown },
+      input: {} as { steps: number },
     },
-    executing: {
-      invoke: {
-        src: 'tool',
-        input: ({ context }) => (context.history.at(-1) as { args: { n: number } }).args,
-        onDone: {
-          target: 'deciding',
-          actions: assign(({ context, event }) => ({
-            history: [...context.history, { role: 'tool', tool: 'echo', result: event.output as never }],
-          })),
+    actors: {
+      policy: fromPromise<Action, { history: Entry[]; steps: number }>(async ({ input }) =>
+        nextAction((input.history.length - 1) / 2, input.steps),
+      ),
+      tool: fromPromise<unknown, { n: number }>(async ({ input }) => toolResult(input.n)),
+    },
+  }).createMachine({
+    context: ({ input }) => ({ history: [{ role: 'user', content: GOAL }], steps: input.steps, answer: null }),
+    initial: 'deciding',
+    states: {
+      deciding: {
+        invoke: {
+          src: 'policy',
+          input: ({ context }) => ({ history: context.history, steps: context.steps }),
+          onDone: [
+            {
+              guard: ({ event }) => 'final' in event.output,
+              target: 'done',
+              actions: assign(({ context, event }) => {
+                const final = (event.output as { final: string }).final;
+                return { answer: final, history: append(context.history, { role: 'assistant', final }) };
+              }),
+            },
+            {
+              target: 'executing',
+              actions: assign(({ context, event }) => {
+                const { tool, args } = event.output as { tool: string; args: { n: number } };
+                return { history: append(context.history, { role: 'assistant', tool, args }) };
+              }),
+            },
+          ],
         },
       },
+      executing: {
+        invoke: {
+          src: 'tool',
+          input: ({ context }) => (context.history.at(-1) as { args: { n: number } }).args,
+          onDone: {
+            target: 'deciding',
+            actions: assign(({ context, event }) => ({
+              history: append(context.history, { role: 'tool', tool: 'echo', result: event.output as never }),
+            })),
+          },
+        },
+      },
+      done: { type: 'final' },
     },
-    done: { type: 'final' },
-  },
-});
+  });
 
-async function runMachine(steps: number, keep: ((blob: string) => void) | null) {
-  const actor = createActor(machine, { input: { steps } });
+const machine = build(copying);
+const bareMachine = build(inPlace);
+
+async function runMachine(steps: number, keep: ((blob: string) => void) | null, bare = false) {
+  const actor = createActor(bare ? bareMachine : machine, { input: { steps } });
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({
       next: (snapshot) => {
@@ -104,6 +119,20 @@ export function naiveXState(): Contestant {
       const loadMs = performance.now() - t;
       if (again.getSnapshot().status !== 'done') throw new Error('xstate: restore');
       return { saveMs, loadMs, bytes: blob.length };
+    },
+  };
+}
+
+export const BARE_XSTATE = 'bare XState loop (two invokes)';
+
+/** The same machine, persisting nothing, the history grown in place: this design's floor. */
+export function bareXState(): Contestant {
+  return {
+    name: BARE_XSTATE,
+    persists: 'nothing (the history appended in place)',
+    async run(steps) {
+      await runMachine(steps, null, true);
+      return { bytes: null };
     },
   };
 }
