@@ -126,11 +126,19 @@ async function advance(runId: string, status: string | undefined): Promise<void>
 }
 
 async function decide(d: DecisionMessage): Promise<void> {
-  const agent = await Agent.load(store, d.runId, options);
   try {
+    const agent = await Agent.load(store, d.runId, options);
     const status = await agent.decide(d.approved, d.note, { callId: d.callId, by: 'crash-test' });
     emit({ type: 'decided', runId: d.runId, callId: d.callId, approved: d.approved, status });
   } catch (error) {
+    // The other process holds the run for a moment (it is looking at it), or took it over: the
+    // decision was not applied, and waits its turn. Dropped, it would leave the run waiting for
+    // a human for ever (the parent decides each call once).
+    if (error instanceof RunBusyError || error instanceof LeaseLostError) {
+      decisions.push(d);
+      heldElsewhere.set(d.runId, Date.now() + HELD_PAUSE_MS);
+      return emit({ type: 'busy', runId: d.runId });
+    }
     // Decided already: by the other process, or by an earlier child that died before the
     // parent heard of it.
     if (!(error instanceof StaleApprovalError || error instanceof NoPendingApprovalError)) throw error;
