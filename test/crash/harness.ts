@@ -67,6 +67,9 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
   const paying = new Map<string, number[]>();
   /** Policy calls each child (by pid) reported, by run. */
   const policyCalls = new Map<string, Map<number, number>>();
+  /** Runs a live child lost its lease on (a stall), and the runs saves were lost on (conflicts). */
+  const lostRuns = new Set<string>();
+  const conflictRuns: string[] = [];
   const deciding = new Map<string, Promise<LoggedDecision>>();
   const report: CrashReport = {
     store: options.world.kind,
@@ -80,6 +83,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
     sent: 0,
     conflicts: 0,
     busy: 0,
+    leasesLost: 0,
     unknownOutcomes: 0,
     policyCalls: 0,
     applied: 0,
@@ -101,7 +105,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
       await round(runIds);
       report.rounds++;
     } while (report.kills < options.kills);
-    await checkInvariants(world, allRuns, log, { lives, paying, policyCalls }, report);
+    await checkInvariants(world, allRuns, log, { lives, paying, policyCalls, lostRuns, conflictRuns }, report);
   } finally {
     report.durationMs = Date.now() - started;
     if (options.logFile) {
@@ -225,9 +229,12 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         const entry = log.get(event.callId);
         if (entry) entry.applied = true;
       } else if (event.type === 'stale') report.stale++;
-      else if (event.type === 'conflict') report.conflicts++;
+      else if (event.type === 'conflict') conflictRuns.push(event.runId);
       else if (event.type === 'busy') report.busy++;
-      else if (event.type === 'stuck') report.violations.push(`run ${event.runId} stuck in ${event.status}`);
+      else if (event.type === 'lost') {
+        report.leasesLost++;
+        lostRuns.add(event.runId);
+      } else if (event.type === 'stuck') report.violations.push(`run ${event.runId} stuck in ${event.status}`);
     });
     void exited.then(() => {
       lifetime.to = Date.now();

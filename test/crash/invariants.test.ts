@@ -49,6 +49,7 @@ const emptyReport = (): CrashReport => ({
   sent: 0,
   conflicts: 0,
   busy: 0,
+  leasesLost: 0,
   unknownOutcomes: 0,
   policyCalls: 0,
   applied: 0,
@@ -80,6 +81,9 @@ describe('the crash test’s invariants', () => {
   it('a call asked about again while the child that paid it lives is two live owners', async () => {
     const alive = await reAskedAt1000({ from: 0, to: null, killedAt: null, killed: false });
     expect(alive).toEqual([expect.stringMatching(/^r:2 asked again \(r:2#2, outcome unknown, denied\) while pid 101/)]);
+    // …unless that child lost its lease on the run to a stall and was told so: then a note.
+    const stalled = { from: 0, to: null, killedAt: null, killed: false };
+    expect(await reAskedAt1000(stalled, { lostRuns: new Set(['r']) })).toEqual([]);
     // Killed at 900 but its exit heard only at 1100: its work ended with the SIGKILL.
     expect(await reAskedAt1000({ from: 0, to: 1_100, killedAt: 900, killed: true })).toEqual([]);
     expect(await reAskedAt1000({ from: 0, to: 1_100, killedAt: 1_050, killed: true })).toHaveLength(1);
@@ -107,11 +111,38 @@ describe('the crash test’s invariants', () => {
     const report = emptyReport();
     await checkInvariants(worldWith([]), [], new Map(), { lives, paying: new Map(), policyCalls: within }, report);
     expect(report.violations).toEqual([]);
-    report.conflicts = 2;
-    await checkInvariants(worldWith([]), [], new Map(), { lives, paying: new Map(), policyCalls: over }, report);
+    const conflictRuns = ['r', 'r'];
+    await checkInvariants(
+      worldWith([]),
+      [],
+      new Map(),
+      { lives, paying: new Map(), policyCalls: over, conflictRuns },
+      report,
+    );
     expect(report.violations).toEqual([
       '2 saves lost to another live writer (ConflictError)',
       'run r: 1 policy calls for 0 steps with 0 killed callers',
     ]);
+  });
+
+  it('on a run a live child lost its lease on to a stall (and was told so), overlaps are notes, not violations', async () => {
+    const lives = new Map<number, Lifetime>([[ASKER, { from: 0, to: null, killedAt: null, killed: false }]]);
+    const over = new Map([['r', new Map([[ASKER, 1]])]]);
+    const report = emptyReport();
+    const lostRuns = new Set(['r']);
+    await checkInvariants(
+      worldWith([]),
+      [],
+      new Map(),
+      { lives, paying: new Map(), policyCalls: over, conflictRuns: ['r', 'other'], lostRuns },
+      report,
+    );
+    // The conflict on another run is still a violation: only the run the stall cost is excused.
+    expect(report.violations).toEqual(['1 saves lost to another live writer (ConflictError)']);
+    expect(report.notes).toEqual([
+      '1 conflicts on runs a stalled child lost its lease on',
+      'run r: 1 policy calls for 0 steps with 0 killed callers (a live child lost its lease on it to a stall)',
+    ]);
+    expect(report.conflicts).toBe(2);
   });
 });

@@ -110,8 +110,14 @@ export type WorkerEvent =
   | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string }
   | { type: 'stale'; runId: string; callId: string; reason: string }
   | { type: 'conflict'; runId: string }
-  /** Another live worker holds the run (its lease), or took it over from this one: left to it. */
+  /** Another live worker holds the run (its lease): left to it. */
   | { type: 'busy'; runId: string }
+  /**
+   * This child's lease on the run lapsed while it lived (its event loop stalled for most of
+   * LEASE_MS, as on an overloaded machine) and another took the run over: the one overlap a lease
+   * cannot rule out (docs/stores.md, "What fencing guarantees"). Its saves were refused from then on.
+   */
+  | { type: 'lost'; runId: string }
   | { type: 'stuck'; runId: string; status: string }
   | { type: 'done' };
 
@@ -139,6 +145,8 @@ export interface CrashReport {
   conflicts: number;
   /** Runs left to another live worker: its lease was live (RunBusyError) or it took over (LeaseLostError). */
   busy: number;
+  /** Leases a live child lost to a stall (`lost` events); their runs' overlap checks become notes. */
+  leasesLost: number;
   /** Pending calls re-asked with outcome 'unknown' after a crash mid-call. */
   unknownOutcomes: number;
   /** Policy calls the children made, over all runs (at most one more per run per killed child than its steps). */

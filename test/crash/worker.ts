@@ -95,7 +95,7 @@ function spawn(runId: string, work: () => Promise<void>): void {
         // the run is its; this one called nothing after losing it.
         if (error instanceof RunBusyError || error instanceof LeaseLostError) {
           heldElsewhere.set(runId, Date.now() + HELD_PAUSE_MS);
-          return emit({ type: 'busy', runId });
+          return emit({ type: error instanceof LeaseLostError ? 'lost' : 'busy', runId });
         }
         // Anything else is a failure of the test: say so and stop (exit code 2).
         process.stderr.write(`run ${runId}: ${(error as Error)?.stack ?? String(error)}\n`);
@@ -137,7 +137,7 @@ async function decide(d: DecisionMessage): Promise<void> {
     if (error instanceof RunBusyError || error instanceof LeaseLostError) {
       decisions.push(d);
       heldElsewhere.set(d.runId, Date.now() + HELD_PAUSE_MS);
-      return emit({ type: 'busy', runId: d.runId });
+      return emit({ type: error instanceof LeaseLostError ? 'lost' : 'busy', runId: d.runId });
     }
     // Decided already: by the other process, or by an earlier child that died before the
     // parent heard of it.
