@@ -8,13 +8,14 @@ import { viewOf } from '../src/runtime/run-actor.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 
-/** A memory store that counts its writes. */
+/** A memory store that counts its writes, and keeps each one's `relaxed` flag. */
 function counting() {
   const store = new MemoryStore();
   const save = store.save.bind(store);
-  const seen = { saves: 0 };
+  const seen = { saves: 0, relaxed: [] as boolean[] };
   store.save = (...args: Parameters<MemoryStore['save']>) => {
     seen.saves++;
+    seen.relaxed.push(args[1].relaxed === true);
     return save(...args);
   };
   return { store, seen };
@@ -132,13 +133,7 @@ describe('the durable points of a step', () => {
 describe('durability: points', () => {
   /** Each save's `relaxed` flag, for a run of two pure steps, then a side effect, then a pause for approval. */
   async function flags(durability: 'full' | 'points' | undefined) {
-    const store = new MemoryStore();
-    const save = store.save.bind(store);
-    const seen: boolean[] = [];
-    store.save = (runId, write, ...rest) => {
-      seen.push(write.relaxed === true);
-      return save(runId, write, ...rest);
-    };
+    const { store, seen } = counting();
     const agent = new Agent({
       runId: 'r',
       store,
@@ -151,7 +146,7 @@ describe('durability: points', () => {
       ],
     });
     expect(await agent.start('go')).toBe('awaiting_approval');
-    return seen;
+    return seen.relaxed;
   }
 
   it('relaxes only the saves before policy calls; a side effect’s record and the pause are durable', async () => {
@@ -165,13 +160,7 @@ describe('durability: points', () => {
   });
 
   it('writes a relaxed run again when a point follows with nothing new, so the point is durable', async () => {
-    const store = new MemoryStore();
-    const save = store.save.bind(store);
-    const seen: boolean[] = [];
-    store.save = (runId, write, ...rest) => {
-      seen.push(write.relaxed === true);
-      return save(runId, write, ...rest);
-    };
+    const { store, seen } = counting();
     const held = gate<string>();
     let asked = false;
     const agent = new Agent({
@@ -189,8 +178,8 @@ describe('durability: points', () => {
     await until(() => asked);
     // The limits did not change: nothing new to write, but the relaxed save must become durable.
     agent.extendBudget({ maxSteps: 5 });
-    await until(() => seen.length === 2);
-    expect(seen).toEqual([true, false]);
+    await until(() => seen.saves === 2);
+    expect(seen.relaxed).toEqual([true, false]);
     held.resolve('');
     expect(await done).toBe('done');
   });

@@ -15,7 +15,13 @@ import { createInterface } from 'node:readline';
 import type { PendingCall } from '../../src/index.js';
 import { checkInvariants, type Lifetime, type LoggedDecision } from './invariants.js';
 import { openWorld, type WorldSpec } from './ledger.js';
-import type { CrashReport, DecisionMessage, WorkerConfig, WorkerEvent } from './scenario.js';
+import {
+  type CrashReport,
+  type DecisionMessage,
+  emptyReport,
+  type WorkerConfig,
+  type WorkerEvent,
+} from './scenario.js';
 
 export type { CrashReport } from './scenario.js';
 
@@ -71,32 +77,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
   const lostRuns = new Set<string>();
   const conflictRuns: string[] = [];
   const deciding = new Map<string, Promise<LoggedDecision>>();
-  const report: CrashReport = {
-    store: options.world.kind,
-    seed: options.seed,
-    kills: 0,
-    restarts: 0,
-    rounds: 0,
-    runsDone: 0,
-    approvals: 0,
-    denials: 0,
-    sent: 0,
-    conflicts: 0,
-    busy: 0,
-    leasesLost: 0,
-    unknownOutcomes: 0,
-    policyCalls: 0,
-    applied: 0,
-    stale: 0,
-    payRows: 0,
-    payTwice: 0,
-    payTwiceAfterCheck: 0,
-    shipRows: 0,
-    shipRepeats: 0,
-    durationMs: 0,
-    violations: [],
-    notes: [],
-  };
+  const report = emptyReport(options.world.kind, options.seed);
   const allRuns: string[] = [];
   try {
     do {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { type Children, checkInvariants, type Lifetime, type LoggedDecision } from './invariants.js';
 import type { PayRow, World } from './ledger.js';
-import type { CrashReport } from './scenario.js';
+import { type CrashReport, emptyReport as newReport } from './scenario.js';
 
 const PAYER = 101;
 const ASKER = 102;
@@ -37,32 +37,7 @@ function decision(attempt: number, at: number, outcome: 'unknown' | null, approv
   };
 }
 
-const emptyReport = (): CrashReport => ({
-  store: 'test',
-  seed: 0,
-  kills: 0,
-  restarts: 0,
-  rounds: 0,
-  runsDone: 0,
-  approvals: 0,
-  denials: 0,
-  sent: 0,
-  conflicts: 0,
-  busy: 0,
-  leasesLost: 0,
-  unknownOutcomes: 0,
-  policyCalls: 0,
-  applied: 0,
-  stale: 0,
-  payRows: 0,
-  payTwice: 0,
-  payTwiceAfterCheck: 0,
-  shipRows: 0,
-  shipRepeats: 0,
-  durationMs: 0,
-  violations: [],
-  notes: [],
-});
+const emptyReport = (): CrashReport => newReport('test', 0);
 
 /** The payer paid r:2 on its first approval; the asker asked again (denied) at t = 1000. */
 async function reAskedAt1000(payer: Lifetime, children: Partial<Children> = {}) {

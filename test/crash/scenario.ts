@@ -168,3 +168,33 @@ export interface CrashReport {
   /** Things within the rules worth reading (how a human was misled, say). */
   notes: string[];
 }
+
+/** A report with nothing counted yet. */
+export function emptyReport(store: string, seed: number): CrashReport {
+  return {
+    store,
+    seed,
+    kills: 0,
+    restarts: 0,
+    rounds: 0,
+    runsDone: 0,
+    approvals: 0,
+    denials: 0,
+    sent: 0,
+    conflicts: 0,
+    busy: 0,
+    leasesLost: 0,
+    unknownOutcomes: 0,
+    policyCalls: 0,
+    applied: 0,
+    stale: 0,
+    payRows: 0,
+    payTwice: 0,
+    payTwiceAfterCheck: 0,
+    shipRows: 0,
+    shipRepeats: 0,
+    durationMs: 0,
+    violations: [],
+    notes: [],
+  };
+}
