@@ -5,7 +5,7 @@
  */
 import { sha256 } from '@noble/hashes/sha2';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from './canonical.js';
 import type {
   AgentContext,
   ApprovalRecord,
@@ -24,7 +24,7 @@ import type {
  * cannot be precomputed by whoever writes the arguments.
  */
 export function callIdOf(key: string, attempt: number, tool: string, args: JsonObject): string {
-  const digest = bytesToHex(sha256(utf8ToBytes(canonicalize([tool, args]) as string)).subarray(0, 16));
+  const digest = bytesToHex(sha256(utf8ToBytes(canonicalJson([tool, args]) as string)).subarray(0, 16));
   return `${key}#${attempt}@${digest}`;
 }
 

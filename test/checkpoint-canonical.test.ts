@@ -6,7 +6,7 @@
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../src/checkpoint/canonical.js';
+import { canonicalJson } from '../machines/canonical.js';
 import { encodeCheckpoint } from '../src/checkpoint/index.js';
 import { Agent } from '../src/index.js';
 import { recorder, sequence } from './support/helpers.js';

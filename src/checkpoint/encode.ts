@@ -4,8 +4,8 @@
  * cached per frozen entry, so encoding a long run costs O(new entries).
  */
 import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../../machines/canonical.js';
 import type { HistoryEntry } from '../../machines/types.js';
-import { canonicalJson } from './canonical.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';
 
 /** Canonical JSON of each frozen history entry, made once: a frozen entry never changes. */

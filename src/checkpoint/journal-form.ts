@@ -4,8 +4,8 @@
  * appends the new entries: O(new data) per step, not O(history).
  */
 
+import { canonicalJson } from '../../machines/canonical.js';
 import type { HistoryEntry } from '../../machines/types.js';
-import { canonicalJson } from './canonical.js';
 import { fail } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import { expectedChildren } from './rules.js';

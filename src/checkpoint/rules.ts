@@ -5,9 +5,9 @@
  */
 
 import { callIdOf, keyOf } from '../../machines/calls.js';
+import { canonicalJson } from '../../machines/canonical.js';
 import { assistantEntry } from '../../machines/history.js';
 import type { Status, StepCall } from '../../machines/types.js';
-import { canonicalJson } from './canonical.js';
 import type { PersistedRun } from './schema.js';
 
 /** The status a persisted value stands for. */

@@ -210,8 +210,10 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         const entry = log.get(event.callId);
         if (entry) entry.applied = true;
       } else if (event.type === 'stale') report.stale++;
-      else if (event.type === 'conflict') conflictRuns.push(event.runId);
-      else if (event.type === 'busy') report.busy++;
+      else if (event.type === 'conflict') {
+        conflictRuns.push(event.runId);
+        report.notes.push(`conflict on ${event.runId} (pid ${child.pid}): ${event.detail}`);
+      } else if (event.type === 'busy') report.busy++;
       else if (event.type === 'lost') {
         report.leasesLost++;
         lostRuns.add(event.runId);

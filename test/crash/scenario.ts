@@ -109,7 +109,8 @@ export type WorkerEvent =
   | { type: 'policy'; runId: string }
   | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string }
   | { type: 'stale'; runId: string; callId: string; reason: string }
-  | { type: 'conflict'; runId: string }
+  /** A save refused on its version: `detail` is the error's message and where it was thrown. */
+  | { type: 'conflict'; runId: string; detail: string }
   /** Another live worker holds the run (its lease): left to it. */
   | { type: 'busy'; runId: string }
   /**

@@ -90,7 +90,10 @@ function spawn(runId: string, work: () => Promise<void>): void {
       .catch((error: unknown) => {
         // The other process saved first: this agent has stopped, nothing ran; the next look
         // at the store decides what is left to do.
-        if (error instanceof ConflictError) return emit({ type: 'conflict', runId });
+        if (error instanceof ConflictError) {
+          const where = (error.stack ?? '').split('\n').slice(1, 6).join(' | ');
+          return emit({ type: 'conflict', runId, detail: `${error.message} @ ${where}` });
+        }
         // Another live worker holds the run, or took it over after this one's lease lapsed:
         // the run is its; this one called nothing after losing it.
         if (error instanceof RunBusyError || error instanceof LeaseLostError) {
