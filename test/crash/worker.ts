@@ -129,8 +129,9 @@ async function advance(runId: string, status: string | undefined): Promise<void>
 }
 
 async function decide(d: DecisionMessage): Promise<void> {
+  let agent: Agent | null = null;
   try {
-    const agent = await Agent.load(store, d.runId, options);
+    agent = await Agent.load(store, d.runId, options);
     const status = await agent.decide(d.approved, d.note, { callId: d.callId, by: 'crash-test' });
     emit({ type: 'decided', runId: d.runId, callId: d.callId, approved: d.approved, status });
   } catch (error) {
@@ -146,6 +147,10 @@ async function decide(d: DecisionMessage): Promise<void> {
     // parent heard of it.
     if (!(error instanceof StaleApprovalError || error instanceof NoPendingApprovalError)) throw error;
     emit({ type: 'stale', runId: d.runId, callId: d.callId, reason: error.name });
+    // A run found `running` (its owner died mid-call) stays claimed by the agent that loaded it,
+    // which renews the lease while this process lives: left here, no one could ever take the run
+    // (the suite hung so). Work it, as the loop would: it settles and gives the run up.
+    if (agent?.status === 'running') await agent.run();
   }
 }
 
