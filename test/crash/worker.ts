@@ -115,8 +115,9 @@ async function advance(runId: string, status: string | undefined): Promise<void>
     } catch (error) {
       // The run was absent when this process listed the runs, and the other process created it
       // since (and released it at rest): this agent's first save — a creation — finds it there
-      // and is refused before any call. Another owner has the run, as with RunBusyError; a
-      // conflict on any later save would be two live writers, which the invariants forbid.
+      // and is refused before any call. Another owner has the run, as with RunBusyError. (A
+      // conflict on a later save is optimistic concurrency too: a run loaded at rest holds no
+      // lease until its next save. The parent notes those, with where they were thrown.)
       if (!(error instanceof ConflictError)) throw error;
       heldElsewhere.set(runId, Date.now() + HELD_PAUSE_MS);
       return emit({ type: 'busy', runId });
