@@ -91,4 +91,82 @@ describe('an agent’s lease on a reachable store', () => {
     // Settled, A gave the run up: B may load it now, and finds it done.
     expect((await Agent.load(store, 'r', { owner: 'b', policy: policy(), tools: [slow] })).status).toBe('done');
   });
+
+  describe('a run loaded `running` (its owner died mid-call)', () => {
+    /** A store holding run 'r' as a killed owner left it: saved with its idempotent call in flight, no live lease. */
+    async function orphaned(): Promise<MemoryStore> {
+      const first = new MemoryStore();
+      let called = false;
+      const hung: Tool = {
+        name: 'ship',
+        sideEffect: true,
+        idempotent: true,
+        fn: () => {
+          called = true; // after the write-ahead save that records the call in flight
+          return new Promise(() => {});
+        },
+      };
+      const dying = new Agent({
+        runId: 'r',
+        store: first,
+        owner: 'dead',
+        policy: sequence({ tool: 'ship' }),
+        tools: [hung],
+      });
+      expect(await dying.start('ship it')).toBe('awaiting_approval');
+      void dying.decide(true, 'ok');
+      await until(() => called);
+      const record = await first.load('r');
+      if (record?.status !== 'running') throw new Error('no run in flight to copy');
+      const store = new MemoryStore();
+      await store.save(
+        'r',
+        { status: record.status, head: record.head, from: 0, append: record.entries, pendingCalls: [] },
+        0,
+      );
+      return store;
+    }
+
+    it('and never run: its lease is not renewed, so it lapses and another owner takes the run; a late run() calls nothing', async () => {
+      const store = await orphaned();
+      let shipped = 0;
+      const ship: Tool = { name: 'ship', sideEffect: true, idempotent: true, fn: () => ++shipped };
+      const policy = () => sequence({ final: 'shipped' });
+      const leaseMs = 300;
+      const abandoned = await Agent.load(store, 'r', { owner: 'b', leaseMs, policy: policy(), tools: [ship] });
+      expect(abandoned.status).toBe('running');
+      const refused = await Agent.load(store, 'r', { owner: 'c', policy: policy(), tools: [ship] }).catch((e) => e);
+      expect(refused).toBeInstanceOf(RunBusyError); // held while its lease lasts
+      await pause(3 * leaseMs); // renewed, it would be held for as long as this process lives
+      const taker = await Agent.load(store, 'r', { owner: 'c', policy: policy(), tools: [ship] });
+      expect(await abandoned.run().catch((e) => e)).toBeInstanceOf(LeaseLostError);
+      expect(shipped).toBe(0);
+      expect(await taker.run()).toBe('done');
+      expect(shipped).toBe(1);
+    });
+
+    it('and run: its lease is renewed from then on, through a call three times its length', async () => {
+      const store = await orphaned();
+      const leaseMs = 300;
+      let shipped = 0;
+      const ship: Tool = {
+        name: 'ship',
+        sideEffect: true,
+        idempotent: true,
+        fn: async () => {
+          await pause(3 * leaseMs);
+          return ++shipped;
+        },
+      };
+      const policy = () => sequence({ final: 'shipped' });
+      const loaded = await Agent.load(store, 'r', { owner: 'b', leaseMs, policy: policy(), tools: [ship] });
+      const running = loaded.run();
+      await pause(2 * leaseMs);
+      const refused = await Agent.load(store, 'r', { owner: 'c', policy: policy(), tools: [ship] }).catch((e) => e);
+      expect(refused).toBeInstanceOf(RunBusyError);
+      expect(refused).toMatchObject({ holder: 'b' });
+      expect(await running).toBe('done');
+      expect(shipped).toBe(1);
+    });
+  });
 });

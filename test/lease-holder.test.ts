@@ -156,16 +156,22 @@ describe('LeaseHolder', () => {
     });
     const fake = () => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
 
-    it('keeps the lease a renewal gave it (a later end), and one renewal timer however often it is given a lease', async () => {
+    it('an adopted lease is not renewed until the run is worked; then at once, and by one timer however often', async () => {
       fake();
       const { store, seen } = counting();
       const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 300, waitMs: 0 }, () => {});
       const lease = await store.claim('r', { owner: 'a', leaseMs: 300 });
       holder.adopt(lease);
       holder.adopt(lease);
+      expect(vi.getTimerCount()).toBe(0); // loaded, not worked: left alone it lapses, as a dead owner's would
+      await vi.advanceTimersByTimeAsync(200);
+      expect(seen.renewals).toBe(0);
+      await holder.keep(); // worked: confirmed now
+      await holder.keep();
+      expect(seen.renewals).toBe(1);
       expect(vi.getTimerCount()).toBe(1);
       await vi.advanceTimersByTimeAsync(1_000);
-      expect(seen.renewals).toBe(10); // every 100 ms, by one timer
+      expect(seen.renewals).toBe(11); // and every 100 ms, by one timer
       expect(holder.lease).not.toBe(lease);
       expect(holder.lease).toMatchObject({ token: lease.token, owner: 'a' });
       await holder.release();
@@ -190,6 +196,20 @@ describe('LeaseHolder', () => {
       await holder.release();
       expect(vi.getTimerCount()).toBe(0);
     });
+  });
+
+  it('an adopted lease taken meanwhile: keep() throws LeaseLostError, holds nothing and starts no timer', async () => {
+    const store = new MemoryStore();
+    const lost: unknown[] = [];
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, (e) => lost.push(e));
+    const lease = await store.claim('r', { owner: 'a', leaseMs: 60_000 });
+    holder.adopt(lease);
+    await store.release(lease);
+    await store.claim('r', { owner: 'b', leaseMs: 60_000 });
+    await expect(holder.keep()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(holder.lease).toBeNull();
+    expect(lost).toEqual([]); // thrown to the caller, not reported as a loss while working
+    await holder.keep(); // nothing held: nothing to do
   });
 
   it('giving up a run it does not hold asks the store nothing', async () => {

@@ -31,9 +31,36 @@ export class LeaseHolder {
     return lease;
   }
 
-  /** Takes a lease claimed elsewhere (by `Agent.load`, before it read the run). */
+  /**
+   * Takes a lease claimed elsewhere (by `Agent.load`, before it read the run), not renewed until
+   * the run is worked (`keep`): an agent loaded and never run lets it lapse, as a dead process
+   * would, instead of holding the run for as long as this process lives.
+   */
   adopt(lease: Lease): void {
     this.#lease = lease;
+  }
+
+  /**
+   * The run is being worked: a lease adopted at load is renewed now — so an agent that was left
+   * loaded past its lease, and lost the run meanwhile, learns it before it calls anything — and
+   * from then on, until released or lost.
+   * @throws LeaseLostError (or the store's error) when the lease is no longer the run's.
+   */
+  /** A lease is held but not yet renewed by this holder (adopted at load, the run not yet worked). */
+  get unconfirmed(): boolean {
+    return this.#lease !== null && this.#timer === null;
+  }
+
+  async keep(): Promise<void> {
+    const lease = this.#lease;
+    if (!lease || this.#timer) return;
+    try {
+      const renewed = await this.#store.renew(lease, this.#terms.leaseMs);
+      if (this.#lease === lease) this.#lease = renewed;
+    } catch (error) {
+      this.#lease = null;
+      throw error;
+    }
     this.#keepRenewed();
   }
 

@@ -189,6 +189,7 @@ export class RunActor {
   /** Sends `event` and resolves with the status the run settles in, once that is saved. */
   async send(event: AgentEvent): Promise<Status> {
     this.throwIfFaulted();
+    if (this.#leaseUnconfirmed) await this.#confirmLease();
     const drive = this.#drives.open(event);
     this.#ensureStarted();
     this.#actor.send(event);
@@ -203,6 +204,7 @@ export class RunActor {
 
   async #settle(): Promise<Status> {
     this.throwIfFaulted();
+    if (this.#leaseUnconfirmed) await this.#confirmLease();
     this.#ensureStarted();
     if (this.status === 'running') {
       this.#settling ??= new Promise<Status>((resolve, reject) => {
@@ -265,6 +267,26 @@ export class RunActor {
     if (this.#fault !== undefined) return;
     this.#fault = error;
     this.#actor.stop();
+  }
+
+  /** A lease adopted at load (a run found `running`, or a worker's claim), not yet confirmed. */
+  get #leaseUnconfirmed(): boolean {
+    return !this.#started && this.#saver?.leaseUnconfirmed === true;
+  }
+
+  /**
+   * Before the run is first worked here: a lease adopted at load (a run found `running`, or a
+   * worker's claim) is confirmed and renewed from then on, so a lease that lapsed while the
+   * loaded agent sat unused, and was taken, stops it here — before any call — for good.
+   */
+  async #confirmLease(): Promise<void> {
+    if (!this.#saver) return;
+    try {
+      await this.#saver.working();
+    } catch (error) {
+      this.#halt(error);
+      this.throwIfFaulted();
+    }
   }
 
   #ensureStarted(): void {

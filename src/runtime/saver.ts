@@ -95,6 +95,16 @@ export class Saver {
     return this.#lease.lease;
   }
 
+  /** A lease adopted at load waits to be confirmed (`working`) before the run is worked. */
+  get leaseUnconfirmed(): boolean {
+    return this.#lease.unconfirmed;
+  }
+
+  /** The run is about to be worked: a lease adopted at load is confirmed, and renewed from now on. */
+  working(): Promise<void> {
+    return this.#lease.keep();
+  }
+
   /** Gives the run up without saving (nothing changed since it was read). */
   releaseOnly(): Promise<void> {
     return this.#lease.release();

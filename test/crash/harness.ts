@@ -158,6 +158,37 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
     await Promise.all(Array.from({ length: options.workers }, slot));
   }
 
+  /** The child's own account of a hang (it answers `dump` on stdin), the store's, and the decisions. */
+  async function describeHang(
+    config: WorkerConfig,
+    stdin: NodeJS.WritableStream,
+    onState: (listener: (state: WorkerEvent) => void) => void,
+  ): Promise<string> {
+    const state = new Promise<WorkerEvent | string>((resolve) => {
+      onState(resolve);
+      setTimeout(() => resolve('(the child did not answer in 3 s)'), 3_000);
+    });
+    stdin.write(`${JSON.stringify({ type: 'dump' })}\n`);
+    const child = await state;
+    const runs = await world.store.list().catch((error: unknown) => String(error));
+    const mine = new Set(config.runIds);
+    const stored =
+      typeof runs === 'string'
+        ? runs
+        : runs
+            .filter((r) => mine.has(r.runId))
+            .map((r) => `${r.runId} v${r.version} ${r.status} pending=${r.pendingCalls.map((p) => p.id).join(',')}`);
+    // The heads of the runs not done (the state a fresh process would resume from, to replay),
+    // and the decisions made on them.
+    const heads: Record<string, string> = {};
+    for (const runId of config.runIds) {
+      const run = await world.store.load(runId).catch(() => null);
+      if (run?.status !== 'done') heads[runId] = run?.head ?? '(none)';
+    }
+    const decided = [...log.values()].filter((d) => d.runId in heads);
+    return JSON.stringify({ child, stored, decided, heads, kills: report.kills }, null, 1);
+  }
+
   /** One child, from spawn to exit: 'done' when it finished every run, 'killed' otherwise. */
   async function life(config: WorkerConfig): Promise<'done' | 'killed'> {
     const [command, ...args] = options.worker as [string, ...string[]];
@@ -184,6 +215,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
     const nextEffect = new Promise<void>((resolve) => {
       effectMade = resolve;
     });
+    let dumped: (state: WorkerEvent) => void = () => {};
     let saves = 0;
     let savesWanted = Number.POSITIVE_INFINITY;
     let savedEnough: () => void = () => {};
@@ -206,6 +238,12 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         policyCalls.set(event.runId, byPid);
       } else if (event.type === 'done') finished = true;
       else if (event.type === 'decided') {
+        // A decision that left its call pending would leave the run waiting for ever (the human
+        // decided it): a failure, said at once rather than found as a hang.
+        if (event.stillPending) {
+          report.violations.push(`${event.runId}: deciding ${event.callId} left it pending (status ${event.status})`);
+          return;
+        }
         report.applied++;
         const entry = log.get(event.callId);
         if (entry) entry.applied = true;
@@ -218,6 +256,7 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         report.leasesLost++;
         lostRuns.add(event.runId);
       } else if (event.type === 'stuck') report.violations.push(`run ${event.runId} stuck in ${event.status}`);
+      else if (event.type === 'state') dumped(event);
     });
     void exited.then(() => {
       lifetime.to = Date.now();
@@ -266,15 +305,18 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
       }
     }
     const killedAt = Date.now();
-    // A child that neither finishes nor dies is a hang: stop it and say so.
-    let hung = false;
+    // A child that neither finishes nor dies is a hang: say what it and the store were doing,
+    // stop it, and fail.
+    let hung: Promise<string> | null = null;
     const watchdog = setTimeout(() => {
-      hung = child.kill('SIGKILL');
+      hung = describeHang(config, child.stdin, (listener) => {
+        dumped = listener;
+      }).finally(() => child.kill('SIGKILL'));
     }, options.roundTimeoutMs);
     const { code, signal } = await exited;
     clearTimeout(watchdog);
-    if (hung) throw new Error(`worker hung for ${options.roundTimeoutMs} ms (runs ${config.runIds.join(', ')})`);
     await approver;
+    if (hung) throw new Error(`worker hung for ${options.roundTimeoutMs} ms: ${await hung}`);
     if (process.env.TOLLGATE_CRASH_DEBUG) {
       console.log(
         `life: ready ${readyAt - spawnedAt} ms, killed ${killedAt - readyAt} ms later, exit ${Date.now() - killedAt} ms later, ${saves} saves`,

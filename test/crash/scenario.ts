@@ -107,7 +107,8 @@ export type WorkerEvent =
   | { type: 'paying'; callId: string }
   /** About to ask the policy for the run's next step (counted against its budget). */
   | { type: 'policy'; runId: string }
-  | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string }
+  /** A decision applied; `stillPending`: the call was still pending afterwards (the decision did nothing). */
+  | { type: 'decided'; runId: string; callId: string; approved: boolean; status: string; stillPending: boolean }
   | { type: 'stale'; runId: string; callId: string; reason: string }
   /** A save refused on its version: `detail` is the error's message and where it was thrown. */
   | { type: 'conflict'; runId: string; detail: string }
@@ -120,6 +121,8 @@ export type WorkerEvent =
    */
   | { type: 'lost'; runId: string }
   | { type: 'stuck'; runId: string; status: string }
+  /** The child's answer to `{ type: 'dump' }` on stdin: what it is doing, for a hang's report. */
+  | { type: 'state'; busy: string[]; decisions: string[]; lastSeen: Record<string, string> }
   | { type: 'done' };
 
 /** The configuration a child gets as its one argument (JSON). */

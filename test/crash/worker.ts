@@ -78,16 +78,34 @@ const busy = new Map<string, Promise<void>>();
 const heldElsewhere = new Map<string, number>();
 const HELD_PAUSE_MS = 50;
 
+/** What last happened to each run here, for the parent's dump of a hang. */
+const lastSeen = new Map<string, string>();
+const note = (runId: string, what: string): void => {
+  lastSeen.set(runId, `${new Date().toISOString()} ${what}`);
+};
+
 createInterface({ input: process.stdin }).on('line', (line) => {
-  if (line.trim()) decisions.push(JSON.parse(line) as DecisionMessage);
+  if (!line.trim()) return;
+  const message = JSON.parse(line) as DecisionMessage | { type: 'dump' };
+  if ('type' in message) {
+    emit({
+      type: 'state',
+      busy: [...busy.keys()],
+      decisions: decisions.map((d) => `${d.runId}/${d.callId}`),
+      lastSeen: Object.fromEntries(lastSeen),
+    });
+  } else decisions.push(message);
 });
 
 /** One piece of work on one run at a time: a run is never worked by two agents in this process. */
-function spawn(runId: string, work: () => Promise<void>): void {
+function spawn(runId: string, what: string, work: () => Promise<void>): void {
+  note(runId, `${what}: started`);
   busy.set(
     runId,
     work()
+      .then(() => note(runId, `${what}: ended`))
       .catch((error: unknown) => {
+        note(runId, `${what}: ${String(error)}`);
         // The other process saved first: this agent has stopped, nothing ran; the next look
         // at the store decides what is left to do.
         if (error instanceof ConflictError) {
@@ -134,12 +152,14 @@ async function decide(d: DecisionMessage): Promise<void> {
   try {
     agent = await Agent.load(store, d.runId, options);
     const status = await agent.decide(d.approved, d.note, { callId: d.callId, by: 'crash-test' });
-    emit({ type: 'decided', runId: d.runId, callId: d.callId, approved: d.approved, status });
+    const stillPending = agent.state.pendingCalls.some((p) => p.id === d.callId);
+    emit({ type: 'decided', runId: d.runId, callId: d.callId, approved: d.approved, status, stillPending });
   } catch (error) {
     // The other process holds the run for a moment (it is looking at it), or took it over: the
     // decision was not applied, and waits its turn. Dropped, it would leave the run waiting for
     // a human for ever (the parent decides each call once).
     if (error instanceof RunBusyError || error instanceof LeaseLostError) {
+      note(d.runId, `decide ${d.callId}: ${error.message}`);
       decisions.push(d);
       heldElsewhere.set(d.runId, Date.now() + HELD_PAUSE_MS);
       return emit({ type: error instanceof LeaseLostError ? 'lost' : 'busy', runId: d.runId });
@@ -148,9 +168,9 @@ async function decide(d: DecisionMessage): Promise<void> {
     // parent heard of it.
     if (!(error instanceof StaleApprovalError || error instanceof NoPendingApprovalError)) throw error;
     emit({ type: 'stale', runId: d.runId, callId: d.callId, reason: error.name });
-    // A run found `running` (its owner died mid-call) stays claimed by the agent that loaded it,
-    // which renews the lease while this process lives: left here, no one could ever take the run
-    // (the suite hung so). Work it, as the loop would: it settles and gives the run up.
+    // A run found `running` (its owner died mid-call) stays claimed by the agent that loaded it
+    // until its lease lapses (it is renewed only once the run is worked): work it now, as the
+    // loop would, rather than leave it held for a lease's length.
     if (agent?.status === 'running') await agent.run();
   }
 }
@@ -160,9 +180,11 @@ await store.list({ limit: 1 });
 emit({ type: 'ready' });
 const stuck = new Set<string>();
 for (;;) {
-  while (decisions.length > 0 && !busy.has(decisions[0]?.runId ?? '')) {
-    const d = decisions.shift() as DecisionMessage;
-    spawn(d.runId, () => decide(d));
+  // Each decision in turn once its run is free here and no longer held elsewhere at the last try
+  // (a decision refused as busy is tried again after a pause, not back to back).
+  for (const d of decisions.splice(0)) {
+    if (busy.has(d.runId) || (heldElsewhere.get(d.runId) ?? 0) > Date.now()) decisions.push(d);
+    else spawn(d.runId, `decide ${d.callId}`, () => decide(d));
   }
   // A run busy while the list is read may have changed since: leave it to the next round.
   const wasBusy = new Set(busy.keys());
@@ -176,7 +198,7 @@ for (;;) {
       continue;
     if ((heldElsewhere.get(runId) ?? 0) > Date.now()) continue;
     if (s !== undefined && s !== 'running') stuck.add(runId);
-    spawn(runId, () => advance(runId, s));
+    spawn(runId, `advance from ${s ?? 'absent'}`, () => advance(runId, s));
   }
   await Promise.race([new Promise((resolve) => setTimeout(resolve, 5)), ...busy.values()]);
 }
