@@ -170,7 +170,8 @@ describe('encodeCheckpoint', () => {
   it('writes version 4', async () => {
     const run = await runWith([{ role: 'user', content: 'go' }], 'x');
     expect(JSON.parse(encodeCheckpoint(run)).version).toBe(4);
-    expect(JSON.parse(headOf(run)).version).toBe(4);
+    expect(JSON.parse(headOf(run)).h).toBe(4); // a store's head: compact, with its version
+    expect(JSON.parse(joinRun(headOf(run), [])).version).toBe(4);
   });
 
   it('caches only frozen entries: a mutable entry is encoded as it is now', () => {

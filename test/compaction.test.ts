@@ -18,6 +18,7 @@ import {
   type RunEvent,
   type SummaryContext,
 } from '../src/index.js';
+import { joinRun } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
 import { submitRun, Worker } from '../src/worker/index.js';
@@ -468,7 +469,7 @@ describe('a crash mid-summary', () => {
     await until(() => asked === 1);
     dying.die();
     const stored = await store.load('r');
-    expect(JSON.parse(stored?.head ?? '{}').snapshot.value).toEqual({ running: 'summarising' });
+    expect(JSON.parse(joinRun(stored?.head ?? '', [])).snapshot.value).toEqual({ running: 'summarising' });
     const s = namer();
     const resumed = await Agent.load(store, 'r', {
       policy: stepper(6).policy,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Agent, CheckpointError, ConflictError, RunNotFoundError, type Tool } from '../src/index.js';
+import { joinRun } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { scriptedPolicy } from '../src/testing/index.js';
 import { gate, idLike, mortal, recorder, sequence, until } from './support/helpers.js';
@@ -57,7 +58,7 @@ describe('an agent with a store', () => {
     const agent = new Agent({ runId: 'r', store, policy: sequence({ tool: 'pay' }, { final: 'ok' }), tools: [tool] });
     await agent.start('go');
     await agent.decide(true, 'fine', { by: 'ann' });
-    const head = JSON.parse((seen as { head: string }).head);
+    const head = JSON.parse(joinRun((seen as { head: string }).head, []));
     expect(head.snapshot.value).toEqual({ running: 'executing' });
     expect(head.snapshot.context.calls).toMatchObject([
       { key: 'r:1', state: 'running', approval: { approved: true, by: 'ann' } },

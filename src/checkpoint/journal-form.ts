@@ -4,18 +4,19 @@
  * appends the new entries: O(new data) per step, not O(history).
  */
 
-import { canonicalJson } from '../../machines/canonical.js';
 import type { HistoryEntry } from '../../machines/types.js';
+import { compactHead, expandHead, isCompactHead } from './compact-head.js';
 import { fail } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
-import { expectedChildren } from './rules.js';
 import type { PersistedRun } from './schema.js';
-import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';
+import { CHECKPOINT_FORMAT } from './versions.js';
 
-/** The head of a run: its persisted snapshot with an empty history. O(1) in the history. */
+/**
+ * The head of a run as a store keeps it: its persisted snapshot with an empty history, compact
+ * (compact-head.ts: what the rest determines left out). O(1) in the history.
+ */
 export function headOf(run: Omit<PersistedRun, 'children'>): string {
-  const snapshot = { ...run, context: { ...run.context, history: [] }, children: expectedChildren(run) };
-  return canonicalJson({ format: CHECKPOINT_FORMAT, version: CHECKPOINT_VERSION, snapshot }) as string;
+  return compactHead(run);
 }
 
 /** A history entry as a store keeps it: canonical JSON (made once per entry). */
@@ -36,6 +37,8 @@ export function joinRun(head: string, entries: readonly string[]): string {
   } catch (error) {
     fail(`the stored head is not JSON (${(error as Error).message})`, 'head');
   }
+  if (isObject(parsed) && isCompactHead(parsed)) parsed = expandHead(parsed, CHECKPOINT_FORMAT);
+  // Heads written before compact heads are whole checkpoints (with an empty history): read as such.
   if (!isObject(parsed) || !isObject(parsed.snapshot) || !isObject(parsed.snapshot.context)) {
     fail('the stored head is not a checkpoint', 'head');
   }

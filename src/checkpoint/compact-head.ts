@@ -1,0 +1,112 @@
+/**
+ * The compact head a store keeps (ARCHITECTURE: "append-only journal with periodic snapshots"):
+ * the run's persisted snapshot without what the rest determines, so each save writes less.
+ *
+ * `{"h":<checkpoint version>,"s":<snapshot>}` where the snapshot leaves out
+ * - the format's name (one format: `h` names its version),
+ * - `children`: the one invoked actor the state runs, which `expectedChildren` derives from the
+ *   state and the context (exactly as every head has always written it),
+ * - `history`: always empty in a head (the entries are stored apart),
+ * - every field below whose value is its default (`status: 'active'`, no answer, no error…).
+ *
+ * `expandHead` puts each back, giving the checkpoint the run was saved as, byte for byte once
+ * canonicalised; the joined blob is then validated like any checkpoint. A field is left out only
+ * when its value equals the default, so a snapshot that lacks one (no version-4 run does) would
+ * come back with it: the conformance suite's `joinRun(head) === checkpoint()` pins this.
+ */
+import { canonicalJson } from '../../machines/canonical.js';
+import { fail } from './decode.js';
+import { isObject } from './encode.js';
+import { expectedChildren } from './rules.js';
+import type { PersistedRun } from './schema.js';
+import { CHECKPOINT_VERSION } from './versions.js';
+
+type Defaults = { readonly [key: string]: unknown };
+
+/**
+ * Each version's defaults: the snapshot's fields, and the context's (limits nested). Heads are
+ * written at `CHECKPOINT_VERSION`, which must have its entry here (a test checks it), and read at
+ * any version that has one; the decoder then migrates what it joined, as for any checkpoint.
+ */
+const DEFAULTS: Readonly<Record<number, { snapshot: Defaults; context: Defaults }>> = {
+  4: {
+    snapshot: { status: 'active', historyValue: {} },
+    context: {
+      answer: null,
+      approvalTtlMs: null,
+      calls: [],
+      cancelReason: null,
+      compaction: { error: null, failures: 0, retryAt: 0 },
+      error: null,
+      history: [],
+      standing: {},
+      stoppedBy: null,
+      limits: { maxActiveMs: null, maxCostUsd: null, maxTokens: null },
+    },
+  },
+};
+
+/** The versions a compact head may be written at. */
+export const COMPACT_VERSIONS: readonly number[] = Object.keys(DEFAULTS).map(Number);
+
+/** Fields compared field by field (an object whose own fields have defaults), not as a whole. */
+const NESTED = new Set(['limits']);
+
+/** `value` without the fields equal to their defaults (never mutated: a copy when anything goes). */
+function withoutDefaults(value: Record<string, unknown>, defaults: Defaults): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...value };
+  for (const [key, fallback] of Object.entries(defaults)) {
+    if (!(key in out)) continue;
+    const field = out[key];
+    if (NESTED.has(key) && isObject(field)) out[key] = withoutDefaults(field, fallback as Defaults);
+    else if (canonicalJson(field) === canonicalJson(fallback)) delete out[key];
+  }
+  return out;
+}
+
+/** `value` with every absent default put back (copies of them: nothing shared between runs). */
+function withDefaults(value: Record<string, unknown>, defaults: Defaults): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...value };
+  for (const [key, fallback] of Object.entries(defaults)) {
+    const field = out[key];
+    if (NESTED.has(key) && isObject(field)) out[key] = withDefaults(field, fallback as Defaults);
+    else if (!(key in out)) out[key] = structuredClone(fallback);
+  }
+  return out;
+}
+
+/** The compact head of a run (its history is left out whatever it holds). O(1) in the history. */
+export function compactHead(run: Omit<PersistedRun, 'children'>): string {
+  const defaults = DEFAULTS[CHECKPOINT_VERSION] as (typeof DEFAULTS)[number];
+  const { children: _derived, ...rest } = run as PersistedRun;
+  const snapshot = withoutDefaults(rest, defaults.snapshot);
+  snapshot.context = withoutDefaults({ ...run.context, history: [] }, defaults.context);
+  return canonicalJson({ h: CHECKPOINT_VERSION, s: snapshot }) as string;
+}
+
+/** Is `parsed` (a parsed head) a compact head? */
+export function isCompactHead(parsed: Record<string, unknown>): boolean {
+  return 'h' in parsed && !('format' in parsed);
+}
+
+/**
+ * The checkpoint envelope (`{ format, version, snapshot }`, history empty) of a compact head.
+ * Throws `CheckpointError` for one that is not: the result is validated after the history is joined.
+ */
+export function expandHead(parsed: Record<string, unknown>, format: string): Record<string, unknown> {
+  const { h: version, s: compact } = parsed;
+  const defaults = typeof version === 'number' ? DEFAULTS[version] : undefined;
+  if (!defaults || !isObject(compact) || !isObject(compact.context) || Object.keys(parsed).length !== 2) {
+    fail('the stored head is not a checkpoint', 'head');
+  }
+  const snapshot = withDefaults(compact, defaults.snapshot);
+  snapshot.context = withDefaults(compact.context, defaults.context);
+  if ('children' in compact) fail('the stored head is not a checkpoint: a compact head holds no children', 'head');
+  try {
+    snapshot.children = expectedChildren(snapshot as unknown as PersistedRun);
+  } catch {
+    // A state or context too broken to name its child: validation will say what is wrong.
+    snapshot.children = {};
+  }
+  return { format, version, snapshot };
+}

@@ -1,0 +1,170 @@
+/**
+ * The compact head a store keeps (src/checkpoint/compact-head.ts): written without what the rest
+ * determines, joined back into exactly the checkpoint the run was saved as, whatever state it is
+ * in and whatever its defaultable fields hold; a hostile head is a CheckpointError and nothing
+ * else; heads written before (whole checkpoints) still join.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../machines/canonical.js';
+import { COMPACT_VERSIONS } from '../src/checkpoint/compact-head.js';
+import {
+  CHECKPOINT_FORMAT,
+  CHECKPOINT_VERSION,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  entryOf,
+  headOf,
+  joinRun,
+} from '../src/checkpoint/index.js';
+import { Agent, CheckpointError, type Tool } from '../src/index.js';
+import { gate, sequence, until } from './support/helpers.js';
+
+/** Real runs in each kind of state a head is saved in: the invoked child differs in each. */
+async function states(): Promise<Record<string, { snapshot: Record<string, any>; entries: string[] }>> {
+  const held = gate();
+  let calling = false;
+  const tools: Tool[] = [
+    { name: 'pay', sideEffect: true, fn: () => 'paid' },
+    {
+      name: 'look',
+      fn: async () => {
+        calling = true;
+        await held.promise;
+        return 'seen';
+      },
+    },
+  ];
+  const of = (agent: Agent) => {
+    const blob = JSON.parse(agent.checkpoint());
+    return { snapshot: blob.snapshot, entries: blob.snapshot.context.history.map(entryOf) };
+  };
+  const done = new Agent({ runId: 'd', policy: sequence({ final: 'ok' }), tools });
+  await done.start('go');
+  const waiting = new Agent({ runId: 'w', policy: sequence({ tool: 'pay', args: { cents: 5 } }), tools });
+  await waiting.start('go');
+  const deciding = new Agent({ runId: 'p', policy: () => new Promise(() => {}), tools });
+  void deciding.start('go');
+  const executing = new Agent({ runId: 'x', policy: sequence({ tool: 'look' }, { final: 'ok' }), tools });
+  void executing.start('go');
+  await until(() => calling);
+  const budget = new Agent({ runId: 'b', maxSteps: 1, policy: sequence({ tool: 'look' }), tools });
+  const all = { done: of(done), waiting: of(waiting), deciding: of(deciding), executing: of(executing) };
+  held.resolve(undefined);
+  await budget.start('go');
+  return { ...all, budget: of(budget) };
+}
+
+/** A value for a defaultable field: its default, or something else of the right kind. */
+const fieldValues = {
+  answer: fc.oneof(fc.constant(null), fc.string(), fc.dictionary(fc.string(), fc.integer(), { maxKeys: 2 })),
+  approvalTtlMs: fc.oneof(fc.constant(null), fc.nat()),
+  cancelReason: fc.oneof(fc.constant(null), fc.string()),
+  compaction: fc.record({
+    error: fc.oneof(fc.constant(null), fc.string()),
+    failures: fc.nat(3),
+    retryAt: fc.constantFrom(0, 1_700_000_000_000),
+  }),
+  error: fc.oneof(fc.constant(null), fc.string()),
+  stoppedBy: fc.oneof(fc.constant(null), fc.constantFrom('steps', 'tokens', 'group')),
+  limits: fc.record({
+    maxActiveMs: fc.oneof(fc.constant(null), fc.nat()),
+    maxCostUsd: fc.oneof(fc.constant(null), fc.double({ min: 0, max: 10, noNaN: true })),
+    maxSteps: fc.integer({ min: 1, max: 50 }),
+    maxTokens: fc.oneof(fc.constant(null), fc.nat()),
+  }),
+};
+
+const whole = (snapshot: object, entries: readonly string[]) =>
+  encodeCheckpoint({
+    ...snapshot,
+    context: { ...(snapshot as any).context, history: entries.map((e) => JSON.parse(e)) },
+  });
+
+describe('compact heads', () => {
+  it('join back into exactly the checkpoint, in every state, whatever the defaultable fields hold', async () => {
+    const runs = await states();
+    await fc.assert(
+      fc.property(
+        fc.constantFrom(...Object.keys(runs)),
+        fc.record(fieldValues, { requiredKeys: [] }),
+        (name, fields) => {
+          const { snapshot, entries } = runs[name] as { snapshot: Record<string, any>; entries: string[] };
+          const run = { ...snapshot, context: { ...snapshot.context, ...fields } };
+          const head = headOf(run as never);
+          expect(JSON.parse(head)).toMatchObject({ h: CHECKPOINT_VERSION });
+          expect(joinRun(head, entries)).toBe(whole(run, entries));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('are a fraction of the whole head: the format once, no children, no defaults', async () => {
+    const { deciding } = await states();
+    const run = deciding!.snapshot;
+    const full = canonicalJson({
+      format: CHECKPOINT_FORMAT,
+      version: CHECKPOINT_VERSION,
+      snapshot: { ...run, context: { ...run.context, history: [] } },
+    }) as string;
+    const head = headOf(run as never);
+    expect(head.length).toBeLessThan(full.length * 0.4);
+    expect(head).not.toContain('children');
+    expect(head).not.toContain(CHECKPOINT_FORMAT);
+  });
+
+  it('written before (a whole checkpoint with an empty history) still join as they did', async () => {
+    const { waiting } = await states();
+    const { snapshot, entries } = waiting!;
+    const old = canonicalJson({
+      format: CHECKPOINT_FORMAT,
+      version: CHECKPOINT_VERSION,
+      snapshot: { ...snapshot, context: { ...snapshot.context, history: [] } },
+    }) as string;
+    expect(joinRun(old, entries)).toBe(whole(snapshot, entries));
+    expect(joinRun(old, entries)).toBe(joinRun(headOf(snapshot as never), entries));
+  });
+
+  it('hostile: a CheckpointError from joining or decoding, nothing else, and never a run that was not saved', async () => {
+    const { executing } = await states();
+    const real = JSON.parse(headOf(executing!.snapshot as never));
+    const mutated = fc.oneof(
+      fc.anything(),
+      fc.record({ h: fc.oneof(fc.constantFrom(4, 3, 5, '4', null, 0), fc.anything()), s: fc.anything() }),
+      fc.record({
+        h: fc.constant(4),
+        s: fc.record({ context: fc.oneof(fc.anything(), fc.constant(real.s.context)), value: fc.anything() }),
+      }),
+      fc
+        .record({ key: fc.constantFrom('children', 'format', 'x'), value: fc.anything() })
+        .map(({ key, value }) => ({ ...real, s: { ...real.s, [key]: value } })),
+      fc
+        .record({ key: fc.constantFrom('calls', 'steps', 'runId', 'limits', 'history'), value: fc.anything() })
+        .map(({ key, value }) => ({ ...real, s: { ...real.s, context: { ...real.s.context, [key]: value } } })),
+    );
+    fc.assert(
+      fc.property(mutated, (value) => {
+        const text = JSON.stringify(value) ?? 'null';
+        try {
+          decodeCheckpoint(joinRun(text, executing!.entries));
+        } catch (error) {
+          expect(error).toBeInstanceOf(CheckpointError);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses children in a compact head (they are derived, never taken from the store)', async () => {
+    const { deciding } = await states();
+    const head = JSON.parse(headOf(deciding!.snapshot as never));
+    head.s.children = deciding!.snapshot.children;
+    expect(() => joinRun(JSON.stringify(head), deciding!.entries)).toThrow(CheckpointError);
+    expect(() => joinRun(JSON.stringify({ ...head, extra: 1 }), [])).toThrow(/not a checkpoint/);
+  });
+
+  it('are written at the version this build writes, which has its defaults', () => {
+    expect(COMPACT_VERSIONS).toContain(CHECKPOINT_VERSION);
+  });
+});
