@@ -7,14 +7,14 @@ import { randomUUID } from 'node:crypto';
 import { isExpiredAt } from '../machines/calls.js';
 import { modelView } from '../machines/compaction.js';
 import type { HistoryEntry, Limits, Status } from '../machines/types.js';
-import { decodeCheckpoint, type PersistedRun } from './checkpoint/index.js';
+import { decodeCheckpoint, decodeStored, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
 import { withLimits } from './runtime/limits.js';
 import { RunActor, type StoredPlace } from './runtime/run-actor.js';
-import { type CheckpointStore, joinRun, type Lease, type RecordedDecision } from './store.js';
+import type { CheckpointStore, Lease, RecordedDecision } from './store.js';
 import { groupBudgetsOf } from './stores/groups.js';
 import { checkLease } from './stores/leases.js';
 import type {
@@ -146,7 +146,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         group: (await groupBudgetsOf(store)?.groupOf(runId)) ?? null,
       };
       agent = Agent.#restore(
-        () => joinRun(record.head, record.entries),
+        () => decodeStored(record.head, record.entries),
         parsed,
         place,
         'Agent.load',
@@ -167,7 +167,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   }
 
   static #restore(
-    blob: string | (() => string),
+    blob: string | (() => PersistedRun),
     options: ResumeOptions<any> | ReturnType<typeof parseResumeOptions>,
     place: StoredPlace | null,
     call: string,
@@ -177,7 +177,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     const parsed = 'runtime' in options && 'limits' in options ? options : parseResumeOptions(options, call);
     let decoded: PersistedRun;
     try {
-      decoded = decodeCheckpoint(typeof blob === 'function' ? blob() : blob);
+      // A stored run is decoded from its head and entries (no blob written out and parsed again).
+      decoded = typeof blob === 'function' ? blob() : decodeCheckpoint(blob);
     } catch (error) {
       if (!(error instanceof CheckpointError) || runId === undefined) throw error;
       // A damaged stored run: say which one, so the inbox can point at it.

@@ -107,14 +107,22 @@ export function nestingDepth(text: string): number {
 /** Lone surrogates (raw, or as \u escapes) can be parsed but never written back canonically. */
 const SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
 
-function parse(blob: unknown): unknown {
-  if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
-  const depth = nestingDepth(blob);
+/**
+ * Refuses a text nested deeper than a checkpoint may be (before `JSON.parse` and zod, which
+ * recurse). `under`: the levels the text sits under in its checkpoint (an entry: 4).
+ */
+export function checkDepth(text: string, under = 0): void {
+  const depth = nestingDepth(text) + under;
   if (depth > MAX_CHECKPOINT_DEPTH) {
     fail(
       `nests ${depth} levels deep; a run's values nest at most ${MAX_JSON_DEPTH} (the checkpoint ${MAX_CHECKPOINT_DEPTH})`,
     );
   }
+}
+
+function parse(blob: unknown): unknown {
+  if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
+  checkDepth(blob);
   try {
     return JSON.parse(blob);
   } catch (error) {
@@ -122,12 +130,27 @@ function parse(blob: unknown): unknown {
   }
 }
 
+/** Does a text hold a lone surrogate (raw, or as a \u escape)? */
+export function mayHoldLoneSurrogate(text: string): boolean {
+  return SURROGATE.test(text);
+}
+
 /**
  * Parses, migrates and validates a checkpoint blob. Throws `CheckpointError` (with `path`) for
  * anything that is not a checkpoint this version can resume; never returns a partly valid snapshot.
  */
 export function decodeCheckpoint(blob: unknown): PersistedRun {
-  const outer = envelopeSchema.safeParse(parse(blob));
+  const parsed = parse(blob);
+  return checkParsed(parsed, typeof blob === 'string' && SURROGATE.test(blob));
+}
+
+/**
+ * Migrates and validates a parsed checkpoint envelope (`decodeCheckpoint` after its parse; the
+ * journal form's `decodeStored`). `surrogates`: its text may hold a lone surrogate, which is then
+ * looked for by writing the run back.
+ */
+export function checkParsed(parsed: unknown, surrogates: boolean): PersistedRun {
+  const outer = envelopeSchema.safeParse(parsed);
   if (!outer.success) fail('expected an object with format, version and snapshot');
   const { format, version } = outer.data;
   if (format !== CHECKPOINT_FORMAT)
@@ -152,7 +175,7 @@ export function decodeCheckpoint(blob: unknown): PersistedRun {
   if (shallow !== given) run.context.history = history as HistoryEntry[];
   // Before the rules, which canonicalise calls (their ids) and children: a lone surrogate parses,
   // but can never be written back, and must be refused as what it is.
-  if (typeof blob === 'string' && SURROGATE.test(blob)) {
+  if (surrogates) {
     try {
       encodeCheckpoint(run);
     } catch (error) {

@@ -6,7 +6,7 @@
  */
 export { decodeCheckpoint, nestingDepth, plainEntry } from './decode.js';
 export { canonicalEntry, encodeCheckpoint } from './encode.js';
-export { entryOf, headOf, joinRun } from './journal-form.js';
+export { decodeStored, entryOf, headOf, joinRun } from './journal-form.js';
 export { consistencyProblem, expectedChildren, statusOfValue } from './rules.js';
 export { entrySchema, type PersistedRun } from './schema.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, migrate, READABLE_VERSIONS } from './versions.js';

@@ -4,9 +4,10 @@
  * appends the new entries: O(new data) per step, not O(history).
  */
 
+import { canonicalJson } from '../../machines/canonical.js';
 import type { HistoryEntry } from '../../machines/types.js';
 import { compactHead, expandHead, isCompactHead } from './compact-head.js';
-import { fail } from './decode.js';
+import { checkDepth, checkParsed, fail, mayHoldLoneSurrogate } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import type { PersistedRun } from './schema.js';
 import { CHECKPOINT_FORMAT } from './versions.js';
@@ -31,6 +32,52 @@ export function entryOf(entry: HistoryEntry): string {
  * migrated when it is decoded.
  */
 export function joinRun(head: string, entries: readonly string[]): string {
+  const parsed = headEnvelope(head);
+  for (const [i, text] of entries.entries()) entryValue(text, i);
+  try {
+    return spliceHistory(parsed, entries);
+  } catch (error) {
+    // The head parses but cannot be written canonically (a lone surrogate): refused as such.
+    return fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+  }
+}
+
+/**
+ * A stored run decoded: exactly `decodeCheckpoint(joinRun(head, entries))` — the same run, or a
+ * `CheckpointError` — without writing the whole checkpoint out and parsing it again: each entry
+ * is parsed once, and only the (small) head is written canonically. What a load costs.
+ */
+export function decodeStored(head: string, entries: readonly string[]): PersistedRun {
+  if (typeof head !== 'string') fail('the stored head is not a string', 'head');
+  checkDepth(head);
+  const envelope = headEnvelope(head);
+  const { snapshot } = envelope;
+  let text: string;
+  try {
+    // The head as `joinRun` writes it (an empty history): its values exactly as a blob gives them.
+    text = canonicalJson({
+      ...envelope,
+      snapshot: { ...snapshot, context: { ...snapshot.context, history: [] } },
+    }) as string;
+  } catch (error) {
+    return fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+  }
+  checkDepth(text);
+  let surrogates = mayHoldLoneSurrogate(text);
+  const history: unknown[] = new Array(entries.length);
+  for (const [i, entry] of entries.entries()) {
+    // An entry sits under four levels of the checkpoint: the envelope, snapshot, context, history.
+    if (typeof entry === 'string') checkDepth(entry, 4);
+    history[i] = entryValue(entry, i);
+    if (!surrogates && mayHoldLoneSurrogate(entry)) surrogates = true;
+  }
+  const parsed = JSON.parse(text) as { snapshot: { context: Record<string, unknown> } };
+  parsed.snapshot.context.history = history;
+  return checkParsed(parsed, surrogates);
+}
+
+/** A stored head as a checkpoint envelope with a context: compact heads expanded, whole ones as they are. */
+function headEnvelope(head: string): { snapshot: { context: Record<string, unknown> } } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(head);
@@ -42,20 +89,17 @@ export function joinRun(head: string, entries: readonly string[]): string {
   if (!isObject(parsed) || !isObject(parsed.snapshot) || !isObject(parsed.snapshot.context)) {
     fail('the stored head is not a checkpoint', 'head');
   }
-  for (const [i, text] of entries.entries()) {
-    // One complete JSON object each: a damaged entry cannot change the structure around it.
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      value = undefined;
-    }
-    if (!isObject(value)) fail(`stored entry ${i} is not a JSON object`, `snapshot.context.history.${i}`);
-  }
+  return parsed as { snapshot: { context: Record<string, unknown> } };
+}
+
+/** A stored entry: one complete JSON object each, so a damaged entry cannot change the structure around it. */
+function entryValue(text: string, i: number): Record<string, unknown> {
+  let value: unknown;
   try {
-    return spliceHistory(parsed as { snapshot: { context: object } }, entries);
-  } catch (error) {
-    // The head parses but cannot be written canonically (a lone surrogate): refused as such.
-    return fail(`cannot be written back as canonical JSON (${(error as Error).message})`);
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
   }
+  if (!isObject(value)) fail(`stored entry ${i} is not a JSON object`, `snapshot.context.history.${i}`);
+  return value;
 }

@@ -3,10 +3,10 @@
  * page and for any other client. Nothing here changes the store.
  */
 import type { HistoryEntry, Json, JsonObject, Status, StepCall } from '../../machines/types.js';
-import { decodeCheckpoint, statusOfValue } from '../checkpoint/index.js';
+import { decodeStored, statusOfValue } from '../checkpoint/index.js';
 import type { AgentDefinition } from '../define.js';
 import { CheckpointError } from '../errors.js';
-import { joinRun, type RecordedDecision, type StoredRun } from '../store.js';
+import type { RecordedDecision, StoredRun } from '../store.js';
 import { toolDeclarations } from '../tool-declarations.js';
 
 /** A call awaiting a decision, as the API shows it. */
@@ -67,7 +67,7 @@ export interface RunDetail extends RunView {
 /** The decoded state of a stored run. */
 export function decodeRun(record: StoredRun) {
   try {
-    const run = decodeCheckpoint(joinRun(record.head, record.entries));
+    const run = decodeStored(record.head, record.entries);
     return { context: run.context, status: statusOfValue(run.value) };
   } catch (error) {
     if (!(error instanceof CheckpointError)) throw error;

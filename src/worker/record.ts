@@ -6,7 +6,7 @@
 
 import { isExpiredAt } from '../../machines/calls.js';
 import type { CallDecision } from '../../machines/types.js';
-import { decodeCheckpoint, statusOfValue } from '../checkpoint/index.js';
+import { decodeStored, statusOfValue } from '../checkpoint/index.js';
 import { type Clock, isoTime, systemClock } from '../clock.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
 import { ApprovalExpiredError, CheckpointError, ConflictError, OptionsError, RunNotFoundError } from '../errors.js';
@@ -14,7 +14,7 @@ import { isPlainObject } from '../json.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { checkText, parseResumeOptions } from '../options.js';
 import { readDecisions } from '../runtime/decisions.js';
-import { type CheckpointStore, joinRun, type RecordedDecision } from '../store.js';
+import type { CheckpointStore, RecordedDecision } from '../store.js';
 import type { Decisions, Tool } from '../types.js';
 import { checkDefinition, checkQueueStore } from './checks.js';
 
@@ -101,9 +101,9 @@ export async function recordDecision(
       { runId },
     );
   }
-  let run: ReturnType<typeof decodeCheckpoint>;
+  let run: ReturnType<typeof decodeStored>;
   try {
-    run = decodeCheckpoint(joinRun(record.head, record.entries));
+    run = decodeStored(record.head, record.entries);
   } catch (error) {
     if (!(error instanceof CheckpointError)) throw error;
     throw new CheckpointError(`${call}: run ${JSON.stringify(runId)}: ${error.message}`, error.path, {

@@ -1,8 +1,9 @@
 /**
- * The compact head a store keeps (src/checkpoint/compact-head.ts): written without what the rest
- * determines, joined back into exactly the checkpoint the run was saved as, whatever state it is
- * in and whatever its defaultable fields hold; a hostile head is a CheckpointError and nothing
- * else; heads written before (whole checkpoints) still join.
+ * The form a store keeps a run in. The compact head (src/checkpoint/compact-head.ts): written
+ * without what the rest determines, joined back into exactly the checkpoint the run was saved as,
+ * whatever state it is in and whatever its defaultable fields hold; a hostile head is a
+ * CheckpointError and nothing else; heads written before (whole checkpoints) still join. And
+ * `decodeStored`, the load path: exactly `decodeCheckpoint(joinRun(head, entries))`, good input or bad.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import {
   CHECKPOINT_FORMAT,
   CHECKPOINT_VERSION,
   decodeCheckpoint,
+  decodeStored,
   encodeCheckpoint,
   entryOf,
   headOf,
@@ -166,5 +168,103 @@ describe('compact heads', () => {
 
   it('are written at the version this build writes, which has its defaults', () => {
     expect(COMPACT_VERSIONS).toContain(CHECKPOINT_VERSION);
+  });
+});
+
+describe('decodeStored', () => {
+  /** What the two paths give: the run, or the error's class (messages may differ). */
+  const outcome = (decode: () => unknown) => {
+    try {
+      return { run: decode() };
+    } catch (error) {
+      return { error: (error as Error).constructor.name };
+    }
+  };
+  const both = (head: string, entries: string[]) => {
+    const stored = outcome(() => decodeStored(head, entries));
+    const joined = outcome(() => decodeCheckpoint(joinRun(head, entries)));
+    expect(stored).toEqual(joined);
+    if ('error' in stored) expect(stored.error).toBe('CheckpointError');
+    return stored;
+  };
+
+  it('gives exactly what decoding the joined checkpoint gives, for every state and both head forms', async () => {
+    const runs = await states();
+    for (const { snapshot, entries } of Object.values(runs)) {
+      const whole = canonicalJson({
+        format: CHECKPOINT_FORMAT,
+        version: CHECKPOINT_VERSION,
+        snapshot: { ...snapshot, context: { ...snapshot.context, history: [] } },
+      }) as string;
+      for (const head of [headOf(snapshot as never), whole]) {
+        const { run } = both(head, entries) as { run: { context: { history: unknown[] } } };
+        expect(run.context.history).toHaveLength(entries.length);
+        expect(Object.isFrozen(run.context.history[0])).toBe(true);
+      }
+    }
+  });
+
+  it('hostile entries and heads: the same run or a CheckpointError, as the joined path gives', async () => {
+    const { waiting } = await states();
+    const { snapshot, entries } = waiting!;
+    const head = headOf(snapshot as never);
+    const deep = (n: number) => `{"role":"user","content":${'['.repeat(n)}1${']'.repeat(n)}}`;
+    const entry = fc.oneof(
+      fc.constantFrom(...entries),
+      fc.string(),
+      fc.constantFrom(
+        '{"content":"go","role":"user"}],"steps":99,"x":[{}',
+        '{"content":"\\ud800","role":"user"}',
+        '{"content":"\ud800","role":"user"}',
+        '{"content":"a","role":"user","__proto__":{"x":1}}',
+        '{"content":"a","role":"user","content":"b"}',
+        '{"content":1e400,"role":"user"}',
+        deep(60),
+        deep(70),
+        deep(5_000),
+        '[]',
+        'null',
+      ),
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+    );
+    const heads = fc.oneof(
+      fc.constant(head),
+      fc.string(),
+      fc.constantFrom(
+        '{"h":4,"s":{"context":{}}}',
+        head.replace('"h":4', '"h":3'),
+        head.replace('}}', ',"x":"\ud800"}}'),
+      ),
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+    );
+    fc.assert(
+      fc.property(heads, fc.array(entry, { maxLength: 5 }), (h, es) => {
+        both(h, es);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('refuses what only the whole text shows — too deep, a lone surrogate — as the joined path does', async () => {
+    const agent = new Agent({
+      runId: 'n',
+      policy: sequence({ tool: 'look', args: { q: 1 } }, { final: 'ok' }),
+      tools: [{ name: 'look', fn: () => 'seen' }],
+    });
+    await agent.start('go');
+    const { snapshot } = JSON.parse(agent.checkpoint());
+    const entries: string[] = snapshot.context.history.map(entryOf);
+    const at = entries.findIndex((e) => e.includes('"role":"tool"'));
+    const head = headOf(snapshot);
+    const withResult = (result: string) =>
+      entries.map((e, i) => (i === at ? `{"result":${result},"role":"tool","tool":"look"}` : e));
+    const nested = (n: number) => `${'['.repeat(n)}1${']'.repeat(n)}`;
+    expect(both(head, withResult('"fine"'))).toHaveProperty('run'); // the entry is valid where it stands
+    expect(both(head, withResult(nested(400)))).toHaveProperty('run');
+    expect(both(head, withResult(nested(600)))).toEqual({ error: 'CheckpointError' });
+    expect(both(head, withResult(nested(10_000)))).toEqual({ error: 'CheckpointError' });
+    expect(both(head, withResult('"\\\\ud800 escaped"'))).toHaveProperty('run'); // a backslash, then text
+    expect(both(head, withResult('"\\ud800"'))).toEqual({ error: 'CheckpointError' }); // escaped
+    expect(both(head, withResult('"\ud800"'))).toEqual({ error: 'CheckpointError' }); // raw
   });
 });
