@@ -178,6 +178,18 @@ describe('LeaseHolder', () => {
       expect(vi.getTimerCount()).toBe(0);
     });
 
+    it('given up while keep() confirms the lease: no renewal timer is left behind', async () => {
+      fake();
+      const { store } = counting();
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 300, waitMs: 0 }, () => {});
+      holder.adopt(await store.claim('r', { owner: 'a', leaseMs: 300 }));
+      const keeping = holder.keep();
+      await holder.release();
+      await keeping;
+      expect(holder.lease).toBeNull();
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
     it('stops its timer when the lease is lost, and keeps one when it claims again', async () => {
       fake();
       const { store, seen } = counting();

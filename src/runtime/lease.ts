@@ -40,27 +40,29 @@ export class LeaseHolder {
     this.#lease = lease;
   }
 
+  /** A lease is held but not yet renewed by this holder (adopted at load, the run not yet worked). */
+  get unconfirmed(): boolean {
+    return this.#lease !== null && this.#timer === null;
+  }
+
   /**
    * The run is being worked: a lease adopted at load is renewed now — so an agent that was left
    * loaded past its lease, and lost the run meanwhile, learns it before it calls anything — and
    * from then on, until released or lost.
    * @throws LeaseLostError (or the store's error) when the lease is no longer the run's.
    */
-  /** A lease is held but not yet renewed by this holder (adopted at load, the run not yet worked). */
-  get unconfirmed(): boolean {
-    return this.#lease !== null && this.#timer === null;
-  }
-
   async keep(): Promise<void> {
     const lease = this.#lease;
     if (!lease || this.#timer) return;
+    let renewed: Lease;
     try {
-      const renewed = await this.#store.renew(lease, this.#terms.leaseMs);
-      if (this.#lease === lease) this.#lease = renewed;
+      renewed = await this.#store.renew(lease, this.#terms.leaseMs);
     } catch (error) {
-      this.#lease = null;
+      if (this.#lease === lease) this.#lease = null;
       throw error;
     }
+    if (this.#lease !== lease) return; // given up meanwhile: nothing to keep
+    this.#lease = renewed;
     this.#keepRenewed();
   }
 
