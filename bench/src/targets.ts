@@ -86,7 +86,7 @@ function sqlite(r: Results): Target {
     met: a === null || b === null ? null : a && b,
     figure: `full: ${list(r, (n) => showRatio(full[r.sizes.indexOf(n)] ?? null))}; points: ${list(r, (n) => showRatio(points[r.sizes.indexOf(n)] ?? null))}`,
     whenMissed:
-      `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding; no group commit yet. ` +
+      `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding (one run saves one step at a time, so group commit, which shares a commit between runs, does not help here). ` +
       `Points: ${savesText(r, SQLITE_POINTS)}, relaxed (synchronous=NORMAL, no fsync) but for the last; its cost over Tollgate in memory is ${pointsCpu.join(', ')} per step at N = ${r.sizes.join(', ')}, the store's statements and the head written in full on every save, so with no fsync to save it is bounded by the in-memory runtime plus that.`,
   };
 }
@@ -102,7 +102,7 @@ function postgres(r: Results): Target {
     met: a === null || b === null ? null : a && b,
     figure: `full: ${list(r, (n) => `${showUs(med(r, PG, n))} (${showRatio(full[r.sizes.indexOf(n)] ?? null)})`)}; points: ${list(r, (n) => `${showUs(med(r, PG_POINTS, n))} (${showRatio(points[r.sizes.indexOf(n)] ?? null)})`)}`,
     whenMissed:
-      `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; the head is still written in full on every save, and there is no group commit yet. ` +
+      `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; the (compact) head is written whole on every save, and Postgres has no group commit yet. ` +
       `The floor itself costs ${list(r, (n) => showUs(med(r, FLOOR_PG, n)))} per step here.`,
   };
 }
@@ -125,8 +125,8 @@ function bytes(r: Results): Target {
       return o === null || f === null ? 'n/a' : `${fmt.bytes(o)} vs ${fmt.bytes(f)} (${fmt.ratio(o / f)})`;
     })}`,
     whenMissed: s
-      ? `heads are still written in full on every save (no head deltas yet): ${s.savesPerStep.toFixed(2)} saves per step × a ${fmt.bytes(s.headBytesPerSave)} head = ${fmt.bytes(s.savesPerStep * s.headBytesPerSave)} of head per step, on top of ${fmt.bytes(s.entryBytesPerStep)} of entries (the floor writes ${fmt.bytes(per(FLOOR_LOG, s.n) ?? 0)} per step: the entries and a step number).`
-      : 'heads are still written in full on every save (no head deltas yet).',
+      ? `heads are compact but written whole on every save (no head deltas yet): ${s.savesPerStep.toFixed(2)} saves per step × a ${fmt.bytes(s.headBytesPerSave)} head = ${fmt.bytes(s.savesPerStep * s.headBytesPerSave)} of head per step, on top of ${fmt.bytes(s.entryBytesPerStep)} of entries (the floor writes ${fmt.bytes(per(FLOOR_LOG, s.n) ?? 0)} per step: the entries and a step number).`
+      : 'heads are compact but written whole on every save (no head deltas yet).',
   };
 }
 
@@ -151,7 +151,7 @@ function concurrent(r: Results): Target {
     met: got.some((g) => g.ms === null) ? null : got.every((g) => (g.ms as number) <= g.limit),
     figure: got.map((g) => `${g.name}: ${g.ms === null ? 'n/a' : fmt.ms(g.ms)}`).join(', '),
     whenMissed:
-      `no group commit yet: each save of every run is its own transaction (SQLite: one connection, fsynced commits one after another; Postgres: a round trip and a commit each). In the same run the floors doing one commit per step for the same ${shape} took ${ms(FLOOR_SQLITE)} (SQLite) and ${ms(FLOOR_PG)} (Postgres, one connection); with durability points, ${ms(SQLITE_POINTS)} (SQLite) and ${ms(PG_POINTS)} (Postgres). ` +
+      `SQLite shares one fsynced commit among the saves waiting in one event-loop turn (group commit); Postgres has none yet: each save of every run is a round trip and a commit. In the same run the floors doing one commit per step for the same ${shape} took ${ms(FLOOR_SQLITE)} (SQLite) and ${ms(FLOOR_PG)} (Postgres, one connection); with durability points, ${ms(SQLITE_POINTS)} (SQLite) and ${ms(PG_POINTS)} (Postgres). ` +
       `In memory the bare two-invoke XState loop took ${ms(BARE)}: most of Tollgate's time there is the per-step cost of the first target.`,
   };
 }

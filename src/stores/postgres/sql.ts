@@ -84,8 +84,8 @@ export function statements(s: string, schema: string): Statements {
       WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
   return {
     load: `SELECT r.run_id, r.version, r.status, r.head, r.entry_count, r.pending, r.updated_at, r.agent, r.decision,
-              COALESCE((SELECT array_agg(e.body ORDER BY e.idx) FROM ${s}.entries e WHERE e.run_id = r.run_id),
-                       '{}') AS entries
+              COALESCE((SELECT json_agg(e.body ORDER BY e.idx) FROM ${s}.entries e WHERE e.run_id = r.run_id),
+                       '[]') AS entries
          FROM ${s}.runs r WHERE r.run_id = $1`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
         INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
