@@ -19,7 +19,7 @@ import { fail } from './decode.js';
 import { isObject } from './encode.js';
 import { expectedChildren } from './rules.js';
 import type { PersistedRun } from './schema.js';
-import { CHECKPOINT_VERSION } from './versions.js';
+import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';
 
 type Defaults = { readonly [key: string]: unknown };
 
@@ -52,6 +52,21 @@ export const COMPACT_VERSIONS: readonly number[] = Object.keys(DEFAULTS).map(Num
 /** Fields compared field by field (an object whose own fields have defaults), not as a whole. */
 const NESTED = new Set(['limits']);
 
+/**
+ * Is `value` the JSON value `fallback` (a small default)? As comparing their canonical JSON would
+ * say, without encoding either: the walk is as long as the default, however large `value` is.
+ */
+function isDefault(value: unknown, fallback: unknown): boolean {
+  if (fallback === null || typeof fallback !== 'object') return value === fallback;
+  if (Array.isArray(fallback)) {
+    return Array.isArray(value) && value.length === fallback.length && fallback.every((f, i) => isDefault(value[i], f));
+  }
+  if (!isObject(value)) return false;
+  const keys = Object.keys(value).filter((k) => value[k] !== undefined);
+  const wanted = Object.entries(fallback as Record<string, unknown>);
+  return keys.length === wanted.length && wanted.every(([k, f]) => k in value && isDefault(value[k], f));
+}
+
 /** `value` without the fields equal to their defaults (never mutated: a copy when anything goes). */
 function withoutDefaults(value: Record<string, unknown>, defaults: Defaults): Record<string, unknown> {
   const out: Record<string, unknown> = { ...value };
@@ -59,7 +74,7 @@ function withoutDefaults(value: Record<string, unknown>, defaults: Defaults): Re
     if (!(key in out)) continue;
     const field = out[key];
     if (NESTED.has(key) && isObject(field)) out[key] = withoutDefaults(field, fallback as Defaults);
-    else if (canonicalJson(field) === canonicalJson(fallback)) delete out[key];
+    else if (isDefault(field, fallback)) delete out[key];
   }
   return out;
 }
@@ -93,7 +108,7 @@ export function isCompactHead(parsed: Record<string, unknown>): boolean {
  * The checkpoint envelope (`{ format, version, snapshot }`, history empty) of a compact head.
  * Throws `CheckpointError` for one that is not: the result is validated after the history is joined.
  */
-export function expandHead(parsed: Record<string, unknown>, format: string): Record<string, unknown> {
+export function expandHead(parsed: Record<string, unknown>): Record<string, unknown> {
   const { h: version, s: compact } = parsed;
   const defaults = typeof version === 'number' ? DEFAULTS[version] : undefined;
   if (!defaults || !isObject(compact) || !isObject(compact.context) || Object.keys(parsed).length !== 2) {
@@ -108,5 +123,5 @@ export function expandHead(parsed: Record<string, unknown>, format: string): Rec
     // A state or context too broken to name its child: validation will say what is wrong.
     snapshot.children = {};
   }
-  return { format, version, snapshot };
+  return { format: CHECKPOINT_FORMAT, version, snapshot };
 }

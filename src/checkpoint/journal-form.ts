@@ -10,7 +10,6 @@ import { compactHead, expandHead, isCompactHead } from './compact-head.js';
 import { checkDepth, checkParsed, fail, mayHoldLoneSurrogate } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import type { PersistedRun } from './schema.js';
-import { CHECKPOINT_FORMAT } from './versions.js';
 
 /**
  * The head of a run as a store keeps it: its persisted snapshot with an empty history, compact
@@ -84,7 +83,7 @@ function headEnvelope(head: string): { snapshot: { context: Record<string, unkno
   } catch (error) {
     fail(`the stored head is not JSON (${(error as Error).message})`, 'head');
   }
-  if (isObject(parsed) && isCompactHead(parsed)) parsed = expandHead(parsed, CHECKPOINT_FORMAT);
+  if (isObject(parsed) && isCompactHead(parsed)) parsed = expandHead(parsed);
   // Heads written before compact heads are whole checkpoints (with an empty history): read as such.
   if (!isObject(parsed) || !isObject(parsed.snapshot) || !isObject(parsed.snapshot.context)) {
     fail('the stored head is not a checkpoint', 'head');
