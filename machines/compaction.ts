@@ -22,9 +22,26 @@ export function latestSummary(history: readonly HistoryEntry[]): number {
   return -1;
 }
 
+/**
+ * `latestSummary` of a journal that only grows in place (the runtime's live one: entries are only
+ * ever pushed): each array's answer is kept with the length it was found at, and a later call
+ * scans only the entries appended since. O(new entries) a step, not O(history). An array found
+ * shorter than at the last call is scanned again whole (the runtime's never is).
+ */
+const found = new WeakMap<readonly HistoryEntry[], { length: number; at: number }>();
+export function latestSummaryGrowing(history: readonly HistoryEntry[]): number {
+  const known = found.get(history);
+  const whole = !known || known.length > history.length;
+  let at = whole ? -1 : known.at;
+  for (let i = whole ? 1 : Math.max(known.length, 1); i < history.length; i++) {
+    if (history[i]?.role === 'summary') at = i;
+  }
+  found.set(history, { length: history.length, at });
+  return at;
+}
+
 /** The journal indices of the view's recent entries: after the latest summary's range, summaries left out. */
-function recentIndices(history: readonly HistoryEntry[]): number[] {
-  const at = latestSummary(history);
+function recentIndices(history: readonly HistoryEntry[], at: number): number[] {
   const from = at < 0 ? 1 : (history[at] as SummaryEntry).covers.to + 1;
   const out: number[] = [];
   for (let i = from; i < history.length; i++) if (history[i]?.role !== 'summary') out.push(i);
@@ -35,11 +52,10 @@ function recentIndices(history: readonly HistoryEntry[]): number[] {
  * What the policy is given: the goal, the latest summary (if any), then the entries after the
  * range it covers. Without a summary in the journal, the journal itself (a copy of the array).
  */
-export function modelView(history: readonly HistoryEntry[]): HistoryEntry[] {
-  const at = latestSummary(history);
+export function modelView(history: readonly HistoryEntry[], at = latestSummary(history)): HistoryEntry[] {
   if (at < 0) return history.slice();
   const goal = history[0] as HistoryEntry;
-  return [goal, history[at] as HistoryEntry, ...recentIndices(history).map((i) => history[i] as HistoryEntry)];
+  return [goal, history[at] as HistoryEntry, ...recentIndices(history, at).map((i) => history[i] as HistoryEntry)];
 }
 
 /**
@@ -75,12 +91,15 @@ export interface Cover {
  * recent ones; null when that adds nothing to what the latest summary covers (so a view that is
  * over its threshold with only kept turns in it is not summarised again and again).
  */
-export function nextCover(history: readonly HistoryEntry[], keep: number): Cover | null {
-  const turns = turnsOf(history, recentIndices(history));
+export function nextCover(
+  history: readonly HistoryEntry[],
+  keep: number,
+  at = latestSummary(history),
+): Cover | null {
+  const turns = turnsOf(history, recentIndices(history, at));
   const covered = turns.slice(0, Math.max(0, turns.length - keep)).flat();
   const to = covered.at(-1);
   if (to === undefined) return null;
-  const at = latestSummary(history);
   const previous = at < 0 ? [] : [history[at] as HistoryEntry];
   return { covers: { from: 1, to }, entries: [...previous, ...covered.map((i) => history[i] as HistoryEntry)] };
 }

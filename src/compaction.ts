@@ -3,7 +3,7 @@
  * the function that writes the summary. Checked up front like every option (a bad one throws
  * `OptionsError` naming its path), and turned once into the `Compaction` the runtime uses.
  */
-import { MAX_SUMMARY_FAILURES, modelView, nextCover } from '../machines/compaction.js';
+import { latestSummaryGrowing, MAX_SUMMARY_FAILURES, modelView, nextCover } from '../machines/compaction.js';
 import type { HistoryEntry, Usage } from '../machines/types.js';
 import { MAX_TIMER_MS } from './clock.js';
 import { OptionsError } from './errors.js';
@@ -156,6 +156,8 @@ export function compactionDue(
 ): boolean {
   const c = context.compaction;
   if (c.failures >= MAX_SUMMARY_FAILURES || context.history.length < c.retryAt) return false;
-  if (!compaction.over(modelView(context.history))) return false;
-  return nextCover(context.history, compaction.keep) !== null;
+  // The live journal only grows: its latest summary is found by scanning what is new.
+  const at = latestSummaryGrowing(context.history);
+  if (!compaction.over(modelView(context.history, at))) return false;
+  return nextCover(context.history, compaction.keep, at) !== null;
 }

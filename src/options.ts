@@ -201,8 +201,11 @@ export const DEFAULT_LEASE_MS = 30_000;
 
 /** An owner id unique to this holder: the host, the process and a random part. */
 export function ownerId(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  host ??= hostname();
+  return `${host}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
+/** The host's name, asked once (a system call each time otherwise). */
+let host: string | undefined;
 
 /** The runtime pieces of the options, checked and with defaults. */
 export interface Runtime {
@@ -243,13 +246,21 @@ function pathText(path: readonly PropertyKey[]): string {
   return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i === 0 ? '' : '.'}${String(k)}`)).join('');
 }
 
+/** Each shape's object schema, built once: zod compiles a schema on its first parse (~5% of a 10-step run). */
+const schemas = new WeakMap<z.core.$ZodLooseShape, z.ZodObject>();
+function schemaOf(shape: z.core.$ZodLooseShape): z.ZodObject {
+  let schema = schemas.get(shape);
+  if (!schema) schemas.set(shape, (schema = z.looseObject(shape)));
+  return schema;
+}
+
 /**
  * Validates `value` against `shape` (after the unknown-key check) and returns it as it was: zod's
  * output is a plain copy, which would unbind methods of a class-based clock or tool.
  */
 export function checkShape<T>(call: string, value: T, shape: z.core.$ZodLooseShape, known: readonly string[]): T {
   checkKeys(call, value, known);
-  const result = z.looseObject(shape).safeParse(value);
+  const result = schemaOf(shape).safeParse(value);
   if (result.success) return value;
   const issue = result.error.issues[0] as z.core.$ZodIssue;
   const where = pathText(issue.path);

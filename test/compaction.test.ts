@@ -5,7 +5,8 @@
  * mid-summary that ask again and never record two summaries.
  */
 import { describe, expect, it } from 'vitest';
-import { modelView } from '../machines/compaction.js';
+import fc from 'fast-check';
+import { latestSummary, latestSummaryGrowing, modelView } from '../machines/compaction.js';
 import { resumeOptionsOf } from '../src/define.js';
 import {
   Agent,
@@ -72,6 +73,29 @@ describe('the model view', () => {
     expect(agent.view()).toEqual(modelView(history));
     const latest = summaries.at(-1);
     expect(agent.view().slice(0, 2)).toEqual([history[0], latest]);
+  });
+});
+
+describe('the latest summary of a growing journal', () => {
+  const entry = (k: string, i: number): HistoryEntry =>
+    k === 'summary' ? { role: 'summary', text: `s${i}`, covers: { from: 1, to: 1 } } : { role: 'user', content: `u${i}` };
+  it('is what a whole scan finds after any appends, cuts and new arrays (it scans only what is new)', () => {
+    const op = fc.oneof(
+      fc.record({ push: fc.array(fc.constantFrom('user', 'summary'), { maxLength: 4 }) }),
+      fc.record({ cut: fc.nat({ max: 12 }) }),
+      fc.record({ copy: fc.constant(true) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        let journal: HistoryEntry[] = [entry('user', 0)];
+        for (const [i, o] of ops.entries()) {
+          if ('push' in o) journal.push(...o.push.map((k) => entry(k, i)));
+          else if ('cut' in o) journal.length = Math.min(journal.length, Math.max(1, o.cut));
+          else journal = journal.slice();
+          expect(latestSummaryGrowing(journal)).toBe(latestSummary(journal));
+        }
+      }),
+    );
   });
 });
 

@@ -5,7 +5,7 @@
  */
 import { type Actor, createActor } from 'xstate';
 import { pendingCalls } from '../../machines/calls.js';
-import { modelView } from '../../machines/compaction.js';
+import { latestSummaryGrowing, modelView } from '../../machines/compaction.js';
 import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
 import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
@@ -110,7 +110,10 @@ export class RunActor {
       ...this.#runtime,
       runId: this.runId,
       history: () => this.#actor.getSnapshot().context.history,
-      view: () => modelView(this.#actor.getSnapshot().context.history),
+      view: () => {
+        const { history } = this.#actor.getSnapshot().context;
+        return modelView(history, latestSummaryGrowing(history));
+      },
       remaining: () => remainingOf(this.#actor.getSnapshot().context),
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       beforeCall: (point) => this.#saver?.flush(point) ?? Promise.resolve(),
