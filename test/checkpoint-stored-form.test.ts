@@ -18,7 +18,9 @@ import {
   entryOf,
   headOf,
   joinRun,
+  nestingDepth,
 } from '../src/checkpoint/index.js';
+import { deeperThan } from '../src/checkpoint/decode.js';
 import { Agent, CheckpointError, type Tool } from '../src/index.js';
 import { gate, sequence, until } from './support/helpers.js';
 
@@ -263,8 +265,48 @@ describe('decodeStored', () => {
     expect(both(head, withResult(nested(400)))).toHaveProperty('run');
     expect(both(head, withResult(nested(600)))).toEqual({ error: 'CheckpointError' });
     expect(both(head, withResult(nested(10_000)))).toEqual({ error: 'CheckpointError' });
+    // Too deep: the same message either way (the depth of the whole text).
+    const message = (f: () => unknown) => {
+      try {
+        f();
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'no error';
+    };
+    for (const n of [515, 516, 600]) {
+      const deep = withResult(nested(n));
+      expect(message(() => decodeStored(head, deep))).toBe(message(() => decodeCheckpoint(joinRun(head, deep))));
+    }
+    expect(message(() => decodeStored(head, withResult(nested(600))))).toMatch(/nests 605 levels deep/);
     expect(both(head, withResult('"\\\\ud800 escaped"'))).toHaveProperty('run'); // a backslash, then text
     expect(both(head, withResult('"\\ud800"'))).toEqual({ error: 'CheckpointError' }); // escaped
     expect(both(head, withResult('"\ud800"'))).toEqual({ error: 'CheckpointError' }); // raw
+  });
+});
+
+describe('the depth of a parsed value', () => {
+  it('is what the text says: deeperThan(value, k) exactly when nestingDepth(text) > k', () => {
+    const nestings = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.jsonValue({ maxDepth: 3 }),
+        fc.array(tie('value'), { maxLength: 3 }),
+        fc.dictionary(fc.string(), tie('value'), { maxKeys: 3 }),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(nestings, fc.nat({ max: 12 }), (value, k) => {
+        const text = JSON.stringify(value);
+        expect(deeperThan(JSON.parse(text), k)).toBe(nestingDepth(text) > k);
+      }),
+    );
+    for (const n of [0, 1, 519, 520, 521]) {
+      const text = `${'['.repeat(n)}1${']'.repeat(n)}`;
+      expect([deeperThan(JSON.parse(text), 519), deeperThan(JSON.parse(text), 520)]).toEqual([n > 519, n > 520]);
+    }
+    // Strings that look like nesting nest nothing; a `__proto__` key is walked like any other.
+    expect(deeperThan(JSON.parse('{"a":"[[[[{{{{"}'), 1)).toBe(false);
+    expect(deeperThan(JSON.parse('{"__proto__":[[1]]}'), 2)).toBe(true);
   });
 });

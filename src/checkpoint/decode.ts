@@ -120,6 +120,29 @@ export function checkDepth(text: string, under = 0): void {
   }
 }
 
+/**
+ * Does a parsed JSON value nest deeper than `limit` levels (as `nestingDepth` counts its text)?
+ * Read off the value by a walk that stops `limit` levels down: it costs the value's nodes (an
+ * entry's handful), not its characters. `JSON.parse` does not recurse (Node ≥ 20 parses a million
+ * levels), so checking after it is safe; what recurses afterwards (zod, freezing) is what this guards.
+ */
+export function deeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (limit <= 0) return true;
+  if (Array.isArray(value)) {
+    for (const v of value) if (deeperThan(v, limit - 1)) return true;
+    return false;
+  }
+  for (const key of Object.keys(value)) if (deeperThan((value as Record<string, unknown>)[key], limit - 1)) return true;
+  return false;
+}
+
+/** Refuses a parsed value of `text` that nests deeper than a checkpoint may (`under`: as `checkDepth`). */
+export function checkParsedDepth(value: unknown, text: string, under: number): void {
+  // Too deep: the text's own count, for the same message as `checkDepth`.
+  if (deeperThan(value, MAX_CHECKPOINT_DEPTH - under)) checkDepth(text, under);
+}
+
 function parse(blob: unknown): unknown {
   if (typeof blob !== 'string') fail(`expected a string, got ${blob === null ? 'null' : typeof blob}`);
   checkDepth(blob);

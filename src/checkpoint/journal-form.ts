@@ -7,7 +7,7 @@
 import { canonicalJson } from '../../machines/canonical.js';
 import type { HistoryEntry } from '../../machines/types.js';
 import { compactHead, expandHead, isCompactHead } from './compact-head.js';
-import { checkDepth, checkParsed, fail, mayHoldLoneSurrogate } from './decode.js';
+import { checkDepth, checkParsed, checkParsedDepth, fail, mayHoldLoneSurrogate } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
 import type { PersistedRun } from './schema.js';
 
@@ -65,9 +65,10 @@ export function decodeStored(head: string, entries: readonly string[]): Persiste
   let surrogates = mayHoldLoneSurrogate(text);
   const history: unknown[] = new Array(entries.length);
   for (const [i, entry] of entries.entries()) {
+    const value = entryValue(entry, i);
     // An entry sits under four levels of the checkpoint: the envelope, snapshot, context, history.
-    if (typeof entry === 'string') checkDepth(entry, 4);
-    history[i] = entryValue(entry, i);
+    checkParsedDepth(value, entry, 4);
+    history[i] = value;
     if (!surrogates && mayHoldLoneSurrogate(entry)) surrogates = true;
   }
   const parsed = JSON.parse(text) as { snapshot: { context: Record<string, unknown> } };
