@@ -91,11 +91,7 @@ export interface Cover {
  * recent ones; null when that adds nothing to what the latest summary covers (so a view that is
  * over its threshold with only kept turns in it is not summarised again and again).
  */
-export function nextCover(
-  history: readonly HistoryEntry[],
-  keep: number,
-  at = latestSummary(history),
-): Cover | null {
+export function nextCover(history: readonly HistoryEntry[], keep: number, at = latestSummary(history)): Cover | null {
   const turns = turnsOf(history, recentIndices(history, at));
   const covered = turns.slice(0, Math.max(0, turns.length - keep)).flat();
   const to = covered.at(-1);

@@ -249,8 +249,10 @@ function pathText(path: readonly PropertyKey[]): string {
 /** Each shape's object schema, built once: zod compiles a schema on its first parse (~5% of a 10-step run). */
 const schemas = new WeakMap<z.core.$ZodLooseShape, z.ZodObject>();
 function schemaOf(shape: z.core.$ZodLooseShape): z.ZodObject {
-  let schema = schemas.get(shape);
-  if (!schema) schemas.set(shape, (schema = z.looseObject(shape)));
+  const known = schemas.get(shape);
+  if (known) return known;
+  const schema = z.looseObject(shape);
+  schemas.set(shape, schema);
   return schema;
 }
 

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../machines/canonical.js';
 import { COMPACT_VERSIONS } from '../src/checkpoint/compact-head.js';
+import { deeperThan } from '../src/checkpoint/decode.js';
 import {
   CHECKPOINT_FORMAT,
   CHECKPOINT_VERSION,
@@ -20,7 +21,6 @@ import {
   joinRun,
   nestingDepth,
 } from '../src/checkpoint/index.js';
-import { deeperThan } from '../src/checkpoint/decode.js';
 import { Agent, CheckpointError, type Tool } from '../src/index.js';
 import { gate, sequence, until } from './support/helpers.js';
 

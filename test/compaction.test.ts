@@ -4,8 +4,9 @@
  * the summariser's usage spent from the budgets, failures that leave the run going, and crashes
  * mid-summary that ask again and never record two summaries.
  */
-import { describe, expect, it } from 'vitest';
+
 import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import { latestSummary, latestSummaryGrowing, modelView } from '../machines/compaction.js';
 import { resumeOptionsOf } from '../src/define.js';
 import {
@@ -78,7 +79,9 @@ describe('the model view', () => {
 
 describe('the latest summary of a growing journal', () => {
   const entry = (k: string, i: number): HistoryEntry =>
-    k === 'summary' ? { role: 'summary', text: `s${i}`, covers: { from: 1, to: 1 } } : { role: 'user', content: `u${i}` };
+    k === 'summary'
+      ? { role: 'summary', text: `s${i}`, covers: { from: 1, to: 1 } }
+      : { role: 'user', content: `u${i}` };
   it('is what a whole scan finds after any appends, cuts and new arrays (it scans only what is new)', () => {
     const op = fc.oneof(
       fc.record({ push: fc.array(fc.constantFrom('user', 'summary'), { maxLength: 4 }) }),
