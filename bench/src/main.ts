@@ -19,6 +19,7 @@ import {
   tollgate,
   tollgateWith,
 } from './contestants/tollgate.js';
+import { TOLLGATE_MACHINE, tollgateMachine } from './contestants/tollgate-machine.js';
 import { BARE_XSTATE, bareXState, naiveXState } from './contestants/xstate.js';
 import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
 import { type Results, render } from './report.js';
@@ -157,9 +158,9 @@ async function main() {
     tollgateWith(postgresStore),
     tollgateWith(postgresStore, 'points'),
   ];
-  const others = [bareXState(), naiveXState(), ...(await peers())];
-  // Peers for the ratio table; the bare XState loop is Tollgate's floor there, not a peer.
-  const peerNames = others.map((c) => c.name).filter((name) => name !== BARE_XSTATE);
+  const others = [bareXState(), tollgateMachine(), naiveXState(), ...(await peers())];
+  // Peers for the ratio table; the bare XState loop and Tollgate's machine are floors there, not peers.
+  const peerNames = others.map((c) => c.name).filter((name) => name !== BARE_XSTATE && name !== TOLLGATE_MACHINE);
   let contestants = [...floors, ...ours, ...others];
   if (values.only) {
     const only = new RegExp(values.only, 'i');

@@ -29,6 +29,7 @@ export const FLOOR_LOG = 'floor + append-only log';
 export const FLOOR_SQLITE = 'floor + SQLite append';
 export const FLOOR_PG = 'floor + Postgres append';
 export const BARE = 'bare XState loop (two invokes)';
+export const MACHINE = "Tollgate's machine (instant actors)";
 export const TOLLGATE = 'tollgate';
 
 const cell = (r: Results, name: string, n: number): Cell | undefined => r.steps.get(name)?.get(n);
@@ -59,6 +60,8 @@ function ratioTable(r: Results): string {
   // Each Tollgate variant against its own floor first (the targets' ratios), then the peers.
   const pairs: [string, string][] = [
     [TOLLGATE, BARE],
+    [MACHINE, BARE],
+    [TOLLGATE, MACHINE],
     [TOLLGATE, FLOOR],
     ['tollgate + SQLite', FLOOR_SQLITE],
     ['tollgate + SQLite (durability points)', FLOOR_SQLITE],
@@ -190,7 +193,10 @@ an effect, a pause or the end of a run are durable; the others are written at SQ
 \`synchronous=NORMAL\` / Postgres \`synchronous_commit=off\` (they survive the process's crash,
 not a power cut: pure steps since the last point are redone). The bare XState loop is the same
 machine as the naive one, persisting nothing and growing its history in place: the floor of a
-design whose policy and tool calls are invoked actors.`;
+design whose policy and tool calls are invoked actors. "Tollgate's machine (instant actors)" is
+Tollgate's own machine (\`tollgate/machine\`) driven by invoked actors that only replay the
+decisions and tool outcomes a real run of the same length made: the machine's own cost per step,
+which the runtime cannot go under without changing the machine.`;
 
 export interface Target {
   name: string;
