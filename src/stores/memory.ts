@@ -83,17 +83,22 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     const current = this.#runs.get(runId) ?? null;
     const version = current?.version ?? 0;
     checkSave(runId, current && { version, entries: current.entries.length }, w.from, expectedVersion);
-    this.#runs.set(runId, {
+    // The journal grows in place, O(new entries) a save (a stored run is only ever handed out
+    // copied), once everything that may refuse the save has been checked.
+    const entries = current?.entries ?? [];
+    const next: StoredRun = {
       runId,
       version: version + 1,
       status: w.status,
       head: w.head,
-      entries: [...(current?.entries ?? []), ...w.append],
+      entries,
       ...pendingFields(structuredClone(w.pendingCalls)),
       updatedAt: timestampOf(() => now),
       agent: agentAfterSave(runId, current?.agent ?? null, w.agent),
       decision: null,
-    });
+    };
+    for (const entry of w.append) entries.push(entry);
+    this.#runs.set(runId, next);
     if (fenced) this.#leases.set(runId, fenced);
     if (!isLive(this.#leases.get(runId) ?? null, now)) this.#notify();
     return version + 1;

@@ -50,8 +50,9 @@ export const queueCases: ConformanceCase[] = [
         assert.equal(await store.save('r', write({ from: 1, head: '{"n":3}' }), 2), 3);
         assert.equal((await store.load('r'))?.agent, 'refunds', 'a save without a name keeps the stored one');
         const before = await store.load('r');
+        // With entries to append: a refused save appends none of them.
         await assert.rejects(
-          store.save('r', write({ from: 1, agent: 'billing' }), 3),
+          store.save('r', write({ from: 1, agent: 'billing', append: entries(2, 1) }), 3),
           optionsError(/^save: run "r" belongs to agent "refunds"; a save cannot move it to "billing"/),
         );
         assert.deepEqual(await store.load('r'), before);
