@@ -22,7 +22,7 @@ import {
 import { TOLLGATE_MACHINE, tollgateMachine } from './contestants/tollgate-machine.js';
 import { BARE_XSTATE, bareXState, naiveXState } from './contestants/xstate.js';
 import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
-import { type Results, render } from './report.js';
+import { keptSection, type Results, render } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
 import { measureCheckpoints, measureSteps, type StepPlan } from './steps.js';
 import { targets } from './targets.js';
@@ -91,6 +91,16 @@ async function poolMarkdown(date: string, command: string): Promise<string | und
     if (process.env.CI) throw error;
     return undefined;
   }
+}
+
+/**
+ * The page's hand-written section (between `<!-- bench:notes -->` markers: what each change paid,
+ * what did not), kept from the page before and put after the targets.
+ */
+function withNotes(page: string, notes: string | undefined): string {
+  if (!notes) return page;
+  const at = page.indexOf('## µs per step');
+  return at < 0 ? `${page.trimEnd()}\n\n${notes}\n` : `${page.slice(0, at)}${notes}\n\n${page.slice(at)}`;
 }
 
 /** `npm run bench -- --workers`: the worker-pool section alone, put in place in the page. */
@@ -238,7 +248,10 @@ async function main() {
     };
     const page = render(results, targets(results));
     const withPool = workers ? splicePool(page, workers) : page;
-    const markdown = longHistories ? spliceLong(withPool, longHistories) : withPool;
+    const markdown = withNotes(
+      longHistories ? spliceLong(withPool, longHistories) : withPool,
+      keptSection(readPage(), 'notes'),
+    );
     console.log(`\n${markdown}`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, markdown);
