@@ -199,13 +199,14 @@ export type Durability = 'full' | 'points';
 /** The default lease length: long enough to ride out a slow save, short enough to take over a dead worker's run soon. */
 export const DEFAULT_LEASE_MS = 30_000;
 
+/** The host's name, asked once (a system call each time otherwise). */
+let host: string | undefined;
+
 /** An owner id unique to this holder: the host, the process and a random part. */
 export function ownerId(): string {
   host ??= hostname();
   return `${host}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
-/** The host's name, asked once (a system call each time otherwise). */
-let host: string | undefined;
 
 /** The runtime pieces of the options, checked and with defaults. */
 export interface Runtime {
