@@ -159,22 +159,24 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
 
   async load(runId: string): Promise<StoredRun | null> {
     checkRunId('load', runId);
-    // One statement: head and entries come from the same snapshot.
-    const { rows } = await this.#query<RunRow & { head: string; entry_count: number; entries: string[] }>(
+    // One statement: head and entries come from the same snapshot (the run's row first).
+    const { rows } = await this.#query<RunRow & { body: string; entry_count: number; idx: number }>(
       'load',
       this.#sql.load,
       [runId],
     );
     const row = rows[0];
-    if (!row) return null;
-    if (row.entries.length !== row.entry_count) {
+    if (!row || row.idx !== -1) return null;
+    const entries = new Array<string>(rows.length - 1);
+    for (let i = 1; i < rows.length; i++) entries[i - 1] = (rows[i] as { body: string }).body;
+    if (entries.length !== row.entry_count) {
       throw new CheckpointError(
-        `postgres: run ${JSON.stringify(runId)} is damaged: it should have ${row.entry_count} entries but has ${row.entries.length}`,
+        `postgres: run ${JSON.stringify(runId)} is damaged: it should have ${row.entry_count} entries but has ${entries.length}`,
         undefined,
         { runId },
       );
     }
-    return { ...summaryOf(row), head: row.head, entries: row.entries };
+    return { ...summaryOf(row), head: row.body, entries };
   }
 
   async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {

@@ -53,6 +53,29 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
     expect(Date.parse(run?.updatedAt ?? '')).toBeGreaterThan(0);
   });
 
+  it('loads the run and its entries in order from one statement; a missing entry row is a damaged run', async () => {
+    const schema = freshSchema('pg');
+    const store = open(schema);
+    expect(await store.save('empty', write(0, []), 0)).toBe(1);
+    expect((await store.load('empty'))?.entries).toEqual([]);
+    const texts = Array.from({ length: 12 }, (_, i) => JSON.stringify({ i, text: `line ${i}\nnext ✓` }));
+    expect(await store.save('r', write(0, texts.slice(0, 5)), 0)).toBe(1);
+    expect(await store.save('r', write(5, texts.slice(5)), 1)).toBe(2);
+    expect((await store.load('r'))?.entries).toEqual(texts);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`DELETE FROM "${schema}".entries WHERE run_id = 'r' AND idx = 3`);
+    } finally {
+      await admin.end();
+    }
+    await expect(store.load('r')).rejects.toMatchObject({
+      name: 'CheckpointError',
+      message: expect.stringContaining('is damaged: it should have 12 entries but has 11'),
+    });
+    expect(await store.load('nothing')).toBeNull();
+  });
+
   it('keeps strings jsonb would refuse: NUL, lone surrogates, astral characters', async () => {
     const store = open();
     const pending = {

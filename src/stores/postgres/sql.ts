@@ -12,7 +12,7 @@
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
 export interface Statements {
-  /** The run and its entries (in order, as one array), in one statement: one snapshot. */
+  /** The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement, one snapshot. */
   load: string;
   /** Version 0: create the run unless it exists, and append, if the lease allows; returns the version, or no row. */
   insertRun: string;
@@ -83,10 +83,16 @@ export function statements(s: string, schema: string): Statements {
   const extend = `n AS (UPDATE ${s}.leases SET expires_at = GREATEST(expires_at, ${now} + ${ms('$10')})
       WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
   return {
-    load: `SELECT r.run_id, r.version, r.status, r.head, r.entry_count, r.pending, r.updated_at, r.agent, r.decision,
-              COALESCE((SELECT json_agg(e.body ORDER BY e.idx) FROM ${s}.entries e WHERE e.run_id = r.run_id),
-                       '[]') AS entries
-         FROM ${s}.runs r WHERE r.run_id = $1`,
+    // Entries as rows, not aggregated: the server's json_agg escaped every character of every
+    // entry (7 ms of a 1,000-step run's 9 ms load), and a text[] is parsed character by
+    // character by node-postgres. The run's own row first (idx -1), its head in `body`.
+    load: `SELECT r.run_id, r.version, r.status, r.head AS body, r.entry_count, r.pending, r.updated_at, r.agent,
+              r.decision, -1 AS idx
+         FROM ${s}.runs r WHERE r.run_id = $1
+       UNION ALL
+       SELECT NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, e.idx
+         FROM ${s}.entries e WHERE e.run_id = $1
+       ORDER BY idx`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
         INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
         SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now}, $11::text FROM ok
