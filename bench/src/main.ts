@@ -19,10 +19,10 @@ import {
   tollgate,
   tollgateWith,
 } from './contestants/tollgate.js';
-import { TOLLGATE_MACHINE, tollgateMachine } from './contestants/tollgate-machine.js';
+import { tollgateMachine } from './contestants/tollgate-machine.js';
 import { BARE_XSTATE, bareXState, naiveXState } from './contestants/xstate.js';
 import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
-import { keptSection, type Results, render } from './report.js';
+import { keptSection, MACHINE, type Results, render, spliceSection } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
 import { measureCheckpoints, measureSteps, type StepPlan } from './steps.js';
 import { targets } from './targets.js';
@@ -93,16 +93,6 @@ async function poolMarkdown(date: string, command: string): Promise<string | und
   }
 }
 
-/**
- * The page's hand-written section (between `<!-- bench:notes -->` markers: what each change paid,
- * what did not), kept from the page before and put after the targets.
- */
-function withNotes(page: string, notes: string | undefined): string {
-  if (!notes) return page;
-  const at = page.indexOf('## µs per step');
-  return at < 0 ? `${page.trimEnd()}\n\n${notes}\n` : `${page.slice(0, at)}${notes}\n\n${page.slice(at)}`;
-}
-
 /** `npm run bench -- --workers`: the worker-pool section alone, put in place in the page. */
 async function workersOnly() {
   const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
@@ -170,7 +160,7 @@ async function main() {
   ];
   const others = [bareXState(), tollgateMachine(), naiveXState(), ...(await peers())];
   // Peers for the ratio table; the bare XState loop and Tollgate's machine are floors there, not peers.
-  const peerNames = others.map((c) => c.name).filter((name) => name !== BARE_XSTATE && name !== TOLLGATE_MACHINE);
+  const peerNames = others.map((c) => c.name).filter((name) => name !== BARE_XSTATE && name !== MACHINE);
   let contestants = [...floors, ...ours, ...others];
   if (values.only) {
     const only = new RegExp(values.only, 'i');
@@ -248,10 +238,10 @@ async function main() {
     };
     const page = render(results, targets(results));
     const withPool = workers ? splicePool(page, workers) : page;
-    const markdown = withNotes(
-      longHistories ? spliceLong(withPool, longHistories) : withPool,
-      keptSection(readPage(), 'notes'),
-    );
+    const measured = longHistories ? spliceLong(withPool, longHistories) : withPool;
+    // The hand-written section (what each change paid, what did not), kept from the page before, after the targets.
+    const notes = keptSection(readPage(), 'notes');
+    const markdown = notes ? spliceSection(measured, notes, 'notes', '## µs per step') : measured;
     console.log(`\n${markdown}`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, markdown);

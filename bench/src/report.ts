@@ -274,14 +274,14 @@ ${NOTES}
 
 /**
  * A section of the page between its own markers (`<!-- bench:NAME -->`), measured by a run of its
- * own: put in place of the last one, or before "## Reading the figures".
+ * own (or written by hand): put in place of the last one, or before the heading `before`.
  */
-export function spliceSection(page: string, section: string, name: string): string {
+export function spliceSection(page: string, section: string, name: string, before = '## Reading the figures'): string {
   const [start, end] = markers(name);
   const from = page.indexOf(start);
   const to = page.indexOf(end);
   if (from >= 0 && to > from) return page.slice(0, from) + section + page.slice(to + end.length);
-  const at = page.indexOf('## Reading the figures');
+  const at = page.indexOf(before);
   if (at < 0) return `${page.trimEnd()}\n\n${section}\n`;
   return `${page.slice(0, at)}${section}\n\n${page.slice(at)}`;
 }

@@ -15,8 +15,6 @@ import { MACHINE } from '../report.js';
 import { ANSWER, type Contestant } from '../workload.js';
 import { policyFor, tools } from './tollgate.js';
 
-export const TOLLGATE_MACHINE = MACHINE;
-
 /** The xstate Tollgate itself resolves (the bench has its own copy): actors and machine from one. */
 async function tollgateXState(): Promise<typeof import('xstate')> {
   const require = createRequire(import.meta.url);
@@ -94,7 +92,7 @@ export function tollgateMachine(): Contestant {
     if (answer !== ANSWER || history.length !== 2 * steps + 2) throw new Error('machine: wrong run');
   };
   return {
-    name: TOLLGATE_MACHINE,
+    name: MACHINE,
     persists: 'nothing (the recorded decisions and outcomes of a real run replayed by instant actors)',
     async setup() {
       xstate = await tollgateXState();
