@@ -36,7 +36,10 @@ export function latestSummaryGrowing(history: readonly HistoryEntry[]): number {
   for (let i = whole ? 1 : Math.max(known.length, 1); i < history.length; i++) {
     if (history[i]?.role === 'summary') at = i;
   }
-  found.set(history, { length: history.length, at });
+  if (known) {
+    known.length = history.length;
+    known.at = at;
+  } else found.set(history, { length: history.length, at });
   return at;
 }
 

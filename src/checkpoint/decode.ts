@@ -108,8 +108,9 @@ export function nestingDepth(text: string): number {
 const SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
 
 /**
- * Refuses a text nested deeper than a checkpoint may be (before `JSON.parse` and zod, which
- * recurse). `under`: the levels the text sits under in its checkpoint (an entry: 4).
+ * Refuses a text nested deeper than a checkpoint may be, before anything that recurses (zod,
+ * freezing) walks what it parses to. `under`: the levels the text sits under in its checkpoint
+ * (an entry: 4).
  */
 export function checkDepth(text: string, under = 0): void {
   const depth = nestingDepth(text) + under;
