@@ -96,7 +96,9 @@ export function stepCalls(context: AgentContext, classified: readonly Classified
     };
     if (c.verdict.kind === 'refuse') return { ...call, state: 'done', done: { error: c.verdict.error } };
     if (c.verdict.kind === 'run') return call;
-    const grant = context.standing[c.tool];
+    // Own keys only: a tool named `constructor` or `__proto__` has no standing approval from
+    // Object.prototype.
+    const grant = Object.hasOwn(context.standing, c.tool) ? context.standing[c.tool] : undefined;
     if (grant) {
       // A standing approval given earlier in the run covers this call: recorded as the grant's.
       const { always: _a, args: _e, ...given } = grant;
@@ -176,7 +178,7 @@ export function decide(
   by: string,
   at: string,
 ): { calls: StepCall[]; granted: Record<string, ApprovalRecord> } {
-  const granted: Record<string, ApprovalRecord> = {};
+  const granted = new Map<string, ApprovalRecord>();
   const byId = new Map(decisions.map((d) => [d.callId, d]));
   const next = calls.map((call) => {
     const d = call.state === 'pending' ? byId.get(call.id) : undefined;
@@ -184,10 +186,11 @@ export function decide(
     const approval = approvalOf(d, by, at);
     if (isExpiredAt(call, at)) return expired(call, approval);
     if (!d.approve) return ended(call, `denied by human: ${d.note}`, approval);
-    if (approval.always) granted[call.tool] = approval;
+    if (approval.always) granted.set(call.tool, approval);
     return { ...decided(call), state: 'queued' as const, approval };
   });
-  return { calls: next, granted };
+  // Own data properties, whatever the tool is called (`granted.__proto__ = …` would set the prototype).
+  return { calls: next, granted: Object.fromEntries(granted) };
 }
 
 /** True when the decisions name distinct pending calls, and only pending calls. */

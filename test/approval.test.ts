@@ -70,6 +70,31 @@ describe('approval', () => {
     expect(await other.start('go')).toBe('awaiting_approval');
   });
 
+  // Standing approvals are kept by tool name in a plain object: a name that Object.prototype also
+  // has must not read as a standing approval, nor (`__proto__`) be lost when one is granted.
+  it.each(['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf'])(
+    'a side effect named %s asks a human; an always-approval covers its later calls, across a resume',
+    async (name) => {
+      const tool = recorder(name, { sideEffect: true });
+      const policy = sequence({ tool: name, args: { n: 1 } }, { tool: name, args: { n: 2 } }, { final: 'done' });
+      const agent = new Agent({ policy, tools: [tool.tool], runId: 'r' });
+      expect(await agent.start('go')).toBe('awaiting_approval');
+      expect(tool.calls).toEqual([]);
+      const [call] = agent.state.pendingCalls;
+      expect(call?.tool).toBe(name);
+      const blob = agent.checkpoint();
+      const resumed = Agent.resume(blob, { policy, tools: [tool.tool] });
+      expect(await resumed.decide({ [call?.id as string]: { approve: true, always: true } }, { by: 'ann' })).toBe(
+        'done',
+      );
+      expect(tool.calls.map((c) => c.args)).toEqual([{ n: 1 }, { n: 2 }]);
+      expect(Object.hasOwn(resumed.state.standing, name)).toBe(true);
+      expect(Object.keys(Agent.resume(resumed.checkpoint(), { policy, tools: [tool.tool] }).state.standing)).toEqual([
+        name,
+      ]);
+    },
+  );
+
   it('approve runs the call once with its key; approver and note go into history', async () => {
     const { agent, refund } = refundSetup();
     await agent.start('refund');
