@@ -4,7 +4,7 @@
  * runtime provides with `machine.provide({ actors })`. Importable by Stately tooling as is; each
  * state's `description` says the invariant it keeps.
  */
-import { and, assertEvent, assign, setup } from 'xstate';
+import { and, assertEvent, assign, not, setup } from 'xstate';
 import { exhaustedBudget, spentAfter } from './budget.js';
 import {
   askAgain,
@@ -14,6 +14,7 @@ import {
   isExpiredAt,
   nextQueued,
   runningCall,
+  startsACall,
   updateCall,
 } from './calls.js';
 import { describeError, elapsedOf } from './describe-error.js';
@@ -67,7 +68,16 @@ export const agentMachine = setup({
     activeTimeSpentByCall: ({ context, event }) =>
       event.type === 'xstate.error.actor.policy' &&
       context.activeMs + elapsedOf(event.error) >= (context.limits.maxActiveMs ?? Number.POSITIVE_INFINITY),
+    // Deciding's budget rule applies when a step starts, not to the policy call in flight: see `deciding`.
+    startingAStep: ({ event }) => event.type !== 'EXTEND_BUDGET',
     hasQueuedCall: ({ context }) => nextQueued(context.calls) !== undefined,
+    // Whether the policy's calls, once taken, put one in flight at once (as `stepCalls` will queue them).
+    startsACall: ({ context, event }) =>
+      event.type === 'xstate.done.actor.policy' &&
+      event.output.type === 'calls' &&
+      startsACall(context, event.output.calls),
+    // Whether the call in flight is the step's last without an outcome (nothing queued or pending).
+    isLastCall: ({ context }) => context.calls.every((c) => c.state === 'done' || c.state === 'running'),
     hasPendingCall: ({ context }) => context.calls.some((c) => c.state === 'pending'),
     // Decisions are matched to the exact pending calls by id, never by position: a decision
     // about another request (superseded, or already decided) changes nothing.
@@ -79,6 +89,9 @@ export const agentMachine = setup({
     compactionDue: () => false,
     isSummary: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'summary',
     isSummaryFailure: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'failed',
+    isSummarySkipped: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'skipped',
+    isSummaryOutsideStop: ({ event }) =>
+      event.type === 'xstate.done.actor.summary' && event.output.type === 'exhausted',
     outcomeUnknown: ({ event }) => event.type === 'xstate.done.actor.tool' && event.output.type === 'outcome_unknown',
   },
   actions: {
@@ -102,7 +115,7 @@ export const agentMachine = setup({
     countSummary: assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.summary');
       const s = event.output;
-      return s.type === 'skipped' ? {} : spend(context, s);
+      return s.type === 'summary' || s.type === 'failed' ? spend(context, s) : {};
     }),
     // A failed summary leaves the history as it was and the run going; it is not tried again
     // until the history grew (at most once a step), and not at all after MAX_SUMMARY_FAILURES.
@@ -214,37 +227,39 @@ export const agentMachine = setup({
     },
     running: {
       description: 'Deciding the next step (policy) or carrying out its calls (tools).',
-      initial: 'checking',
+      initial: 'deciding',
       states: {
-        checking: {
-          description: 'Before every policy call: a step the budget does not allow is never taken (invariant 3).',
-          always: [
-            { guard: 'stepsExhausted', target: '#agent.budget_exhausted', actions: 'markStepsExhausted' },
-            { guard: 'tokensExhausted', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },
-            { guard: 'costExhausted', target: '#agent.budget_exhausted', actions: 'markCostExhausted' },
-            { guard: 'timeExhausted', target: '#agent.budget_exhausted', actions: 'markTimeExhausted' },
-            { guard: 'compactionDue', target: 'summarising' },
-            { target: 'deciding' },
-          ],
-        },
-        summarising: {
-          description:
-            "The view is over the compaction threshold: older turns are summarised. The summary is appended to the history (which keeps every entry); its tokens and cost are spent like a policy call's, but it is no step. A failure leaves the view as it was and the run going; a crash here asks again.",
-          invoke: {
-            id: 'summary',
-            src: 'summarize',
-            input: ({ context }) => ({ runId: context.runId, step: context.steps + 1 }),
-            onDone: [
-              { guard: 'isSummary', target: 'checking', actions: ['countSummary', 'recordSummary'] },
-              { guard: 'isSummaryFailure', target: 'checking', actions: ['countSummary', 'recordSummaryFailure'] },
-              // Nothing to summarise after all (resumed without the option): the budgets were just checked.
-              { target: 'deciding' },
-            ],
-            onError: { target: 'checking', actions: 'recordSummaryFailure' },
-          },
-        },
         deciding: {
-          description: 'The policy is asked for the next action: one call of it is one step, whatever it returns.',
+          description:
+            'A step starts here. First the budget rule: a step the budgets do not allow is never taken (invariant 3), and a view over the compaction threshold is summarised first. Then the policy is asked for the next action: one call of it is one step, whatever it returns.',
+          // Tried on entering, before the policy call starts (XState starts an invoked actor only
+          // once the state is at rest), and after every event that stays here; of those, only a
+          // change of limits changes what they read, and it applies from the next step: the call
+          // in flight was allowed, and what it spends is counted.
+          always: [
+            {
+              guard: and(['startingAStep', 'stepsExhausted']),
+              target: '#agent.budget_exhausted',
+              actions: 'markStepsExhausted',
+            },
+            {
+              guard: and(['startingAStep', 'tokensExhausted']),
+              target: '#agent.budget_exhausted',
+              actions: 'markTokensExhausted',
+            },
+            {
+              guard: and(['startingAStep', 'costExhausted']),
+              target: '#agent.budget_exhausted',
+              actions: 'markCostExhausted',
+            },
+            {
+              guard: and(['startingAStep', 'timeExhausted']),
+              target: '#agent.budget_exhausted',
+              actions: 'markTimeExhausted',
+            },
+            // Not straight back to a summariser that just found nothing to summarise: no loop.
+            { guard: and(['startingAStep', 'compactionDue', not('isSummarySkipped')]), target: 'summarising' },
+          ],
           invoke: {
             id: 'policy',
             src: 'policy',
@@ -253,8 +268,15 @@ export const agentMachine = setup({
               // The policy was not called: the run's group is out of budget (the runtime checked the store).
               { guard: 'isOutsideStop', target: '#agent.budget_exhausted', actions: 'markGroupExhausted' },
               { guard: 'isFinal', target: '#agent.done', actions: ['countDecision', 'recordFinal'] },
+              // The step's first call that needs nobody goes in flight at once (its write-ahead record).
+              {
+                guard: and(['isCalls', 'startsACall']),
+                target: 'executing',
+                actions: ['countDecision', 'takeCalls', 'startNextCall'],
+              },
               { guard: 'isCalls', target: 'dispatching', actions: ['countDecision', 'takeCalls'] },
-              { target: 'checking', actions: ['countDecision', 'recordMalformed'] },
+              // A malformed action is a step too: the model is told, and the next step starts.
+              { target: 'deciding', reenter: true, actions: ['countDecision', 'recordMalformed'] },
             ],
             onError: [
               {
@@ -266,13 +288,31 @@ export const agentMachine = setup({
             ],
           },
         },
+        summarising: {
+          description:
+            "The view is over the compaction threshold: older turns are summarised. The summary is appended to the history (which keeps every entry); its tokens and cost are spent like a policy call's, but it is no step. A failure leaves the view as it was and the run going; a crash here asks again.",
+          invoke: {
+            id: 'summary',
+            src: 'summarize',
+            input: ({ context }) => ({ runId: context.runId, step: context.steps + 1 }),
+            onDone: [
+              { guard: 'isSummary', target: 'deciding', actions: ['countSummary', 'recordSummary'] },
+              { guard: 'isSummaryFailure', target: 'deciding', actions: ['countSummary', 'recordSummaryFailure'] },
+              // Not summarised: the run's group is out of budget (the runtime checked the store).
+              { guard: 'isSummaryOutsideStop', target: '#agent.budget_exhausted', actions: 'markGroupExhausted' },
+              // Nothing to summarise (resumed without the option): deciding asks the policy.
+              { target: 'deciding' },
+            ],
+            onError: { target: 'deciding', actions: 'recordSummaryFailure' },
+          },
+        },
         dispatching: {
           description:
             'Carries out the step: queued calls run one at a time in call order; calls that need a human wait; the policy is asked again only when every call has an outcome.',
           always: [
             { guard: 'hasQueuedCall', target: 'executing', actions: 'startNextCall' },
             { guard: 'hasPendingCall', target: '#agent.awaiting_approval' },
-            { target: 'checking', actions: 'finishStep' },
+            { target: 'deciding', actions: 'finishStep' },
           ],
         },
         executing: {
@@ -284,9 +324,14 @@ export const agentMachine = setup({
             input: ({ context }) => runningCall(context.calls) as StepCall,
             onDone: [
               { guard: 'outcomeUnknown', target: 'dispatching', actions: 'requestAgain' },
+              // The step's last call has its outcome: the step's record goes into the history, the next starts.
+              { guard: 'isLastCall', target: 'deciding', actions: ['recordOutcome', 'finishStep'] },
               { target: 'dispatching', actions: 'recordOutcome' },
             ],
-            onError: { target: 'dispatching', actions: 'recordToolFault' },
+            onError: [
+              { guard: 'isLastCall', target: 'deciding', actions: ['recordToolFault', 'finishStep'] },
+              { target: 'dispatching', actions: 'recordToolFault' },
+            ],
           },
           // The other calls of the step may be decided (or expire) while this one runs: they are
           // queued (or ended) and dispatched when it is done; the call in flight is not touched.

@@ -108,6 +108,16 @@ export function stepCalls(context: AgentContext, classified: readonly Classified
   });
 }
 
+/** Whether a classified call is queued at once: it needs no human, or a standing approval covers it. */
+function queuedAtOnce(standing: AgentContext['standing'], c: ClassifiedCall): boolean {
+  return c.verdict.kind === 'run' || (c.verdict.kind === 'ask' && Object.hasOwn(standing, c.tool));
+}
+
+/** Whether the step's calls (as `stepCalls` will make them) put one in flight at once. */
+export function startsACall(context: AgentContext, classified: readonly ClassifiedCall[]): boolean {
+  return classified.some((c) => queuedAtOnce(context.standing, c));
+}
+
 /** The first queued call, in call order: the next to run. */
 export function nextQueued(calls: readonly StepCall[]): StepCall | undefined {
   return calls.find((c) => c.state === 'queued');

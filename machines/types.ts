@@ -279,12 +279,15 @@ export type Decision = DecisionCost &
 /**
  * The summariser actor's output. `failed`: the summary could not be had (it threw, timed out or
  * returned something unusable); the run goes on with the uncompacted view. `skipped`: nothing to
- * summarise (a run resumed without its `compaction` option).
+ * summarise (a run resumed without its `compaction` option). `exhausted`: the run's group is out
+ * of budget (the runtime checked the store): no summary was paid for, and the run stops
+ * `budget_exhausted`, as the policy call after it would have.
  */
 export type SummaryOutcome =
   | (DecisionCost & { type: 'summary'; text: string; covers: { from: number; to: number } })
   | (DecisionCost & { type: 'failed'; error: string })
-  | { type: 'skipped' };
+  | { type: 'skipped' }
+  | { type: 'exhausted'; budget: 'group' };
 
 /** The tool actor's output. */
 export type ToolOutcome =

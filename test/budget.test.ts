@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Agent, OptionsError, RunStateError } from '../src/index.js';
+import { type Action, Agent, OptionsError, RunStateError } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
-import { recorder, sequence } from './support/helpers.js';
+import { gate, recorder, sequence, until } from './support/helpers.js';
 
 const loop = () => sequence({ tool: 't', usage: { inputTokens: 10, outputTokens: 5 } });
 
@@ -52,6 +52,27 @@ describe('step budget', () => {
     expect(await agent.run()).toBe('budget_exhausted');
     expect(policy.calls).toHaveLength(4);
     expect(agent.state.steps).toBe(4);
+  });
+
+  it('a limit lowered while the policy is asked applies from the next step: the call in flight counts', async () => {
+    const held = gate<Action>();
+    const t = recorder('t');
+    let asked = 0;
+    const policy = (): Action | Promise<Action> => {
+      asked++;
+      return asked === 2 ? held.promise : { tool: 't', usage: { inputTokens: 10, outputTokens: 5 } };
+    };
+    const agent = new Agent({ policy, tools: [t.tool], maxSteps: 5 });
+    const status = agent.start('go');
+    await until(() => asked === 2);
+    expect(agent.extendBudget({ maxSteps: 1 })).toMatchObject({ maxSteps: 1 });
+    expect(agent.status).toBe('running');
+    held.resolve({ tool: 't', usage: { inputTokens: 7, outputTokens: 3 } });
+    expect(await status).toBe('budget_exhausted');
+    // Not aborted: its usage is spent and its call ran; no third policy call.
+    expect(asked).toBe(2);
+    expect(t.calls).toHaveLength(2);
+    expect(agent.state).toMatchObject({ steps: 2, stoppedBy: 'steps', usage: { inputTokens: 17, outputTokens: 8 } });
   });
 
   it('extendBudget works on a resumed run before it is started, and survives checkpoint', async () => {

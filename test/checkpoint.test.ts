@@ -83,7 +83,11 @@ describe('a bad checkpoint gets a CheckpointError, never a tool call', () => {
     ['missing version', (b) => edit(b, (c) => delete c.version), /with format, version and snapshot/],
     ['unknown state', (b) => edit(b, (c) => (c.snapshot.value = 'sleeping')), /snapshot.value/],
     ['unknown running substate', (b) => edit(b, (c) => (c.snapshot.value = { running: 'dreaming' })), /snapshot.value/],
-    ['a transient state', (b) => edit(b, (c) => (c.snapshot.value = { running: 'checking' })), /snapshot.value/],
+    [
+      'a state the machine no longer has',
+      (b) => edit(b, (c) => (c.snapshot.value = { running: 'checking' })),
+      /snapshot.value/,
+    ],
     [
       'the transient dispatching',
       (b) => edit(b, (c) => (c.snapshot.value = { running: 'dispatching' })),

@@ -32,7 +32,6 @@ describe('the machine diagram', () => {
         'agent.failed',
         'agent.idle',
         'agent.running',
-        'agent.running.checking',
         'agent.running.deciding',
         'agent.running.dispatching',
         'agent.running.executing',
@@ -41,22 +40,35 @@ describe('the machine diagram', () => {
     );
     const edge = (from: string, to: string, event: string) =>
       g.edges.some((e) => e.from === `agent.${from}` && e.to === `agent.${to}` && e.event === event);
-    expect(edge('running.checking', 'budget_exhausted', 'always')).toBe(true);
+    // The budget rule is deciding's own: tried on entering it, before the policy call starts.
+    expect(edge('running.deciding', 'budget_exhausted', 'always')).toBe(true);
+    expect(edge('running.deciding', 'running.summarising', 'always')).toBe(true);
+    // A step whose first call needs nobody goes straight to it; its last outcome starts the next step.
+    expect(edge('running.deciding', 'running.executing', 'done:policy')).toBe(true);
+    expect(edge('running.deciding', 'running.dispatching', 'done:policy')).toBe(true);
+    expect(edge('running.executing', 'running.deciding', 'done:tool')).toBe(true);
+    expect(edge('running.executing', 'running.deciding', 'error:tool')).toBe(true);
     expect(edge('awaiting_approval', 'running.dispatching', 'DECIDE')).toBe(true);
     expect(edge('running.dispatching', 'running.executing', 'always')).toBe(true);
     expect(edge('running.dispatching', 'awaiting_approval', 'always')).toBe(true);
+    expect(edge('running.dispatching', 'running.deciding', 'always')).toBe(true);
     expect(edge('running.executing', 'running.dispatching', 'done:tool')).toBe(true);
-    expect(edge('running.checking', 'running.summarising', 'always')).toBe(true);
-    expect(edge('running.summarising', 'running.checking', 'done:summary')).toBe(true);
-    expect(edge('running.summarising', 'running.checking', 'error:summary')).toBe(true);
+    expect(edge('running.summarising', 'running.deciding', 'done:summary')).toBe(true);
+    expect(edge('running.summarising', 'budget_exhausted', 'done:summary')).toBe(true);
+    expect(edge('running.summarising', 'running.deciding', 'error:summary')).toBe(true);
     for (const s of ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed']) {
       expect(edge(s, 'cancelled', 'CANCEL')).toBe(true);
     }
     expect(edge('done', 'cancelled', 'CANCEL')).toBe(false);
     const mermaid = machineMermaid();
     expect(mermaid.startsWith('stateDiagram-v2\n')).toBe(true);
-    expect(mermaid).toContain('running_checking --> budget_exhausted : always [stepsExhausted]');
+    expect(mermaid).toContain('running_deciding --> budget_exhausted : always [startingAStep && stepsExhausted]');
+    expect(mermaid).toContain(
+      'running_deciding --> budget_exhausted : error:policy [isPolicyError && activeTimeLimited && activeTimeSpentByCall]',
+    );
     expect(mermaid).toContain('state "executing" as running_executing');
-    expect(mermaid).toContain('running_checking --> running_summarising : always [compactionDue]');
+    expect(mermaid).toContain(
+      'running_deciding --> running_summarising : always [startingAStep && compactionDue && !isSummarySkipped]',
+    );
   });
 });

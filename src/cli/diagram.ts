@@ -16,8 +16,15 @@ const local = (id: string) => id.replace(/^agent\./, '').replace(/\./g, '_');
 const eventName = (type: string) =>
   type === '' ? 'always' : type.replace(/^xstate\.done\.actor\./, 'done:').replace(/^xstate\.error\.actor\./, 'error:');
 
+/** A guard as drawn: its name, or XState's `and`/`or`/`not` of names as `a && b`, `a || b`, `!a`. */
 function guardName(guard: unknown): string | undefined {
   if (typeof guard === 'string') return guard;
+  const inner = typeof guard === 'function' ? (guard as unknown as { guards?: unknown }).guards : undefined;
+  if (typeof guard === 'function' && Array.isArray(inner)) {
+    const parts = inner.map((g) => guardName(g) ?? '?');
+    if (guard.name === 'not') return `!${parts.join('')}`;
+    return parts.join(guard.name === 'or' ? ' || ' : ' && ');
+  }
   if (guard && typeof guard === 'object' && 'type' in guard) return String((guard as { type: unknown }).type);
   return undefined;
 }

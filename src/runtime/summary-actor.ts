@@ -89,8 +89,8 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
   if (compaction === null || cover === null) return { type: 'skipped' };
   await run.beforeCall(false);
   if (signal.aborted) throw signal.reason;
-  // A group out of budget: no summary is paid for; the policy call's own check stops the run next.
-  if (run.group && (await run.group.exhausted())) return { type: 'skipped' };
+  // A group out of budget: no summary is paid for, and the run stops for it (as the policy call would).
+  if (run.group && (await run.group.exhausted())) return { type: 'exhausted', budget: 'group' };
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   const remaining = run.remaining();

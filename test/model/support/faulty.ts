@@ -142,7 +142,7 @@ export const VARIANTS: Variant[] = [
             context.calls.some(isPending) && !context.calls.some((c) => c.state === 'done'),
           target: '#agent.awaiting_approval',
         },
-        { target: 'checking', actions: 'finishStep' },
+        { target: 'deciding', actions: 'finishStep' },
       ]),
     caughtBy: /calls:|inv6|spec:/,
   },
