@@ -58,7 +58,6 @@ const price = z
     error: priceTable,
   })
   .optional();
-const priceEntries = z.record(z.string(), modelPrice);
 const timerMs = (extra = '') =>
   must(`a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}${extra}`, (e) => z.number(e).gt(0, e).max(MAX_TIMER_MS, e));
 const text = (what: string) =>
@@ -271,15 +270,20 @@ export function checkShape<T>(call: string, value: T, shape: z.core.$ZodLooseSha
   throw new OptionsError(`${call}: ${where || 'options'} must be ${issue.message}, got ${got}`);
 }
 
-/** A price table's entries, each checked, the bad one named: `price["gpt-4.1"].inputUsdPerMTok`. */
+/**
+ * A price table's entries, each checked, the bad one named: `price["gpt-4.1"].inputUsdPerMTok`.
+ * Every own key, one by one: zod's `z.record` passes over a `__proto__` key (as JSON.parse makes
+ * one) without checking its value, and a model may well be called that.
+ */
 function checkPrice(call: string, value: unknown): void {
   if (typeof value !== 'object' || value === null) return;
-  const result = priceEntries.safeParse(value);
-  if (result.success) return;
-  const issue = result.error.issues[0] as z.core.$ZodIssue;
-  const [model, ...rest] = issue.path;
-  const where = `price[${JSON.stringify(String(model))}]${rest.length > 0 ? `.${pathText(rest)}` : ''}`;
-  throw new OptionsError(`${call}: ${where} must be ${issue.message}, got ${showValue(valueAt(value, issue.path))}`);
+  for (const [model, entry] of Object.entries(value)) {
+    const result = modelPrice.safeParse(entry);
+    if (result.success) continue;
+    const issue = result.error.issues[0] as z.core.$ZodIssue;
+    const where = `price[${JSON.stringify(model)}]${issue.path.length > 0 ? `.${pathText(issue.path)}` : ''}`;
+    throw new OptionsError(`${call}: ${where} must be ${issue.message}, got ${showValue(valueAt(entry, issue.path))}`);
+  }
 }
 
 function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {

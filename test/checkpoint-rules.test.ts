@@ -446,6 +446,31 @@ const rules: [string, Base, (c: any) => void, string, string][] = [
     'snapshot.context.standing.send',
     'a standing approval is an approval given for always',
   ],
+  // A tool may be called `__proto__` (JSON.parse makes such a key): its grant is checked like any.
+  [
+    'a standing approval under __proto__ that is no approval record',
+    'awaiting',
+    (c) =>
+      (c.snapshot.context.standing = JSON.parse(
+        `{"__proto__":${JSON.stringify({ ...denial, approved: true, always: true, by: { not: 'a name' } })}}`,
+      )),
+    'snapshot.context.standing.__proto__',
+    'a standing approval is an approval given for always',
+  ],
+  [
+    'a null standing approval under __proto__',
+    'awaiting',
+    (c) => (c.snapshot.context.standing = JSON.parse('{"__proto__":null}')),
+    'snapshot.context.standing.__proto__',
+    'a standing approval is an approval given for always',
+  ],
+  [
+    'a standing denial under __proto__',
+    'awaiting',
+    (c) => (c.snapshot.context.standing = JSON.parse(`{"__proto__":${JSON.stringify({ ...denial, always: true })}}`)),
+    'snapshot.context.standing.__proto__',
+    'a standing approval is an approval given for always',
+  ],
   // The children are exactly the invoke of the state.
   [
     'a policy actor on a state that invokes none',

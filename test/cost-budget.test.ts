@@ -382,6 +382,13 @@ describe('options', () => {
     expect(() => new Agent({ ...base, price: { m: { inputUsdPerMTok: 1 } } as never })).toThrow(
       /price\["m"\]\.outputUsdPerMTok must be/,
     );
+    // A model may be called `__proto__` (JSON.parse makes such a key); its price is checked too.
+    const proto = JSON.parse(
+      '{"m":{"inputUsdPerMTok":1,"outputUsdPerMTok":1},"__proto__":{"inputUsdPerMTok":-1e9,"outputUsdPerMTok":0}}',
+    );
+    expect(() => new Agent({ ...base, price: proto })).toThrow(
+      'new Agent: price["__proto__"].inputUsdPerMTok must be a number of US dollars per million tokens ≥ 0, got -1000000000',
+    );
     for (const bad of [{}, 5, 'gpt-4.1', [], null]) {
       expect(() => new Agent({ ...base, price: bad as never }), JSON.stringify(bad)).toThrow(
         /new Agent: price must be a table of prices by model name/,

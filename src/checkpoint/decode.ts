@@ -194,7 +194,8 @@ export function checkParsed(parsed: unknown, surrogates: boolean): PersistedRun 
   }
   checkHistory(history);
   // The parsed value itself, not zod's copy: zod drops `__proto__` keys from records, and the
-  // run must keep exactly the arguments it recorded (a strict schema passed: nothing extra is in it).
+  // run must keep exactly the arguments it recorded. Strict objects refuse a `__proto__` key; a
+  // record's is not checked by zod, so the rules check the one record that matters (standing).
   const run = shallow as PersistedRun;
   if (shallow !== given) run.context.history = history as HistoryEntry[];
   // Before the rules, which canonicalise calls (their ids) and children: a lone surrogate parses,

@@ -8,7 +8,7 @@ import { callIdOf, keyOf } from '../../machines/calls.js';
 import { canonicalJson } from '../../machines/canonical.js';
 import { assistantEntry } from '../../machines/history.js';
 import type { Status, StepCall } from '../../machines/types.js';
-import type { PersistedRun } from './schema.js';
+import { approvalSchema, type PersistedRun } from './schema.js';
 
 /** The status a persisted value stands for. */
 export function statusOfValue(v: PersistedRun['value']): Status {
@@ -139,7 +139,9 @@ export function consistencyProblem(run: PersistedRun): Problem | null {
     return ['snapshot.context.stoppedBy', 'stoppedBy must be set exactly when budget_exhausted'];
   }
   for (const [tool, grant] of Object.entries(c.standing)) {
-    if (!grant.approved || grant.always !== true) {
+    // Each grant is checked here again: the schema's record passes over a `__proto__` key (a tool
+    // may be called that) without checking its value (zod 4).
+    if (!approvalSchema.safeParse(grant).success || !grant.approved || grant.always !== true) {
       return [`snapshot.context.standing.${tool}`, 'a standing approval is an approval given for always'];
     }
   }

@@ -39,7 +39,8 @@ export function parseDecisions(body: unknown): Record<string, ApiDecision> {
   }
   const entries = Object.entries(body.decisions);
   if (entries.length === 0) throw new OptionsError('decisions name no call');
-  const out: Record<string, ApiDecision> = {};
+  // No prototype: a call id is any key the body has, `__proto__` included (refused later as no pending call).
+  const out: Record<string, ApiDecision> = Object.create(null);
   for (const [id, d] of entries) {
     const where = `call ${JSON.stringify(id)}`;
     if (!isPlainObject(d)) throw new OptionsError(`${where}: a decision must be an object`);
@@ -94,7 +95,7 @@ function repeatOf(
 ): RecordedDecision | null {
   const applied = decisionsOf(run.context.calls, run.context.history);
   const ids = Object.keys(decisions);
-  if (queued && queued.by === by && ids.every((id) => id in queued.decisions)) {
+  if (queued && queued.by === by && ids.length > 0 && ids.every((id) => Object.hasOwn(queued.decisions, id))) {
     const match = ids.every((id) => {
       const q = queued.decisions[id] as { approve?: boolean; args?: unknown };
       const d = decisions[id] as ApiDecision;

@@ -128,7 +128,8 @@ export function runDetail(record: StoredRun, now: number, definition: AgentDefin
 }
 
 function toolsOf(definition: AgentDefinition<any>): Record<string, ToolView> {
-  const tools: Record<string, ToolView> = {};
+  // No prototype: a tool may be called `__proto__`, and it is a tool like any other here.
+  const tools: Record<string, ToolView> = Object.create(null);
   for (const tool of definition.tools) {
     let parameters: JsonObject | null = null;
     try {

@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboxServer } from '../../src/inbox/index.js';
+import { Agent, agentOptionsOf, defineAgent } from '../../src/index.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { recordDecision, Worker } from '../../src/worker/index.js';
@@ -68,6 +69,48 @@ describe('reading runs', () => {
     const missing = await call(url, 'GET', '/api/runs/nope', { token: dana });
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe('not_found');
+  });
+});
+
+describe('keys that Object.prototype has', () => {
+  it('shows a tool called __proto__ like any other', async () => {
+    const odd = defineAgent({
+      name: 'odd',
+      policy: () => ({ tool: '__proto__', args: {} }),
+      tools: [{ name: '__proto__', description: 'odd', sideEffect: true, fn: () => 'x' }],
+    });
+    await new Agent({ ...agentOptionsOf(odd), store, runId: 'r-odd' }).start('go');
+    const other = await startInbox({ store, auth: { users: TOKENS }, agents: [desk, odd] });
+    try {
+      const { body } = await call(other.url, 'GET', '/api/runs/r-odd', { token: dana });
+      expect(Object.keys(body.run.tools)).toEqual(['__proto__']);
+      expect(Object.getOwnPropertyDescriptor(body.run.tools, '__proto__')?.value).toMatchObject({
+        description: 'odd',
+        editable: true,
+      });
+    } finally {
+      await other.inbox.close();
+    }
+  });
+
+  it('a decision keyed __proto__ or constructor names no pending call: 409, nothing recorded, no repeat echoed', async () => {
+    const [pending] = await pendingOf('r-old');
+    const proto = JSON.parse('{"__proto__":{"approve":true}}');
+    for (const decisions of [
+      proto,
+      { ...proto, [pending!.id]: { approve: true } },
+      { constructor: { approve: true } },
+    ]) {
+      const answer = await decide('r-old', decisions);
+      expect(answer.status, JSON.stringify(decisions)).toBe(409);
+      expect(answer.body.error.code).toBe('stale');
+    }
+    expect((await store.load('r-old'))?.decision).toBeNull();
+    // Once dana recorded a denial, a request naming only `__proto__` is no repeat of it.
+    expect((await decide('r-old', { [pending!.id]: { approve: false, note: 'no' } })).status).toBe(201);
+    const again = await decide('r-old', proto);
+    expect(again.status).toBe(409);
+    expect(again.body.repeated).toBeUndefined();
   });
 });
 
