@@ -68,6 +68,11 @@ describe.concurrent('crash tests: SIGKILL at random moments, then resume from th
     await crash({ kind: 'sqlite', file: join(dir, 'crash-points.db') }, 'points');
   });
 
+  // The file store has no relaxed writes (every save is fsynced): one mode is all there is to kill.
+  it('file store', { timeout: timeout }, async () => {
+    await crash({ kind: 'file', dir: join(dir, 'files') }, 'full');
+  });
+
   it.skipIf(!pg.url)(
     `Postgres${pg.skipReason ? ` (skipped: ${pg.skipReason})` : ''}`,
     { timeout: 2 * timeout },

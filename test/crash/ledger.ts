@@ -1,14 +1,20 @@
 /**
- * The crash test's world: a checkpoint store and, in the same database, the ledger that the
- * side-effecting tools write to. Two tables:
+ * The crash test's world: a checkpoint store and, in the same database (for the file store, in an
+ * SQLite database beside it), the ledger that the side-effecting tools write to. Two tables:
  * - `ledger_pay`: one row per call of the non-idempotent `pay` tool, nothing deduplicated;
  * - `ledger_ship`: the idempotent `ship` tool's effect, UNIQUE on the idempotency key
  *   (INSERT … ON CONFLICT), counting how often it was called for that key.
  * Every row records the approved call id the tool was given (`ctx.approvedCallId`).
  */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CheckpointStore } from '../../src/index.js';
 
-export type WorldSpec = { kind: 'postgres'; url: string; schema: string } | { kind: 'sqlite'; file: string };
+export type WorldSpec =
+  | { kind: 'postgres'; url: string; schema: string }
+  | { kind: 'sqlite'; file: string }
+  /** The file store in `dir/store`, the ledger in an SQLite database beside it (`dir/ledger.db`). */
+  | { kind: 'file'; dir: string };
 
 interface LedgerRow {
   key: string;
@@ -39,7 +45,8 @@ export interface World {
 }
 
 export async function openWorld(spec: WorldSpec): Promise<World> {
-  return spec.kind === 'postgres' ? postgresWorld(spec) : sqliteWorld(spec);
+  if (spec.kind === 'postgres') return postgresWorld(spec);
+  return spec.kind === 'sqlite' ? sqliteWorld(spec) : fileWorld(spec);
 }
 
 /** Drivers are loaded lazily: a child on one database does not pay for the other's start-up. */
@@ -88,11 +95,21 @@ async function postgresWorld(spec: { url: string; schema: string }): Promise<Wor
 }
 
 async function sqliteWorld(spec: { file: string }): Promise<World> {
-  const { default: Database } = await import('better-sqlite3');
   const { SqliteStore } = await import('../../src/stores/sqlite.js');
-  const store = SqliteStore.open(spec.file);
-  // The ledger's own connection to the same file (WAL: readers and one writer at a time).
-  const db = new Database(spec.file);
+  return sqliteLedger(SqliteStore.open(spec.file), spec.file);
+}
+
+async function fileWorld(spec: { dir: string }): Promise<World> {
+  const { FileStore } = await import('../../src/stores/file.js');
+  mkdirSync(spec.dir, { recursive: true });
+  return sqliteLedger(new FileStore({ dir: join(spec.dir, 'store') }), join(spec.dir, 'ledger.db'));
+}
+
+/** `store` with the ledger in the SQLite database `file` (the store's own, or one beside it). */
+async function sqliteLedger(store: CheckpointStore, file: string): Promise<World> {
+  const { default: Database } = await import('better-sqlite3');
+  // The ledger's own connection (WAL: readers and one writer at a time).
+  const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   return {
