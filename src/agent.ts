@@ -110,7 +110,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * recorded for the run (`recordDecision`, the approval queue) is applied by `run()`.
    * @throws RunNotFoundError when the store has no such run.
    * @throws CheckpointError (naming the run) when the stored run is not valid.
-   * @throws RunBusyError when another live owner holds the run (and `leaseWaitMs` passed).
+   * @throws RunBusyError when another live owner holds the run (and `leaseWaitMs` passed); a run
+   * that has ended is read without a claim on a store with `summary`, so it is never busy there.
    */
   static async load<Tools extends readonly Tool[] = readonly Tool[]>(
     store: CheckpointStore,
@@ -122,19 +123,31 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     const parsed = parseResumeOptions(rest as ResumeOptions<Tools>, 'Agent.load');
     if (held !== undefined) checkHeldLease(held, runId);
     const terms = parsed.runtime.lease;
-    // Claimed before it is read: a run another live process works on is refused (RunBusyError),
-    // never loaded and worked twice; what is read under the lease is the latest.
-    const lease =
+    // A run that has ended never changes again (nothing can be done to it but delete it): on a
+    // store that tells a run's status alone, it is read without a claim, writing nothing, whoever
+    // holds its lease. An unknown run is not claimed either.
+    const notFound = () => new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
+    const peeked = held === undefined && store.summary ? await store.summary(runId) : undefined;
+    if (peeked === null) throw notFound();
+    // Any other run is claimed before it is read: a run another live process works on is refused
+    // (RunBusyError), never loaded and worked twice; what is read under the lease is the latest.
+    const claim = () =>
       held ??
-      (await store.claim(runId, {
+      store.claim(runId, {
         owner: terms.owner,
         leaseMs: terms.leaseMs,
         ...(terms.waitMs > 0 ? { wait: terms.waitMs } : {}),
-      }));
+      });
+    let lease = peeked !== undefined && FINAL.includes(peeked.status) ? null : await claim();
     let agent: Agent<Tools>;
     try {
-      const record = await store.load(runId);
-      if (!record) throw new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
+      let record = await store.load(runId);
+      if (lease === null && record && !FINAL.includes(record.status)) {
+        // Deleted and made again since its summary was read: claimed and read again, as any run.
+        lease = await claim();
+        record = await store.load(runId);
+      }
+      if (!record) throw notFound();
       const place = {
         store,
         version: record.version,
@@ -155,7 +168,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
       ) as Agent<Tools>;
     } catch (error) {
       // A lease the caller handed in stays the caller's to release (or to let lapse).
-      if (held === undefined) await store.release(lease).catch(() => false);
+      if (held === undefined && lease !== null) await store.release(lease).catch(() => false);
       throw error;
     }
     // A run at rest is given up at once (claimed again before its next save); a run found

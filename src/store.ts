@@ -186,6 +186,13 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
   /** Runs, optionally by status and expiry, oldest update first. */
   list(options?: ListOptions): Promise<RunSummary[]>;
   /**
+   * One run's summary, as `list` gives it (no head, no entries), or null if the store does not
+   * have it. Optional: with it, `Agent.load` reads a run that has ended (`done`, `cancelled`)
+   * without claiming it — it writes nothing, and is never busy — and pays one small read more
+   * for every other run; without it, every run is claimed before it is read.
+   */
+  summary?(runId: string): Promise<RunSummary | null>;
+  /**
    * Deletes a run (at `expectedVersion`, when given), under the same lease rule as `save`.
    * The run's lease record stays (its token keeps growing if the id is used again).
    * @returns whether a run was deleted: false when there is none (whatever the lease).

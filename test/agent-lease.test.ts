@@ -3,7 +3,14 @@
 // agent in a call longer than its lease keeps the run by renewing it. The store's own lease
 // rules are in the conformance suite; the LeaseHolder's in test/lease-holder.test.ts.
 import { describe, expect, it } from 'vitest';
-import { Agent, LeaseLostError, RunBusyError, type Tool } from '../src/index.js';
+import {
+  Agent,
+  type CheckpointStore,
+  LeaseLostError,
+  RunBusyError,
+  RunNotFoundError,
+  type Tool,
+} from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { gate, idLike, sequence, until } from './support/helpers.js';
 
@@ -168,5 +175,108 @@ describe('an agent’s lease on a reachable store', () => {
       expect(await running).toBe('done');
       expect(shipped).toBe(1);
     });
+  });
+});
+
+describe('Agent.load of a run that has ended', () => {
+  /** A memory store (with `summary`, or without it as a custom store may be) whose claims are counted. */
+  function counted(summary = true) {
+    const inner = new MemoryStore();
+    const calls = { claim: 0, release: 0, summary: 0 };
+    const store: CheckpointStore = {
+      load: (runId) => inner.load(runId),
+      save: (...args) => inner.save(...args),
+      list: (options) => inner.list(options),
+      delete: (...args) => inner.delete(...args),
+      claim: (...args) => {
+        calls.claim++;
+        return inner.claim(...args);
+      },
+      renew: (...args) => inner.renew(...args),
+      release: (lease) => {
+        calls.release++;
+        return inner.release(lease);
+      },
+      queueDecision: (...args) => inner.queueDecision(...args),
+      claimNext: (options) => inner.claimNext(options),
+      close: () => inner.close(),
+      ...(summary
+        ? {
+            summary: (runId: string) => {
+              calls.summary++;
+              return inner.summary(runId);
+            },
+          }
+        : {}),
+    };
+    const reset = () => Object.assign(calls, { claim: 0, release: 0, summary: 0 });
+    return { store, calls, reset };
+  }
+  const options = (owner = 'me') => ({ owner, policy: sequence({ final: 'x' }), tools: [] });
+
+  it('is read without a claim, writing nothing, even while another owner holds its lease', async () => {
+    const { store, calls, reset } = counted();
+    const done = new Agent({ runId: 'r', store, policy: sequence({ final: 'ok' }), tools: [] });
+    expect(await done.start('go')).toBe('done');
+    const before = await store.load('r');
+    const other = await store.claim('r', { owner: 'other', leaseMs: 60_000 }); // giving it up, say
+    reset();
+    const loaded = await Agent.load(store, 'r', options());
+    expect(loaded.status).toBe('done');
+    expect(loaded.checkpoint()).toBe(done.checkpoint());
+    expect(await loaded.run()).toBe('done'); // nothing to do, nothing written
+    expect(calls).toEqual({ claim: 0, release: 0, summary: 1 });
+    expect(await store.load('r')).toEqual(before);
+    expect(await store.release(other)).toBe(true); // the other owner's lease was left alone
+  });
+
+  it('a cancelled run too; a run at rest that has not ended is claimed as before (and refused while held)', async () => {
+    const { store, calls, reset } = counted();
+    await new Agent({ runId: 'c', store, policy: sequence({ final: 'ok' }), tools: [] }).cancel('no');
+    await new Agent({ runId: 'p', store, policy: sequence({ tool: 't' }), tools: [], maxSteps: 0 }).start('go');
+    reset();
+    expect((await Agent.load(store, 'c', options())).status).toBe('cancelled');
+    expect(calls.claim).toBe(0);
+    const held = await store.claim('p', { owner: 'other', leaseMs: 60_000 });
+    reset();
+    expect(await Agent.load(store, 'p', options()).catch((e) => e)).toBeInstanceOf(RunBusyError);
+    expect(calls.claim).toBe(1);
+    await store.release(held);
+    reset();
+    expect((await Agent.load(store, 'p', options())).status).toBe('budget_exhausted');
+    expect(calls).toEqual({ claim: 1, release: 1, summary: 1 });
+  });
+
+  it('on a store without summary, every run is claimed before it is read, as before', async () => {
+    const { store, calls, reset } = counted(false);
+    await new Agent({ runId: 'r', store, policy: sequence({ final: 'ok' }), tools: [] }).start('go');
+    reset();
+    expect((await Agent.load(store, 'r', options())).status).toBe('done');
+    expect(calls).toEqual({ claim: 1, release: 1, summary: 0 });
+  });
+
+  it('a run deleted and made again after its summary said it had ended is claimed and read again', async () => {
+    const { store, calls } = counted();
+    await new Agent({ runId: 'r', store, policy: sequence({ final: 'ok' }), tools: [] }).start('go');
+    const summary = store.summary as NonNullable<CheckpointStore['summary']>;
+    let claimsBefore = 0;
+    store.summary = async (runId) => {
+      const seen = await summary(runId);
+      // Between the summary and the load: the ended run is deleted, and a new one paused under its id.
+      await store.delete(runId);
+      await new Agent({ runId, store, policy: sequence({ tool: 't' }), tools: [], maxSteps: 0 }).start('again');
+      claimsBefore = calls.claim;
+      return seen;
+    };
+    const loaded = await Agent.load(store, 'r', options());
+    expect(loaded.status).toBe('budget_exhausted');
+    expect(loaded.state.history[0]).toEqual({ role: 'user', content: 'again' });
+    expect(calls.claim).toBe(claimsBefore + 1);
+  });
+
+  it('an unknown run is RunNotFoundError, and nothing is claimed for it', async () => {
+    const { store, calls } = counted();
+    await expect(Agent.load(store, 'nope', options())).rejects.toBeInstanceOf(RunNotFoundError);
+    expect(calls).toEqual({ claim: 0, release: 0, summary: 1 });
   });
 });

@@ -202,6 +202,14 @@ export class FileStore implements CheckpointStore {
     });
   }
 
+  async summary(runId: string): Promise<RunSummary | null> {
+    checkRunId('summary', runId);
+    return this.#guard('summary', async () => {
+      const found = await readHead('summary', join(this.#runs, runDirName(runId)), runId);
+      return found ? summaryOf(found.meta) : null;
+    });
+  }
+
   async list(options?: ListOptions): Promise<RunSummary[]> {
     const { status, expired, limit, agent } = checkListOptions(options);
     const now = expired === undefined ? 0 : nowOf(this.#now, 'list');

@@ -116,6 +116,14 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     return runs.map(({ head: _h, entries: _e, ...summary }) => structuredClone(summary));
   }
 
+  async summary(runId: string): Promise<RunSummary | null> {
+    checkRunId('summary', runId);
+    const run = this.#runs.get(runId);
+    if (!run) return null;
+    const { head: _h, entries: _e, ...summary } = run;
+    return structuredClone(summary);
+  }
+
   async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     checkRunId('delete', runId);
     if (lease !== undefined) checkLease('delete', lease, runId);

@@ -120,8 +120,8 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     if (typeof prepared !== 'boolean') {
       throw new OptionsError(`${CALL}: preparedStatements must be true or false, got ${showValue(prepared)}`);
     }
-    const { load, insertRun, updateRun, claim, renew, release } = this.#sql;
-    const names = prepared ? [load, insertRun, updateRun, claim, renew, release] : [];
+    const { load, summary, insertRun, updateRun, claim, renew, release } = this.#sql;
+    const names = prepared ? [load, summary, insertRun, updateRun, claim, renew, release] : [];
     this.#groups = groupsOn(this.#query, groupStatements(`"${schema}"`));
     this.#watch = new Watch(() => this.#connections.acquire('PostgresStore.watch'), schema);
     if (isPool(connection)) {
@@ -177,6 +177,13 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       );
     }
     return { ...summaryOf(row), head: row.body, entries };
+  }
+
+  async summary(runId: string): Promise<RunSummary | null> {
+    checkRunId('summary', runId);
+    const { rows } = await this.#query<RunRow>('summary', this.#sql.summary, [runId]);
+    const row = rows[0];
+    return row ? summaryOf(row) : null;
   }
 
   async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
@@ -363,7 +370,9 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #query: Query = async (op, text, values) => {
     const call = `PostgresStore.${op}`;
     await this.#migrate(call);
-    return this.#connections.use(call, op !== 'load' && op !== 'list', (sql) => sql.query(text, values));
+    return this.#connections.use(call, op !== 'load' && op !== 'list' && op !== 'summary', (sql) =>
+      sql.query(text, values),
+    );
   };
 
   /** The store's now for a statement: the injected clock's, or null for the database's. */

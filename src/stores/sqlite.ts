@@ -113,6 +113,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   readonly #saves: SaveGroups;
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
+  readonly #summary: Database.Statement;
   readonly #queue: QueueTransactions;
   readonly #groups: GroupTransactions;
   readonly #watchers = new Watchers();
@@ -239,6 +240,9 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     });
     this.#lease = (...args) => lease.immediate(...args);
 
+    this.#summary = db.prepare(
+      'SELECT run_id, version, status, pending, updated_at, agent, decision FROM runs WHERE run_id = ?',
+    );
     // One read transaction: the head and entries are of the same version.
     this.#load = db.transaction((runId: string) => {
       const row = run.get(runId) as RunRow | undefined;
@@ -284,6 +288,14 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
         .prepare(`SELECT run_id, version, status, pending, updated_at, agent, decision FROM runs ${filter} ${order}`)
         .all(params);
       return (rows as RunRow[]).map(summary);
+    });
+  }
+
+  async summary(runId: string): Promise<RunSummary | null> {
+    checkRunId('summary', runId);
+    return this.#guard('summary', () => {
+      const row = this.#summary.get(runId) as RunRow | undefined;
+      return row ? summary(row) : null;
     });
   }
 

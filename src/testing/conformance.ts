@@ -71,11 +71,13 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   clock: (ctx) => typeof ctx.createWithClock === 'function',
   // An optional store capability: a store that has it says so.
   groupBudgets: (ctx) => ctx.groupBudgets === true,
+  summary: (ctx) => ctx.summary === true,
 };
 
 /** Why a capability is missing when the context does not say: only optional store capabilities have one. */
 const UNDECLARED: Partial<Record<Capability, string>> = {
   groupBudgets: 'an optional capability this store does not declare (groupBudgets: true in its context)',
+  summary: 'an optional capability this store does not declare (summary: true in its context)',
 };
 
 /**

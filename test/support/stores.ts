@@ -73,6 +73,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       create: async () => new MemoryStore(),
       createWithClock: async (now) => new MemoryStore({ now }),
       groupBudgets: true,
+      summary: true,
       skip: {
         crossProcess: 'a MemoryStore lives inside one process',
         reopen: 'a MemoryStore keeps nothing once closed',
@@ -84,6 +85,7 @@ export const storesUnderTest: StoreUnderTest[] = [
     name: 'file',
     context: () => ({
       ...specContext(() => ({ kind: 'file', dir: fileDirs.next() })),
+      summary: true,
       skip: { groupBudgets: 'the file store keeps no group budgets' },
     }),
     cleanup: fileDirs.cleanup,
@@ -93,6 +95,7 @@ export const storesUnderTest: StoreUnderTest[] = [
     context: () => ({
       ...specContext(() => ({ kind: 'sqlite', path: `${sqliteDirs.next()}.db` })),
       groupBudgets: true,
+      summary: true,
     }),
     cleanup: sqliteDirs.cleanup,
   },
@@ -106,6 +109,7 @@ export const storesUnderTest: StoreUnderTest[] = [
         return { kind: 'postgres', url: process.env.TOLLGATE_PG_URL ?? '', schema };
       }),
       groupBudgets: true,
+      summary: true,
     }),
     cleanup: async () => {
       const url = (await postgresTarget()).url;

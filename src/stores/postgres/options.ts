@@ -59,7 +59,7 @@ export interface PostgresStoreOptions {
    */
   now?: () => number;
   /**
-   * Run the frequent statements (load, save, the lease's claim, renewal and release) as named
+   * Run the frequent statements (load, summary, save, the lease's claim, renewal and release) as named
    * prepared statements: each connection parses and plans them once, not on every call. Turn it
    * off behind a pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
    * @default true

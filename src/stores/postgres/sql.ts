@@ -14,6 +14,8 @@
 export interface Statements {
   /** The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement, one snapshot. */
   load: string;
+  /** The run's row, without its head and entries. */
+  summary: string;
   /** Version 0: create the run unless it exists, and append, if the lease allows; returns the version, or no row. */
   insertRun: string;
   /** Version n: only at version n with `from` entries, and if the lease allows, replace the head and append; returns the version, or no row. */
@@ -93,6 +95,7 @@ export function statements(s: string, schema: string): Statements {
        SELECT NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, e.idx
          FROM ${s}.entries e WHERE e.run_id = $1
        ORDER BY idx`,
+    summary: `SELECT run_id, version, status, pending, updated_at, agent, decision FROM ${s}.runs WHERE run_id = $1`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
         INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
         SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now}, $11::text FROM ok

@@ -2,7 +2,16 @@
 import assert from 'node:assert/strict';
 import type { RunSummary } from '../../store.js';
 import { compareRuns } from '../../stores/rules.js';
-import { assertIsoTime, entries, nextMillisecond, pendingCall, saveAll, withStore, write } from './fixtures.js';
+import {
+  assertIsoTime,
+  entries,
+  nextMillisecond,
+  optionsError,
+  pendingCall,
+  saveAll,
+  withStore,
+  write,
+} from './fixtures.js';
 import type { ConformanceCase } from './types.js';
 
 /** Oldest update first; runs updated in the same millisecond by run id, in code-point order. */
@@ -24,6 +33,38 @@ function assertOrdered(runs: readonly RunSummary[]): void {
 const TIE_ORDER = ['B', 'Z', 'a', 'b', 'z', 'é', 'ｚ', '😀'];
 
 export const listingCases: ConformanceCase[] = [
+  {
+    name: 'summary: one run as list gives it (no head, no entries), null for none; a bad run id is an OptionsError',
+    requires: ['summary'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        assert.equal(typeof store.summary, 'function', 'the context says the store has summary(runId)');
+        const summary = (runId: string) => (store.summary as NonNullable<typeof store.summary>).call(store, runId);
+        assert.equal(await summary('a'), null);
+        await saveAll(store, 'a', [
+          { append: entries(2) },
+          { status: 'awaiting_approval', append: entries(1, 2), pendingCalls: [pendingCall('a', 2)] },
+        ]);
+        await saveAll(store, 'b', [{ status: 'done', append: entries(1) }]);
+        await saveAll(store, 'c', [{ status: 'cancelled' }]);
+        const listed = await store.list();
+        assert.equal(listed.length, 3);
+        for (const run of listed) assert.deepEqual(await summary(run.runId), run, `summary of ${run.runId}`);
+        const a = await summary('a');
+        assert.ok(a && !('head' in a) && !('entries' in a), 'a summary holds no head and no entries');
+        assert.equal(a.status, 'awaiting_approval');
+        assert.equal(a.version, 2);
+        // Its own copy: changing it changes nothing stored.
+        a.pendingCalls.length = 0;
+        assert.equal((await summary('a'))?.pendingCalls.length, 1);
+        assert.equal(await summary('A'), null);
+        assert.ok(await store.delete('b'));
+        assert.equal(await summary('b'), null);
+        for (const bad of [7, 'a\u0000', '\ud800']) {
+          await assert.rejects(summary(bad as string), optionsError(/^summary: run id/));
+        }
+      }),
+  },
   {
     name: 'list: every run as a summary (no head, no entries), oldest update first',
     run: (ctx) =>
