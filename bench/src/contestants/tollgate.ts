@@ -21,7 +21,12 @@ export class CountingStore implements CheckpointStore {
   headBytes = 0;
   saves = 0;
   lastSaveMs = 0;
-  constructor(readonly inner: CheckpointStore) {}
+  constructor(readonly inner: CheckpointStore) {
+    // Forwarded only if the store has it: with it, Agent.load reads an ended run without a claim.
+    const summary = inner.summary;
+    if (summary) this.summary = (runId) => summary.call(inner, runId);
+  }
+  summary?: CheckpointStore['summary'];
   load: CheckpointStore['load'] = (runId) => this.inner.load(runId);
   list: CheckpointStore['list'] = (options) => this.inner.list(options);
   delete: CheckpointStore['delete'] = (runId, v, lease) => this.inner.delete(runId, v, lease);
