@@ -69,6 +69,14 @@ function asked(call: StepCall, ttlMs: number | null, at: string): StepCall {
 }
 
 /**
+ * The standing approval of `tool`, if the run has one. Own keys only: a tool named `constructor`
+ * or `__proto__` has no standing approval from Object.prototype.
+ */
+function standingFor(standing: AgentContext['standing'], tool: string): ApprovalRecord | undefined {
+  return Object.hasOwn(standing, tool) ? standing[tool] : undefined;
+}
+
+/**
  * The step's calls from the policy's classified calls: refused ones are done at once, calls that
  * need no approval (or that a standing approval covers) are queued, the others pending.
  */
@@ -96,9 +104,7 @@ export function stepCalls(context: AgentContext, classified: readonly Classified
     };
     if (c.verdict.kind === 'refuse') return { ...call, state: 'done', done: { error: c.verdict.error } };
     if (c.verdict.kind === 'run') return call;
-    // Own keys only: a tool named `constructor` or `__proto__` has no standing approval from
-    // Object.prototype.
-    const grant = Object.hasOwn(context.standing, c.tool) ? context.standing[c.tool] : undefined;
+    const grant = standingFor(context.standing, c.tool);
     if (grant) {
       // A standing approval given earlier in the run covers this call: recorded as the grant's.
       const { always: _a, args: _e, ...given } = grant;
@@ -110,7 +116,7 @@ export function stepCalls(context: AgentContext, classified: readonly Classified
 
 /** Whether a classified call is queued at once: it needs no human, or a standing approval covers it. */
 function queuedAtOnce(standing: AgentContext['standing'], c: ClassifiedCall): boolean {
-  return c.verdict.kind === 'run' || (c.verdict.kind === 'ask' && Object.hasOwn(standing, c.tool));
+  return c.verdict.kind === 'run' || (c.verdict.kind === 'ask' && standingFor(standing, c.tool) !== undefined);
 }
 
 /** Whether the step's calls (as `stepCalls` will make them) put one in flight at once. */

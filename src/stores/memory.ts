@@ -53,6 +53,11 @@ export interface MemoryStoreOptions {
   now?: () => number;
 }
 
+/** A run's summary as `list` gives it: a copy, without its head and entries. */
+function summaryOf({ head: _h, entries: _e, ...summary }: StoredRun): RunSummary {
+  return structuredClone(summary);
+}
+
 /** Runs in a `Map`, with the same rules, conflicts, leases and list order as the durable stores. */
 export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   readonly #runs = new Map<string, StoredRun>();
@@ -113,15 +118,13 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
       .filter((r) => matchesExpired(expired, earliestExpiry(r.pendingCalls), now))
       .sort(compareRuns)
       .slice(0, limit ?? Number.POSITIVE_INFINITY);
-    return runs.map(({ head: _h, entries: _e, ...summary }) => structuredClone(summary));
+    return runs.map(summaryOf);
   }
 
   async summary(runId: string): Promise<RunSummary | null> {
     checkRunId('summary', runId);
     const run = this.#runs.get(runId);
-    if (!run) return null;
-    const { head: _h, entries: _e, ...summary } = run;
-    return structuredClone(summary);
+    return run ? summaryOf(run) : null;
   }
 
   async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
@@ -187,8 +190,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     if (!next) return null;
     const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now);
     this.#leases.set(next.runId, record);
-    const { head: _h, entries: _e, ...summary } = next;
-    return { lease: leaseOf(next.runId, record, leaseMs), run: structuredClone(summary) };
+    return { lease: leaseOf(next.runId, record, leaseMs), run: summaryOf(next) };
   }
 
   /** In-process only: a memory store is not shared with other processes. */

@@ -99,6 +99,8 @@ export interface SqliteStoreOptions {
 }
 
 const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
+/** A run's columns as `list` and `summary` read them (no head, no entries). */
+const SUMMARY_COLUMNS = 'run_id, version, status, pending, updated_at, agent, decision';
 /** Which call is constructing: `SqliteStore.open` names itself in errors, not `new SqliteStore`. */
 let opening: string | null = null;
 
@@ -240,9 +242,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     });
     this.#lease = (...args) => lease.immediate(...args);
 
-    this.#summary = db.prepare(
-      'SELECT run_id, version, status, pending, updated_at, agent, decision FROM runs WHERE run_id = ?',
-    );
+    this.#summary = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM runs WHERE run_id = ?`);
     // One read transaction: the head and entries are of the same version.
     this.#load = db.transaction((runId: string) => {
       const row = run.get(runId) as RunRow | undefined;
@@ -284,9 +284,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     // BINARY collation: UTF-8 byte order, i.e. code points (compareCodePoints in rules.ts).
     const order = `ORDER BY updated_at, run_id ${limit === undefined ? '' : 'LIMIT @limit'}`;
     return this.#guard('list', () => {
-      const rows = this.#db
-        .prepare(`SELECT run_id, version, status, pending, updated_at, agent, decision FROM runs ${filter} ${order}`)
-        .all(params);
+      const rows = this.#db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM runs ${filter} ${order}`).all(params);
       return (rows as RunRow[]).map(summary);
     });
   }

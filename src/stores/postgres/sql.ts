@@ -48,6 +48,9 @@ export interface Statements {
   claimNext: string;
 }
 
+/** A run's columns as `list` and `summary` read them (no head, no entries). */
+const SUMMARY_COLUMNS = 'run_id, version, status, pending, updated_at, agent, decision';
+
 /** The channel every store's watchers listen on; the payload is the schema's name. */
 export const CHANNEL = 'tollgate_runnable';
 
@@ -95,7 +98,7 @@ export function statements(s: string, schema: string): Statements {
        SELECT NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, e.idx
          FROM ${s}.entries e WHERE e.run_id = $1
        ORDER BY idx`,
-    summary: `SELECT run_id, version, status, pending, updated_at, agent, decision FROM ${s}.runs WHERE run_id = $1`,
+    summary: `SELECT ${SUMMARY_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
         INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
         SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now}, $11::text FROM ok
@@ -120,7 +123,7 @@ export function statements(s: string, schema: string): Statements {
          LEFT JOIN ${s}.runs r ON r.run_id = $1
          LEFT JOIN ${s}.leases l ON l.run_id = $1`,
     // COLLATE "C": code-point order, the same on every server whatever its locale.
-    list: `SELECT run_id, version, status, pending, updated_at, agent, decision FROM ${s}.runs
+    list: `SELECT ${SUMMARY_COLUMNS} FROM ${s}.runs
         WHERE ($1::text IS NULL OR status = $1) AND ($5::text IS NULL OR agent = $5)
           AND ($3::boolean IS NULL
                OR $3 = (pending_expires_at IS NOT NULL AND pending_expires_at <= ${nowOf('$4')}))
