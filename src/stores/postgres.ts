@@ -7,7 +7,8 @@
  * conditional insert (version 0) or update (`WHERE version = expected AND entry_count = from`)
  * of the head, the appended entries inserted only if that matched, the lease extended. A
  * concurrent writer that lost waits on the row lock, re-checks the condition, matches nothing
- * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). A claim is one
+ * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). The updates of
+ * runs that wait in one event-loop turn share one statement (postgres/group-commit.ts). A claim is one
  * statement too (`INSERT … ON CONFLICT DO UPDATE … WHERE` the lease is free): Postgres is the
  * coordination engine, with nothing home-made beside it. Workers take runs with `claimNext`, one
  * statement with `FOR UPDATE SKIP LOCKED`, and wake on `LISTEN`/`NOTIFY` (`watch`); approvers
@@ -56,6 +57,7 @@ import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, 
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
+import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
@@ -105,6 +107,8 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #connections: Connections;
   readonly #now: (() => number) | undefined;
   readonly #watch: Watch;
+  /** Saves, sent in groups: the updates of runs that wait in one event-loop turn share a statement. */
+  readonly #saves: SaveGroups;
   #ready: Promise<number> | null = null;
   #closed = false;
 
@@ -120,8 +124,15 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     if (typeof prepared !== 'boolean') {
       throw new OptionsError(`${CALL}: preparedStatements must be true or false, got ${showValue(prepared)}`);
     }
-    const { load, summary, insertRun, updateRun, claim, renew, release } = this.#sql;
-    const names = prepared ? [load, summary, insertRun, updateRun, claim, renew, release] : [];
+    const { load, summary, insertRun, updateRun, saveRuns, claim, renew, release } = this.#sql;
+    const names = prepared ? [load, summary, insertRun, updateRun, saveRuns, claim, renew, release] : [];
+    this.#saves = new SaveGroups({
+      many: async (values) =>
+        (await this.#query<{ run_id: string; version: number }>('save', this.#sql.saveRuns, values)).rows,
+      one: (save) => this.#saveOne(save),
+      at: () => this.#at(),
+      sqlState: sqlStateOf,
+    });
     this.#groups = groupsOn(this.#query, groupStatements(`"${schema}"`));
     this.#watch = new Watch(() => this.#connections.acquire('PostgresStore.watch'), schema);
     if (isPool(connection)) {
@@ -190,25 +201,43 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const w = checkWrite('save', runId, write, expectedVersion);
     if (lease !== undefined) checkLease('save', lease, runId);
     const expiry = earliestExpiry(w.pendingCalls);
+    return this.#saves.add({
+      runId,
+      status: w.status,
+      head: w.head,
+      from: w.from,
+      append: w.append.slice(),
+      pending: w.pendingCalls.length === 0 ? null : JSON.stringify(w.pendingCalls),
+      expiry: expiry === null ? null : new Date(expiry).toISOString(),
+      lease: lease === undefined ? undefined : { ...lease },
+      agent: w.agent ?? null,
+      relaxed: w.relaxed === true,
+      expectedVersion,
+    });
+  }
+
+  /** One save in a statement of its own: made, or refused with the reason read afterwards. */
+  async #saveOne(save: SaveRow): Promise<number> {
+    const { runId, from, expectedVersion, lease } = save;
     const at = this.#at();
     const values: unknown[] = [
       runId,
-      w.status,
-      w.head,
-      w.from,
-      w.append,
-      w.pendingCalls.length === 0 ? null : JSON.stringify(w.pendingCalls),
+      save.status,
+      save.head,
+      from,
+      save.append,
+      save.pending,
       at,
-      expiry === null ? null : new Date(expiry).toISOString(),
+      save.expiry,
       lease?.token ?? null,
       lease?.leaseMs ?? null,
-      w.agent ?? null,
-      w.relaxed === true,
+      save.agent,
+      save.relaxed,
     ];
     if (expectedVersion > 0) values.push(expectedVersion);
     const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;
     // Creating a run with entries already stored cannot match anything: a conflict.
-    const tries = expectedVersion > 0 || w.from === 0;
+    const tries = expectedVersion > 0 || from === 0;
     // A refusal is decided atomically by the statement; reading why takes a second one. If the
     // cause has gone by then (a lease released meanwhile), nothing was written: try again.
     for (let attempt = 0; ; attempt++) {
@@ -226,11 +255,11 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       const refused = fenceError('save', runId, why, lease);
       if (refused) throw refused;
       const current = why.version === null ? null : { version: why.version, entries: why.entry_count ?? 0 };
-      if (!tries || (current?.version ?? 0) !== expectedVersion || (current?.entries ?? 0) !== w.from) {
-        throw saveConflict(runId, current, w.from, expectedVersion);
+      if (!tries || (current?.version ?? 0) !== expectedVersion || (current?.entries ?? 0) !== from) {
+        throw saveConflict(runId, current, from, expectedVersion);
       }
-      agentAfterSave(runId, why.agent, w.agent); // another agent's name: an OptionsError
-      if (attempt >= REFUSAL_RETRIES) throw saveConflict(runId, current, w.from, expectedVersion);
+      agentAfterSave(runId, why.agent, save.agent ?? undefined); // another agent's name: an OptionsError
+      if (attempt >= REFUSAL_RETRIES) throw saveConflict(runId, current, from, expectedVersion);
     }
   }
 

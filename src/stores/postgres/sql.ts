@@ -20,6 +20,15 @@ export interface Statements {
   insertRun: string;
   /** Version n: only at version n with `from` entries, and if the lease allows, replace the head and append; returns the version, or no row. */
   updateRun: string;
+  /**
+   * Many saves in one statement (group commit), each as `insertRun` (version 0) or `updateRun`
+   * would make it, each matched or refused alone; returns the run id and new version of each save made. Parameters
+   * are arrays, one element per save: $1 run ids, $2 statuses, $3 heads, $4 `from`s, $5 appended
+   * counts, $6 pending calls, $8 expiries, $9 lease tokens, $10 lease lengths, $11 agents, $13
+   * expected versions; the entries flattened: $14 bodies, $15 their run ids, $16 their indexes;
+   * and $7 the store's now, $12 relaxed (every save in it is).
+   */
+  saveRuns: string;
   /** Why a write matched nothing: the run's version and entry count, its lease, and now ($2: the store's now). */
   refusal: string;
   /** Summaries by status ($1, null for all), agent ($5, null for all) and expiry ($3, null for all; $4 the store's now), oldest update first, at most $2. */
@@ -118,6 +127,51 @@ export function statements(s: string, schema: string): Statements {
         RETURNING run_id, version
       ), ${append}, ${extend}
       SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified, ${relax} AS relaxed FROM r`,
+    // The lease rows locked in run-id order (two groups touching the same runs wait, never
+    // deadlock), then the run rows; each save's lease check and version check are those of
+    // insertRun or updateRun. The caller puts at most one save per run in a group: the two
+    // writing parts then touch different rows (a part does not see the other's writes).
+    saveRuns: `WITH b AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::text[],
+                             $8::timestamptz[], $9::bigint[], $10::integer[], $11::text[], $13::integer[])
+          AS b (run_id, status, head, from_count, appended, pending, expiry, token, lease_ms, agent, expected)
+      ), l AS MATERIALIZED (
+        SELECT run_id, token, owner, expires_at FROM ${s}.leases WHERE run_id = ANY ($1::text[])
+         ORDER BY run_id COLLATE "C" FOR UPDATE
+      ), ok AS MATERIALIZED (
+        SELECT b.* FROM b LEFT JOIN l ON l.run_id = b.run_id
+         WHERE CASE WHEN b.token IS NULL
+           THEN NOT COALESCE(l.owner IS NOT NULL AND l.expires_at > ${now}, false)
+           ELSE COALESCE(l.token = b.token AND l.owner IS NOT NULL, false) END
+      ), created AS (
+        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
+        SELECT run_id, 1, status, head, appended, pending, expiry, ${now}, agent FROM ok
+         WHERE expected = 0 AND from_count = 0
+        ON CONFLICT (run_id) DO NOTHING
+        RETURNING run_id, version
+      ), updated AS (
+        UPDATE ${s}.runs AS x
+           SET version = x.version + 1, status = ok.status, head = ok.head, entry_count = x.entry_count + ok.appended,
+               pending = ok.pending, pending_expires_at = ok.expiry, updated_at = ${now},
+               agent = COALESCE(ok.agent, x.agent), decision = NULL
+          FROM ok
+         WHERE x.run_id = ok.run_id AND ok.expected > 0 AND x.version = ok.expected AND x.entry_count = ok.from_count
+           AND (ok.agent IS NULL OR x.agent IS NULL OR x.agent = ok.agent)
+        RETURNING x.run_id, x.version
+      ), r AS (
+        SELECT m.run_id, m.version, ok.token, ok.lease_ms
+          FROM (SELECT * FROM created UNION ALL SELECT * FROM updated) AS m JOIN ok ON ok.run_id = m.run_id
+      ), e AS (
+        INSERT INTO ${s}.entries (run_id, idx, body)
+        SELECT t.run_id, t.idx, t.body FROM unnest($14::text[], $15::text[], $16::integer[]) AS t (body, run_id, idx)
+          JOIN r ON r.run_id = t.run_id
+      ), n AS (
+        UPDATE ${s}.leases AS y SET expires_at = GREATEST(y.expires_at, ${now} + ${ms('r.lease_ms')})
+          FROM r WHERE y.run_id = r.run_id AND y.token = r.token
+      )
+      SELECT r.run_id, r.version, (SELECT ${notify} WHERE EXISTS (SELECT 1 FROM r WHERE r.token IS NULL)) AS notified,
+             ${relax} AS relaxed
+        FROM r`,
     refusal: `SELECT r.version, r.entry_count, r.status, r.agent, r.decision IS NOT NULL AS decided, l.token::text AS token, l.owner, l.expires_at, ${nowOf('$2')} AS now
          FROM (SELECT 1) AS one
          LEFT JOIN ${s}.runs r ON r.run_id = $1

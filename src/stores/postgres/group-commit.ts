@@ -1,0 +1,171 @@
+/**
+ * Group commit for `PostgresStore.save`: the saves of different runs that wait in one event-loop
+ * turn go to the server as one statement (`saveRuns` in sql.ts), so many runs working at once
+ * share a round trip, a plan and a commit instead of paying one each. A lone save, and a second
+ * save of a run already in the group, take the single-save path.
+ *
+ * Each save in a group is still matched or refused alone: the statement makes those whose lease
+ * and version match and says which. One it did not make wrote nothing, and is tried again alone
+ * by the single-save path, which refuses it with its own typed error (or makes it, if what
+ * refused it is gone, as a single save would). A group the server refused as a whole (an entry's
+ * key already taken, a deadlock with another writer's group) wrote nothing either: each of its
+ * saves is tried alone. Any other failure (the connection broke, a timeout) is that of every
+ * save in the group, with the single save's message: the outcome is unknown, load the run.
+ */
+import type { Lease } from '../../store.js';
+
+/** A checked save as the columns it writes (taken when `save` is called: nothing read later). */
+export interface SaveRow {
+  runId: string;
+  status: string;
+  head: string;
+  from: number;
+  append: readonly string[];
+  /** The pending calls as JSON text, or null when none. */
+  pending: string | null;
+  /** The earliest expiry of the pending calls (ISO-8601), or null. */
+  expiry: string | null;
+  /** The lease the save is made under, if any (checked: its token and length are numbers). */
+  lease: Lease | undefined;
+  agent: string | null;
+  relaxed: boolean;
+  expectedVersion: number;
+}
+
+/** A statement failed as a whole for a reason that lets each save be tried alone. */
+const RETRY_ALONE = new Set(['23505', '40P01']);
+
+interface Waiting {
+  save: SaveRow;
+  resolve: (version: number) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface SaveGroupsOptions {
+  /** Runs the group statement with these values; the rows of the saves it made. */
+  many: (values: unknown[]) => Promise<{ run_id: string; version: number }[]>;
+  /** The single-save path: makes the save or refuses it with its typed error. */
+  one: (save: SaveRow) => Promise<number>;
+  /** The store's now for a statement (null: the database's clock). */
+  at: () => string | null;
+  /** The SQLSTATE of a failed statement's cause, or null. */
+  sqlState: (error: unknown) => string | null;
+}
+
+export class SaveGroups {
+  readonly #o: SaveGroupsOptions;
+  #waiting: Waiting[] = [];
+  #turn: NodeJS.Immediate | null = null;
+
+  constructor(options: SaveGroupsOptions) {
+    this.#o = options;
+  }
+
+  /** Queues a save for this turn's group; resolves with its version once it is committed. */
+  add(save: SaveRow): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.#waiting.push({ save, resolve, reject });
+      this.#turn ??= setImmediate(() => this.#flush());
+    });
+  }
+
+  #flush(): void {
+    this.#turn = null;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    const group: Waiting[] = [];
+    const runs = new Set<string>();
+    for (const w of waiting) {
+      // One save per run in a statement: a second one goes alone (its version cannot match both).
+      if (runs.has(w.save.runId)) this.#alone(w);
+      else {
+        runs.add(w.save.runId);
+        group.push(w);
+      }
+    }
+    if (group.length === 1) this.#alone(group[0] as Waiting);
+    else if (group.length > 1) void this.#commit(group);
+  }
+
+  #alone(w: Waiting): void {
+    this.#o.one(w.save).then(w.resolve, w.reject);
+  }
+
+  async #commit(group: readonly Waiting[]): Promise<void> {
+    let made: Map<string, number>;
+    try {
+      const rows = await this.#o.many(valuesOf(group, this.#o.at()));
+      made = new Map(rows.map((row) => [row.run_id, row.version]));
+    } catch (error) {
+      if (RETRY_ALONE.has(this.#o.sqlState((error as Error).cause) ?? '')) {
+        for (const w of group) this.#alone(w);
+      } else {
+        for (const w of group) w.reject(error);
+      }
+      return;
+    }
+    for (const w of group) {
+      const version = made.get(w.save.runId);
+      if (version === undefined) this.#alone(w);
+      else w.resolve(version);
+    }
+  }
+}
+
+/** The group statement's parameters: one array per column, the entries flattened. */
+function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
+  const n = group.length;
+  const runIds = new Array<string>(n);
+  const statuses = new Array<string>(n);
+  const heads = new Array<string>(n);
+  const froms = new Array<number>(n);
+  const counts = new Array<number>(n);
+  const pending = new Array<string | null>(n);
+  const expiries = new Array<string | null>(n);
+  const tokens = new Array<number | null>(n);
+  const leaseMs = new Array<number | null>(n);
+  const agents = new Array<string | null>(n);
+  const expected = new Array<number>(n);
+  const bodies: string[] = [];
+  const entryRuns: string[] = [];
+  const indexes: number[] = [];
+  let relaxed = true;
+  for (let i = 0; i < n; i++) {
+    const save = (group[i] as Waiting).save;
+    runIds[i] = save.runId;
+    statuses[i] = save.status;
+    heads[i] = save.head;
+    froms[i] = save.from;
+    counts[i] = save.append.length;
+    pending[i] = save.pending;
+    expiries[i] = save.expiry;
+    tokens[i] = save.lease?.token ?? null;
+    leaseMs[i] = save.lease?.leaseMs ?? null;
+    agents[i] = save.agent;
+    expected[i] = save.expectedVersion;
+    relaxed &&= save.relaxed;
+    for (let k = 0; k < save.append.length; k++) {
+      bodies.push(save.append[k] as string);
+      entryRuns.push(save.runId);
+      indexes.push(save.from + k);
+    }
+  }
+  return [
+    runIds,
+    statuses,
+    heads,
+    froms,
+    counts,
+    pending,
+    at,
+    expiries,
+    tokens,
+    leaseMs,
+    agents,
+    relaxed,
+    expected,
+    bodies,
+    entryRuns,
+    indexes,
+  ];
+}
