@@ -62,7 +62,16 @@ import { groupStatements, groupsOn } from './postgres/groups.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
-import { fenceError, type LeaseRow, type RefusalRow, type RunRow, recordOf, summaryOf } from './postgres/rows.js';
+import {
+  fenceError,
+  type LeaseRow,
+  LOAD,
+  type RefusalRow,
+  type RunRow,
+  recordOf,
+  runRowOf,
+  summaryOf,
+} from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
 import { Watch } from './postgres/watch.js';
 import { checkClaimNext, checkRecordedDecision } from './queue.js';
@@ -170,24 +179,25 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
 
   async load(runId: string): Promise<StoredRun | null> {
     checkRunId('load', runId);
-    // One statement: head and entries come from the same snapshot (the run's row first).
-    const { rows } = await this.#query<RunRow & { body: string; entry_count: number; idx: number }>(
-      'load',
-      this.#sql.load,
-      [runId],
-    );
-    const row = rows[0];
-    if (!row || row.idx !== -1) return null;
+    const call = 'PostgresStore.load';
+    await this.#migrate(call);
+    // One statement: head and entries come from the same snapshot (the run's row first). Rows
+    // as arrays: node-postgres then makes no object per entry (~40% of the statement's time).
+    const rows = await this.#connections.use(call, false, (sql) => sql.arrays(this.#sql.load, [runId]));
+    const first = rows[0];
+    if (!first || first[LOAD.idx] !== -1) return null;
+    const row = runRowOf(first);
+    const count = first[LOAD.entryCount] as number;
     const entries = new Array<string>(rows.length - 1);
-    for (let i = 1; i < rows.length; i++) entries[i - 1] = (rows[i] as { body: string }).body;
-    if (entries.length !== row.entry_count) {
+    for (let i = 1; i < rows.length; i++) entries[i - 1] = (rows[i] as unknown[])[LOAD.body] as string;
+    if (entries.length !== count) {
       throw new CheckpointError(
-        `postgres: run ${JSON.stringify(runId)} is damaged: it should have ${row.entry_count} entries but has ${entries.length}`,
+        `postgres: run ${JSON.stringify(runId)} is damaged: it should have ${count} entries but has ${entries.length}`,
         undefined,
         { runId },
       );
     }
-    return { ...summaryOf(row), head: row.body, entries };
+    return { ...summaryOf(row), head: first[LOAD.body] as string, entries };
   }
 
   async summary(runId: string): Promise<RunSummary | null> {

@@ -3,11 +3,17 @@
  * (connect, query), each connection heard when it fails, each failure typed.
  */
 import { createHash } from 'node:crypto';
-import type { Pool, PoolClient, QueryConfig } from 'pg';
+import type { Pool, PoolClient, QueryArrayConfig, QueryConfig } from 'pg';
 import { StoreUnavailableError, UserError } from '../../errors.js';
 import type { Timeouts } from './connection.js';
 import { connectionIsSpent, pgFault } from './faults.js';
 import type { Sql } from './migrations.js';
+
+/** A pooled connection as the store uses it. */
+export interface StoreSql extends Sql {
+  /** The rows as arrays of column values, in the statement's column order: no object per row. */
+  arrays(text: string, values: unknown[]): Promise<unknown[][]>;
+}
 
 /** The pool a store uses, with its timeouts and error listeners; `use` is the one way to run SQL on it. */
 export class Connections {
@@ -45,13 +51,17 @@ export class Connections {
    * every failure becomes a typed error (faults.ts). `writes`: a broken connection leaves the
    * outcome unknown, and the message says so.
    */
-  async use<T>(call: string, writes: boolean, work: (sql: Sql) => Promise<T>): Promise<T> {
+  async use<T>(call: string, writes: boolean, work: (sql: StoreSql) => Promise<T>): Promise<T> {
     const client = await this.#connect(call);
     this.listen(client);
     const query_timeout = this.#timeouts.queryTimeoutMs;
-    const sql: Sql = {
+    const sql: StoreSql = {
       query: (text, values) =>
         client.query({ name: this.#names.get(text), text, values, query_timeout } as QueryConfig),
+      arrays: async (text, values) => {
+        const config = { name: this.#names.get(text), text, values, query_timeout, rowMode: 'array' };
+        return (await client.query(config as QueryArrayConfig)).rows;
+      },
     };
     try {
       const result = await work(sql);

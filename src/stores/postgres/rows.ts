@@ -49,6 +49,36 @@ export function summaryOf(row: RunRow): RunSummary {
   };
 }
 
+/**
+ * The columns of the `load` statement's rows, by position (sql.ts): the run's row (idx -1, its
+ * head in body), then one row per entry (its body; the run's columns null).
+ */
+export const LOAD = {
+  runId: 0,
+  version: 1,
+  status: 2,
+  body: 3,
+  entryCount: 4,
+  pending: 5,
+  updatedAt: 6,
+  agent: 7,
+  decision: 8,
+  idx: 9,
+} as const;
+
+/** The run's columns of `load`'s first row, as a `RunRow`. */
+export function runRowOf(row: readonly unknown[]): RunRow {
+  return {
+    run_id: row[LOAD.runId] as string,
+    version: row[LOAD.version] as number,
+    status: row[LOAD.status] as Status,
+    pending: row[LOAD.pending] as string | null,
+    updated_at: row[LOAD.updatedAt] as Date,
+    agent: row[LOAD.agent] as string | null,
+    decision: row[LOAD.decision] as string | null,
+  };
+}
+
 /** A lease row as the shared lease rules take it. */
 export function recordOf(row: LeaseRow): LeaseRecord {
   return { token: Number(row.token), owner: row.owner, expiresAt: row.expires_at?.getTime() ?? null };

@@ -12,7 +12,7 @@
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
 export interface Statements {
-  /** The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement, one snapshot. */
+  /** The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement, one snapshot. Columns by position: `LOAD` in rows.ts. */
   load: string;
   /** The run's row, without its head and entries. */
   summary: string;
