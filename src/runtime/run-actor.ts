@@ -7,7 +7,7 @@ import { type Actor, createActor } from 'xstate';
 import { pendingCalls } from '../../machines/calls.js';
 import { latestSummaryGrowing, modelView } from '../../machines/compaction.js';
 import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
-import { encodeCheckpoint, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
+import { encodeCheckpoint, expectedChildren, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
 import type { LeaseTerms, Runtime } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
@@ -150,7 +150,14 @@ export class RunActor {
   /** The persisted run: canonical JSON that `Agent.resume` reads. */
   checkpoint(): string {
     this.throwIfFaulted();
-    return encodeCheckpoint(this.#actor.getPersistedSnapshot());
+    const view = viewOf(this.#actor.getSnapshot());
+    // What XState's getPersistedSnapshot gives, without its walk of the whole context (every
+    // history entry, for actor refs a context never holds; ~0.4 ms on a 1,000-step run, a later
+    // checkpoint() 0.9 → 0.5 ms). The children are those the state determines, as in every
+    // checkpoint that resumes (the decoder requires it); test/checkpoint-persisted.test.ts holds
+    // the two equal in every state.
+    const run = view ? { ...view.run, children: expectedChildren(view.run) } : this.#actor.getPersistedSnapshot();
+    return encodeCheckpoint(run);
   }
 
   /** The persisted snapshot, for changes made before the actor starts. */
