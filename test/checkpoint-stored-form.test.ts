@@ -309,4 +309,31 @@ describe('the depth of a parsed value', () => {
     expect(deeperThan(JSON.parse('{"a":"[[[[{{{{"}'), 1)).toBe(false);
     expect(deeperThan(JSON.parse('{"__proto__":[[1]]}'), 2)).toBe(true);
   });
+
+  it('nestingDepth skips strings by their closing quote as a character-by-character scan would, on any text', () => {
+    /** The plain scan: inside a string, a backslash escapes the next character. */
+    const scan = (text: string) => {
+      let depth = 0;
+      let deepest = 0;
+      for (let i = 0; i < text.length; i++) {
+        const c = text[i];
+        if (c === '"') {
+          for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+        } else if (c === '[' || c === '{') deepest = Math.max(deepest, ++depth);
+        else if (c === ']' || c === '}') depth--;
+      }
+      return deepest;
+    };
+    const texts = fc
+      .array(fc.constantFrom('"', '\\', '[', ']', '{', '}', 'a', ','), { maxLength: 40 })
+      .map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(texts, (text) => nestingDepth(text) === scan(text)),
+      { numRuns: 5_000 },
+    );
+    for (const text of ['"\\\\"[', '"\\"[', '"\\\\\\"["]', '["a\\\\"]', '"[', '\\"[']) {
+      expect(nestingDepth(text)).toBe(scan(text));
+    }
+    expect(nestingDepth('["\\"["]')).toBe(1); // the escaped quote does not close the string
+  });
 });
