@@ -7,8 +7,8 @@
  * conditional insert (version 0) or update (`WHERE version = expected AND entry_count = from`)
  * of the head, the appended entries inserted only if that matched, the lease extended. A
  * concurrent writer that lost waits on the row lock, re-checks the condition, matches nothing
- * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). The updates of
- * runs that wait in one event-loop turn share one statement (postgres/group-commit.ts). A claim is one
+ * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). The saves of runs
+ * that wait in one event-loop turn share one statement (postgres/group-commit.ts). A claim is one
  * statement too (`INSERT … ON CONFLICT DO UPDATE … WHERE` the lease is free): Postgres is the
  * coordination engine, with nothing home-made beside it. Workers take runs with `claimNext`, one
  * statement with `FOR UPDATE SKIP LOCKED`, and wake on `LISTEN`/`NOTIFY` (`watch`); approvers
@@ -116,7 +116,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #connections: Connections;
   readonly #now: (() => number) | undefined;
   readonly #watch: Watch;
-  /** Saves, sent in groups: the updates of runs that wait in one event-loop turn share a statement. */
+  /** Saves, sent in groups: those of runs that wait in one event-loop turn share a statement. */
   readonly #saves: SaveGroups;
   #ready: Promise<number> | null = null;
   #closed = false;

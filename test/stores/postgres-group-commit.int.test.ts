@@ -11,6 +11,7 @@ import {
   RunBusyError,
   type RunWrite,
 } from '../../src/index.js';
+import { MAX_GROUP } from '../../src/stores/postgres/group-commit.js';
 import { PostgresStore } from '../../src/stores/postgres.js';
 import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
 
@@ -80,6 +81,19 @@ describe.skipIf(!target.url)(
           head: '{"at":3}',
           entries: [0, 1, 2, 3].map((k) => `"${id}:${k}"`),
         });
+      }
+    });
+
+    it(`a larger group than MAX_GROUP (${MAX_GROUP}) is sent as several statements, each save made once`, async () => {
+      const { store, statements } = await open();
+      const ids = runIds(MAX_GROUP + 44);
+      const before = statements();
+      expect(await Promise.all(ids.map((id) => store.save(id, write(0, [`"${id}"`]), 0)))).toEqual(ids.map(() => 1));
+      expect(statements() - before).toBe(2);
+      const runs = await store.list({ limit: 1_000 });
+      expect(runs).toHaveLength(ids.length);
+      for (const id of [ids[0], ids[MAX_GROUP - 1], ids[MAX_GROUP], ids.at(-1)] as string[]) {
+        expect((await store.load(id))?.entries).toEqual([`"${id}"`]);
       }
     });
 

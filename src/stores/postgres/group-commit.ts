@@ -1,8 +1,9 @@
 /**
  * Group commit for `PostgresStore.save`: the saves of different runs that wait in one event-loop
  * turn go to the server as one statement (`saveRuns` in sql.ts), so many runs working at once
- * share a round trip, a plan and a commit instead of paying one each. A lone save, and a second
- * save of a run already in the group, take the single-save path.
+ * share a round trip, a plan and a commit instead of paying one each (at most `MAX_GROUP` saves
+ * a statement). A lone save, and a second save of a run already in the group, take the
+ * single-save path.
  *
  * Each save in a group is still matched or refused alone: the statement makes those whose lease
  * and version match and says which. One it did not make wrote nothing, and is tried again alone
@@ -31,6 +32,12 @@ export interface SaveRow {
   relaxed: boolean;
   expectedVersion: number;
 }
+
+/**
+ * The most saves one statement carries: a larger group is sent as several statements (on as many
+ * pooled connections), so a statement's size and the time its locks are held stay bounded.
+ */
+export const MAX_GROUP = 256;
 
 /** A statement failed as a whole for a reason that lets each save be tried alone. */
 const RETRY_ALONE = new Set(['23505', '40P01']);
@@ -83,8 +90,11 @@ export class SaveGroups {
         group.push(w);
       }
     }
-    if (group.length === 1) this.#alone(group[0] as Waiting);
-    else if (group.length > 1) void this.#commit(group);
+    for (let from = 0; from < group.length; from += MAX_GROUP) {
+      const part = group.slice(from, from + MAX_GROUP);
+      if (part.length === 1) this.#alone(part[0] as Waiting);
+      else void this.#commit(part);
+    }
   }
 
   #alone(w: Waiting): void {
