@@ -115,6 +115,21 @@ describe('FileStore: one damaged run', () => {
     expect(damage).toEqual([]);
   });
 
+  it('a journal whose length field is not plain digits is damage, never a reader looping in place', async () => {
+    const { store } = await inbox();
+    const dir = join(store.dir, 'runs', runDirName('bad'));
+    const journal = join(dir, readdirSync(dir).find((f) => f.startsWith('journal-')) as string);
+    const size = readFileSync(journal).length;
+    // Same length as the journal the head counts: `\n-4:` read with Number() sent the reader back
+    // to byte 1 forever; a sign, white space or hex is not what the journal writes.
+    for (const start of ['\n-4:', ' 12:', '0x1:', '+3:a', '1e1:']) {
+      writeFileSync(journal, Buffer.concat([Buffer.from(start), Buffer.alloc(size - start.length, 0x61)]));
+      const error = await store.load('bad').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(CheckpointError);
+      expect((error as Error).message).toMatch(/journal-.*\.log is corrupt at byte [01]$/);
+    }
+  });
+
   it('delete removes a damaged run (without an expected version: it has no readable one)', async () => {
     const { store, damage, headOf } = await inbox();
     writeFileSync(headOf('bad'), 'garbage');

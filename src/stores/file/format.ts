@@ -15,6 +15,7 @@
  * `journalBytes` bytes (recorded in the head) belong to the run: anything after them is the
  * torn tail of a save that crashed before its head was replaced, and is ignored.
  */
+import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
@@ -173,19 +174,53 @@ export function encodeEntries(entries: readonly string[]): Buffer {
 
 /** The journal's entries. @throws CheckpointError naming the run and the file when they are not what the head says. */
 export function decodeEntries(bytes: Buffer, count: number, path: string, runId: string): string[] {
+  const out = isAscii(bytes) ? asciiEntries(bytes.toString('latin1'), path, runId) : utf8Entries(bytes, path, runId);
+  if (out.length !== count) throw damaged(runId, path, `holds ${out.length} entries, not ${count}`);
+  return out;
+}
+
+/**
+ * A journal of ASCII bytes (most are: canonical JSON escapes nothing else, but a run's strings
+ * may hold any character) decoded once and cut as a string, its indexes the bytes': one native
+ * call, not two per entry (a 1,000-step run's journal ~2 → ~0.5 ms).
+ */
+function asciiEntries(text: string, path: string, runId: string): string[] {
+  const out: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const colon = text.indexOf(':', at);
+    const length = colon <= at ? Number.NaN : lengthOf(text.slice(at, colon));
+    const end = colon + 1 + length;
+    if (Number.isNaN(length) || text.charCodeAt(end) !== 0x0a) throw damaged(runId, path, `is corrupt at byte ${at}`);
+    out.push(text.slice(colon + 1, end));
+    at = end + 1;
+  }
+  return out;
+}
+
+/**
+ * An entry's length as the journal writes it (decimal digits), or NaN. Not `Number(text)`, which
+ * takes a sign, white space and hex: a damaged `\n-4:` would send the reader back to where it
+ * was, over and over.
+ */
+function lengthOf(text: string): number {
+  return /^(0|[1-9][0-9]*)$/.test(text) ? Number(text) : Number.NaN;
+}
+
+/** Any journal: each entry's length in bytes, its text decoded as UTF-8. */
+function utf8Entries(bytes: Buffer, path: string, runId: string): string[] {
   const out: string[] = [];
   let at = 0;
   while (at < bytes.length) {
     const colon = bytes.indexOf(0x3a, at);
-    const length = colon <= at ? Number.NaN : Number(bytes.toString('latin1', at, colon));
+    const length = colon <= at ? Number.NaN : lengthOf(bytes.toString('latin1', at, colon));
     const end = colon + 1 + length;
-    if (!Number.isInteger(length) || bytes[end] !== 0x0a) {
+    if (Number.isNaN(length) || bytes[end] !== 0x0a) {
       throw damaged(runId, path, `is corrupt at byte ${at}`);
     }
     out.push(bytes.toString('utf8', colon + 1, end));
     at = end + 1;
   }
-  if (out.length !== count) throw damaged(runId, path, `holds ${out.length} entries, not ${count}`);
   return out;
 }
 
