@@ -182,14 +182,14 @@ export function decodeEntries(bytes: Buffer, count: number, path: string, runId:
 /**
  * A journal of ASCII bytes (most are: canonical JSON escapes nothing else, but a run's strings
  * may hold any character) decoded once and cut as a string, its indexes the bytes': one native
- * call, not two per entry (a 1,000-step run's journal ~2 → ~0.5 ms).
+ * call, not two per entry (a 1,000-step run's 298 KB journal ~1.05 → ~0.4 ms).
  */
 function asciiEntries(text: string, path: string, runId: string): string[] {
   const out: string[] = [];
   let at = 0;
   while (at < text.length) {
     const colon = text.indexOf(':', at);
-    const length = colon <= at ? Number.NaN : lengthOf(text.slice(at, colon));
+    const length = colon <= at ? Number.NaN : lengthOf(text, at, colon);
     const end = colon + 1 + length;
     if (Number.isNaN(length) || text.charCodeAt(end) !== 0x0a) throw damaged(runId, path, `is corrupt at byte ${at}`);
     out.push(text.slice(colon + 1, end));
@@ -199,12 +199,20 @@ function asciiEntries(text: string, path: string, runId: string): string[] {
 }
 
 /**
- * An entry's length as the journal writes it (decimal digits), or NaN. Not `Number(text)`, which
- * takes a sign, white space and hex: a damaged `\n-4:` would send the reader back to where it
- * was, over and over.
+ * An entry's length as the journal writes it (decimal digits, no leading zero) from
+ * `text[from, to)`, or NaN. Not `Number(text)`, which takes a sign, white space and hex: a
+ * damaged `\n-4:` would send the reader back to where it was, over and over.
  */
-function lengthOf(text: string): number {
-  return /^(0|[1-9][0-9]*)$/.test(text) ? Number(text) : Number.NaN;
+function lengthOf(text: string, from = 0, to = text.length): number {
+  const digits = to - from;
+  if (digits < 1 || digits > 15 || (digits > 1 && text.charCodeAt(from) === 0x30)) return Number.NaN;
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const d = text.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return Number.NaN;
+    n = n * 10 + d;
+  }
+  return n;
 }
 
 /** Any journal: each entry's length in bytes, its text decoded as UTF-8. */
