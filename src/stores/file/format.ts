@@ -180,9 +180,9 @@ export function decodeEntries(bytes: Buffer, count: number, path: string, runId:
 }
 
 /**
- * A journal of ASCII bytes (most are: canonical JSON escapes nothing else, but a run's strings
- * may hold any character) decoded once and cut as a string, its indexes the bytes': one native
- * call, not two per entry (a 1,000-step run's 298 KB journal ~1.05 → ~0.4 ms).
+ * A journal of ASCII bytes (most are, though a run's strings may hold any character, written as
+ * UTF-8) decoded once and cut as a string, its indexes the bytes': one native call, not two per
+ * entry (a 1,000-step run's 298 KB journal ~1.05 → ~0.4 ms).
  */
 function asciiEntries(text: string, path: string, runId: string): string[] {
   const out: string[] = [];
