@@ -1,4 +1,4 @@
-// PostgresStore's group commit: the updates of different runs made in one event-loop turn go to
+// PostgresStore's group commit: the saves of different runs made in one event-loop turn go to
 // the server as one statement, and each is still made or refused alone. Against the real server
 // at TOLLGATE_PG_URL, in schemas of this file's own (dropped afterwards).
 import pg from 'pg';
