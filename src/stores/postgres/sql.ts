@@ -12,7 +12,10 @@
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
 export interface Statements {
-  /** The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement, one snapshot. Columns by position: `LOAD` in rows.ts. */
+  /**
+   * The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement,
+   * one snapshot. Read as arrays: the columns by position are `LOAD` in rows.ts.
+   */
   load: string;
   /** The run's row, without its head and entries. */
   summary: string;
@@ -22,11 +25,11 @@ export interface Statements {
   updateRun: string;
   /**
    * Many saves in one statement (group commit), each as `insertRun` (version 0) or `updateRun`
-   * would make it, each matched or refused alone; returns the run id and new version of each save made. Parameters
-   * are arrays, one element per save: $1 run ids, $2 statuses, $3 heads, $4 `from`s, $5 appended
-   * counts, $6 pending calls, $8 expiries, $9 lease tokens, $10 lease lengths, $11 agents, $13
-   * expected versions; the entries flattened: $14 bodies, $15 their run ids, $16 their indexes;
-   * and $7 the store's now, $12 relaxed (every save in it is).
+   * would make it, each matched or refused alone; returns the run id and new version of each save
+   * made. Parameters are arrays, one element per save: $1 run ids, $2 statuses, $3 heads, $4
+   * `from`s, $5 appended counts, $6 pending calls, $8 expiries, $9 lease tokens, $10 lease
+   * lengths, $11 agents, $13 expected versions; the entries flattened: $14 bodies, $15 their run
+   * ids, $16 their indexes; and $7 the store's now, $12 relaxed (every save in it is).
    */
   saveRuns: string;
   /** Why a write matched nothing: the run's version and entry count, its lease, and now ($2: the store's now). */
