@@ -153,13 +153,14 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         version: record.version,
         stored: record.entries.length,
         head: record.head,
+        base: record.base ?? null,
         lease: terms,
         claimed: lease,
         // The run stays in its group: read from the store, never from the options.
         group: (await groupBudgetsOf(store)?.groupOf(runId)) ?? null,
       };
       agent = Agent.#restore(
-        () => decodeStored(record.head, record.entries),
+        () => decodeStored(record.head, record.entries, record.base),
         parsed,
         place,
         'Agent.load',

@@ -17,8 +17,16 @@ export interface StoredRun {
   /** Incremented by every save; the first save makes version 1. */
   version: number;
   status: Status;
-  /** The checkpoint without its history (canonical JSON). */
+  /**
+   * The checkpoint without its history (canonical JSON), or, in a store that keeps bases
+   * (`keepsBase`), possibly a small delta against `base` (checkpoint/head-delta.ts).
+   */
   head: string;
+  /**
+   * The last `RunWrite.base` saved, or null when none was (a store that keeps no bases may leave
+   * it out). `joinRun` and `Agent.load` join a delta head with it.
+   */
+  base?: string | null;
   /** The history entries, each canonical JSON, in order. */
   entries: string[];
   /** Every call awaiting a decision, in call order; `[]` when none. The approval inbox shows them. */
@@ -84,10 +92,17 @@ export interface RunWrite {
    * stores do). @default false
    */
   relaxed?: boolean;
+  /**
+   * A new base for the run's head deltas, given only to a store whose `keepsBase` is true: the
+   * store keeps it (replacing the one it has) in the same atomic write as the head, and returns
+   * it as `StoredRun.base`. A write without one keeps the stored base (a new run's is null).
+   * `head` may then be a delta against the base the run holds after this write.
+   */
+  base?: string;
 }
 
 /** A run as `list` returns it: everything but its head and history. */
-export type RunSummary = Omit<StoredRun, 'head' | 'entries'>;
+export type RunSummary = Omit<StoredRun, 'head' | 'base' | 'entries'>;
 
 export interface ListOptions {
   /** Only runs in this status; `'awaiting_approval'` is the approval inbox. */
@@ -167,6 +182,14 @@ export interface ClaimOptions {
  * optional capability: a store has all five or none (stores/groups.ts, docs/group-budgets.md).
  */
 export interface CheckpointStore extends Partial<GroupBudgetStore> {
+  /**
+   * `true`: the store keeps each run's `RunWrite.base` (and `queueDecision` keeps it as it
+   * keeps the head), and `load` returns it as `StoredRun.base`. Agents then write most heads as
+   * small deltas against a base they write now and then (checkpoint/head-delta.ts): fewer bytes
+   * a save. Without it every head is written whole. The memory, SQLite and Postgres stores keep
+   * bases; the file store, which writes its head file whole on every save, does not.
+   */
+  readonly keepsBase?: boolean;
   /** The run, or null if the store does not have it (a run claimed but never saved has none). */
   load(runId: string): Promise<StoredRun | null>;
   /**

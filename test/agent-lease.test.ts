@@ -128,7 +128,14 @@ describe('an agent’s lease on a reachable store', () => {
       const store = new MemoryStore();
       await store.save(
         'r',
-        { status: record.status, head: record.head, from: 0, append: record.entries, pendingCalls: [] },
+        {
+          status: record.status,
+          head: record.head,
+          ...(record.base ? { base: record.base } : {}),
+          from: 0,
+          append: record.entries,
+          pendingCalls: [],
+        },
         0,
       );
       return store;

@@ -496,7 +496,9 @@ describe('a crash mid-summary', () => {
     await until(() => asked === 1);
     dying.die();
     const stored = await store.load('r');
-    expect(JSON.parse(joinRun(stored?.head ?? '', [])).snapshot.value).toEqual({ running: 'summarising' });
+    expect(JSON.parse(joinRun(stored?.head ?? '', [], stored?.base)).snapshot.value).toEqual({
+      running: 'summarising',
+    });
     const s = namer();
     const resumed = await Agent.load(store, 'r', {
       policy: stepper(6).policy,

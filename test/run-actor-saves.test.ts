@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Agent, RunBusyError } from '../src/index.js';
 import { viewOf } from '../src/runtime/run-actor.js';
 import { MemoryStore } from '../src/stores/memory.js';
-import { gate, recorder, sequence, until } from './support/helpers.js';
+import { gate, recorder, sequence, until, wholeHead } from './support/helpers.js';
 
 /** A memory store that counts its writes, and keeps each one's `relaxed` flag. */
 function counting() {
@@ -46,7 +46,7 @@ describe('the run actor’s saves between settles', () => {
     const before = agent.version ?? 0;
     agent.extendBudget({ maxSteps: 9 });
     await until(() => (agent.version ?? 0) > before);
-    expect((await store.load('r'))?.head).toContain('"maxSteps":9');
+    expect(wholeHead(await store.load('r'))).toContain('"maxSteps":9');
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     await expect(store.claim('r', { owner: 'other', leaseMs: 1_000 })).rejects.toBeInstanceOf(RunBusyError);
     const stored = await store.load('r');
@@ -103,7 +103,7 @@ describe('the durable points of a step', () => {
           name: 'look',
           ...tool,
           fn: async () => {
-            heads.push((await store.load('r'))?.head ?? '');
+            heads.push(wholeHead(await store.load('r')));
             return 'seen';
           },
         },

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../machines/types.js';
-import { decodeCheckpoint, entryOf, headOf, type PersistedRun } from '../src/checkpoint/index.js';
+import { decodeCheckpoint, decodeStored, entryOf, headOf, type PersistedRun } from '../src/checkpoint/index.js';
 import { Agent, ConflictError, LeaseLostError } from '../src/index.js';
 import { type RunView, Saver } from '../src/runtime/saver.js';
 import type { Lease, RunWrite } from '../src/store.js';
@@ -48,7 +48,7 @@ function saver(
     agent?: string | null;
     failures?: unknown[];
     leaseMs?: number;
-    from?: { version: number; stored: number; head: string };
+    from?: { version: number; stored: number; head: string; base?: string | null };
   } = {},
 ) {
   return new Saver({
@@ -57,6 +57,7 @@ function saver(
     version: options.from?.version ?? 0,
     stored: options.from?.stored ?? 0,
     head: options.from?.head ?? null,
+    base: options.from?.base ?? null,
     lease: { owner: 'me', leaseMs: options.leaseMs ?? 60_000, waitMs: 0 },
     claimed: null,
     agent: options.agent ?? null,
@@ -222,5 +223,86 @@ describe('Saver', () => {
     expect(failures).toHaveLength(1);
     expect(failures[0]).toBeInstanceOf(LeaseLostError);
     expect(s.lease).toBeNull();
+  });
+  it('a loaded run whose head is a delta: not written again until it changes, then a delta against the same base', async () => {
+    const run = await persisted();
+    const { store, writes } = recording();
+    let view = viewOf(run, [goal], 1);
+    await saver(store, () => view).flush();
+    view = viewOf(run, [goal], 2);
+    const first = saver(store, () => view, {
+      from: { version: 1, stored: 1, head: headOf(viewOf(run, [goal], 1).run) },
+    });
+    await first.flush(); // a new writer: a new base, stamped 2
+    const record = await store.load('r');
+    expect(record?.head).toBe('{"b":2}');
+    const loaded = saver(store, () => view, {
+      from: { version: 2, stored: 1, head: record?.head as string, base: record?.base as string },
+    });
+    await loaded.flush();
+    expect(writes).toHaveLength(2);
+    view = viewOf(run, [goal], 3);
+    await loaded.flush();
+    expect(writes[2]?.write).not.toHaveProperty('base');
+    expect(writes[2]?.write.head).toBe('{"b":2,"c":{"steps":3}}');
+  });
+});
+
+describe('Saver with a store that keeps bases', () => {
+  it('writes a base with an empty delta first, then deltas that join into each run it saved', async () => {
+    const run = await persisted();
+    const { store, writes } = recording();
+    let view = viewOf(run, [goal], 1);
+    const s = saver(store, () => view);
+    await s.flush();
+    expect(writes[0]?.write.head).toBe('{"b":1}');
+    expect(JSON.parse(writes[0]?.write.base as string)).toEqual({ b: 1, ...JSON.parse(headOf(view.run)) });
+    for (let steps = 2; steps <= 4; steps++) {
+      view = viewOf(run, steps === 4 ? [goal, answer] : [goal], steps);
+      await s.flush();
+      const { write } = writes.at(-1) as { write: RunWrite };
+      expect(write).not.toHaveProperty('base');
+      expect(write.head).toBe(`{"b":1,"c":{"steps":${steps}}}`);
+      const record = await store.load('r');
+      expect(decodeStored(record?.head as string, record?.entries ?? [], record?.base)).toEqual(
+        decodeStored(headOf(view.run), view.history.map(entryOf)),
+      );
+    }
+    expect(writes).toHaveLength(4);
+  });
+
+  it('a delta past half the head is not written: the save writes a new base, stamped with its version', async () => {
+    const run = await persisted();
+    const { store, writes } = recording();
+    let view = viewOf(run, [goal]);
+    const s = saver(store, () => view);
+    await s.flush();
+    const head = headOf(view.run);
+    // An answer as long as the head: the delta would be longer than half of it.
+    const changed = { ...view.run, context: { ...view.run.context, answer: 'x'.repeat(head.length) } };
+    view = { ...view, run: changed };
+    await s.flush();
+    expect(writes[1]?.write.head).toBe('{"b":2}');
+    expect(JSON.parse(writes[1]?.write.base as string)).toMatchObject({ b: 2 });
+    view = { ...view, run: { ...changed, context: { ...changed.context, steps: 9 } } };
+    await s.flush();
+    expect(writes[2]?.write.head).toBe('{"b":2,"c":{"steps":9}}');
+    const record = await store.load('r');
+    expect(decodeStored(record?.head as string, record?.entries ?? [], record?.base).context.answer).toBe(
+      changed.context.answer,
+    );
+  });
+
+  it('a store that keeps no bases is given whole heads and no base', async () => {
+    const run = await persisted();
+    const { store, writes } = recording();
+    Object.defineProperty(store, 'keepsBase', { value: false });
+    let view = viewOf(run, [goal], 1);
+    const s = saver(store, () => view);
+    await s.flush();
+    view = viewOf(run, [goal], 2);
+    await s.flush();
+    expect(writes.map((w) => w.write.head)).toEqual([headOf(viewOf(run, [goal], 1).run), headOf(view.run)]);
+    expect(writes.every((w) => !('base' in w.write))).toBe(true);
   });
 });

@@ -58,7 +58,7 @@ describe('an agent with a store', () => {
     const agent = new Agent({ runId: 'r', store, policy: sequence({ tool: 'pay' }, { final: 'ok' }), tools: [tool] });
     await agent.start('go');
     await agent.decide(true, 'fine', { by: 'ann' });
-    const head = JSON.parse(joinRun((seen as { head: string }).head, []));
+    const head = JSON.parse(joinRun((seen as { head: string }).head, [], (seen as { base: string | null }).base));
     expect(head.snapshot.value).toEqual({ running: 'executing' });
     expect(head.snapshot.context.calls).toMatchObject([
       { key: 'r:1', state: 'running', approval: { approved: true, by: 'ann' } },

@@ -363,7 +363,9 @@ describe('the worker loop', () => {
               if (id === 'bad') throw new Error('disk on fire');
               return target.load(id);
             }
-          : (target as never as Record<PropertyKey, (...a: unknown[]) => unknown>)[key]?.bind(target),
+          : typeof (target as never as Record<PropertyKey, unknown>)[key] === 'function'
+            ? (target as never as Record<PropertyKey, (...a: unknown[]) => unknown>)[key]?.bind(target)
+            : (target as never as Record<PropertyKey, unknown>)[key],
     });
     const worker = new Worker({ store: flaky, agents: [good] });
     const events: WorkerEvent[] = [];

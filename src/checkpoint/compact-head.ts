@@ -90,13 +90,18 @@ function withDefaults(value: Record<string, unknown>, defaults: Defaults): Recor
   return out;
 }
 
-/** The compact head of a run (its history is left out whatever it holds). O(1) in the history. */
-export function compactHead(run: Omit<PersistedRun, 'children'>): string {
+/** The compact snapshot of a run, before it is written (`s` of its compact head). O(1) in the history. */
+export function compactSnapshot(run: Omit<PersistedRun, 'children'>): Record<string, unknown> {
   const defaults = DEFAULTS[CHECKPOINT_VERSION] as (typeof DEFAULTS)[number];
   const { children: _derived, ...rest } = run as PersistedRun;
   const snapshot = withoutDefaults(rest, defaults.snapshot);
   snapshot.context = withoutDefaults({ ...run.context, history: [] }, defaults.context);
-  return canonicalJson({ h: CHECKPOINT_VERSION, s: snapshot }) as string;
+  return snapshot;
+}
+
+/** The compact head of a run (its history is left out whatever it holds). O(1) in the history. */
+export function compactHead(run: Omit<PersistedRun, 'children'>): string {
+  return canonicalJson({ h: CHECKPOINT_VERSION, s: compactSnapshot(run) }) as string;
 }
 
 /** Is `parsed` (a parsed head) a compact head? */

@@ -9,6 +9,7 @@ import type { HistoryEntry } from '../../machines/types.js';
 import { compactHead, expandHead, isCompactHead } from './compact-head.js';
 import { checkDepth, checkParsed, checkParsedDepth, fail, mayHoldLoneSurrogate } from './decode.js';
 import { canonicalEntry, isObject, spliceHistory } from './encode.js';
+import { isDelta, joinDelta } from './head-delta.js';
 import type { PersistedRun } from './schema.js';
 
 /**
@@ -28,10 +29,11 @@ export function entryOf(entry: HistoryEntry): string {
  * The checkpoint blob of a stored run: its head (a checkpoint with an empty history) and its
  * entries (each canonical JSON). Each entry must be one JSON object; validate the result with
  * `decodeCheckpoint`. The head keeps its own version, so a run stored by an older Tollgate is
- * migrated when it is decoded.
+ * migrated when it is decoded. `base`: the run's stored base (`StoredRun.base`), which a head
+ * that is a delta (head-delta.ts) is joined with.
  */
-export function joinRun(head: string, entries: readonly string[]): string {
-  const parsed = headEnvelope(head);
+export function joinRun(head: string, entries: readonly string[], base?: string | null): string {
+  const parsed = headEnvelope(head, base);
   for (const [i, text] of entries.entries()) entryValue(text, i);
   try {
     return spliceHistory(parsed, entries);
@@ -46,10 +48,11 @@ export function joinRun(head: string, entries: readonly string[]): string {
  * `CheckpointError` — without writing the whole checkpoint out and parsing it again: each entry
  * is parsed once, and only the (small) head is written canonically. What a load costs.
  */
-export function decodeStored(head: string, entries: readonly string[]): PersistedRun {
+export function decodeStored(head: string, entries: readonly string[], base?: string | null): PersistedRun {
   if (typeof head !== 'string') fail('the stored head is not a string', 'head');
   checkDepth(head);
-  const envelope = headEnvelope(head);
+  if (typeof base === 'string') checkDepth(base);
+  const envelope = headEnvelope(head, base);
   const { snapshot } = envelope;
   let text: string;
   try {
@@ -76,14 +79,21 @@ export function decodeStored(head: string, entries: readonly string[]): Persiste
   return checkParsed(parsed, surrogates);
 }
 
-/** A stored head as a checkpoint envelope with a context: compact heads expanded, whole ones as they are. */
-function headEnvelope(head: string): { snapshot: { context: Record<string, unknown> } } {
+/**
+ * A stored head as a checkpoint envelope with a context: deltas joined with the base, compact
+ * heads expanded, whole ones as they are.
+ */
+function headEnvelope(
+  head: string,
+  base: string | null | undefined,
+): { snapshot: { context: Record<string, unknown> } } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(head);
   } catch (error) {
     fail(`the stored head is not JSON (${(error as Error).message})`, 'head');
   }
+  if (isObject(parsed) && isDelta(parsed)) parsed = joinDelta(base, parsed);
   if (isObject(parsed) && isCompactHead(parsed)) parsed = expandHead(parsed);
   // Heads written before compact heads are whole checkpoints (with an empty history): read as such.
   if (!isObject(parsed) || !isObject(parsed.snapshot) || !isObject(parsed.snapshot.context)) {

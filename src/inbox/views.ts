@@ -67,7 +67,7 @@ export interface RunDetail extends RunView {
 /** The decoded state of a stored run. */
 export function decodeRun(record: StoredRun) {
   try {
-    const run = decodeStored(record.head, record.entries);
+    const run = decodeStored(record.head, record.entries, record.base);
     return { context: run.context, status: statusOfValue(run.value) };
   } catch (error) {
     if (!(error instanceof CheckpointError)) throw error;

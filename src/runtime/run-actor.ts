@@ -30,6 +30,8 @@ export interface StoredPlace {
   version: number;
   stored: number;
   head: string | null;
+  /** The stored base a delta `head` was written against (`StoredRun.base`); absent or null: none. */
+  base?: string | null;
   lease: LeaseTerms;
   /** The lease `Agent.load` claimed before it read the run; null: claimed before the first save. */
   claimed: Lease | null;

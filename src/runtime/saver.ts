@@ -13,7 +13,16 @@
  * place never writes again.
  */
 import type { HistoryEntry, PendingCall, Status } from '../../machines/types.js';
-import { entryOf, headOf, type PersistedRun } from '../checkpoint/index.js';
+import {
+  type Base,
+  baseText,
+  deltaText,
+  entryOf,
+  headParts,
+  headText,
+  type PersistedRun,
+  resumedHead,
+} from '../checkpoint/index.js';
 import type { Durability, LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { groupBudgetsOf } from '../stores/groups.js';
@@ -34,6 +43,12 @@ export class Saver {
   #version: number;
   #stored: number;
   #lastHead: string | null;
+  /**
+   * The base the stored head is a delta against (null: the next save writes one), when the
+   * store keeps bases (`keepsBase`).
+   */
+  #base: Base | null = null;
+  readonly #keepsBase: boolean;
   #chain: Promise<void> = Promise.resolve();
   readonly #read: () => RunView | null;
   readonly #onFailure: (error: unknown) => void;
@@ -56,6 +71,8 @@ export class Saver {
     version: number;
     stored: number;
     head: string | null;
+    /** The stored base a delta `head` was written against; absent or null: none. */
+    base?: string | null;
     lease: LeaseTerms;
     /** A lease already claimed (by `Agent.load`, before it read the run). */
     claimed: Lease | null;
@@ -69,10 +86,18 @@ export class Saver {
     onFailure: (error: unknown) => void;
   }) {
     this.store = options.store;
+    this.#keepsBase = options.store.keepsBase === true;
     this.runId = options.runId;
     this.#version = options.version;
     this.#stored = options.stored;
-    this.#lastHead = options.head;
+    if (options.head !== null) {
+      // The run's head as it is compared with the next one: joined with its base if a delta.
+      const resumed = resumedHead(options.head, options.base);
+      this.#lastHead = resumed.head;
+      this.#base = resumed.base;
+    } else {
+      this.#lastHead = null;
+    }
     this.#read = options.read;
     this.#onFailure = options.onFailure;
     this.#agent = options.agent;
@@ -147,11 +172,13 @@ export class Saver {
     if (!view) return;
     const durable = this.#durability === 'full' || this.#pointWanted;
     this.#pointWanted = false;
-    const head = headOf(view.run);
+    const parts = headParts(view.run);
+    const head = headText(parts);
     const unchanged = head === this.#lastHead && view.history.length === this.#stored;
     // A point after a relaxed write of the same run writes again: that makes it durable.
     if (unchanged && !this.#touched && !(durable && this.#relaxedLeft)) return;
     const append = view.history.slice(this.#stored).map(entryOf);
+    const { written, base } = this.#headToWrite(head, parts);
     try {
       // Fenced: the save is refused in the same statement if this lease is no longer the run's.
       const lease = await this.#lease.current();
@@ -161,7 +188,8 @@ export class Saver {
         this.runId,
         {
           status: view.status,
-          head,
+          head: written,
+          ...(base ? { base: baseText(base.parts, base.b) } : {}),
           from: this.#stored,
           append,
           pendingCalls: view.pendingCalls,
@@ -183,7 +211,23 @@ export class Saver {
     }
     this.#stored += append.length;
     this.#lastHead = head;
+    if (base) this.#base = base;
     this.#touched = false;
     this.#relaxedLeft = !durable;
+  }
+
+  /**
+   * The head a save writes, and the new base it writes with it (null: none). Whole when the
+   * store keeps no bases. Else a delta against the run's base while the delta is at most half
+   * the whole head; past that (or with no base yet) the save writes the whole head as the new
+   * base, stamped with the version it makes, and an empty delta: a save's head stays small
+   * whatever the run's state, and a base is written again only when the state drifted from it.
+   */
+  #headToWrite(head: string, parts: Base['parts']): { written: string; base: Base | null } {
+    if (!this.#keepsBase) return { written: head, base: null };
+    const delta = this.#base && deltaText(this.#base, parts);
+    if (delta && delta.length * 2 <= head.length) return { written: delta, base: null };
+    const base = { b: this.#version + 1, parts };
+    return { written: `{"b":${base.b}}`, base };
   }
 }

@@ -155,6 +155,12 @@ export class FileStore implements CheckpointStore {
   async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     const w = checkWrite('save', runId, write, expectedVersion);
     if (lease !== undefined) checkLease('save', lease, runId);
+    // The head file is written whole every save, so a delta would save nothing on disk.
+    if (w.base !== undefined) {
+      throw new OptionsError(
+        `save: FileStore keeps no head bases (keepsBase is not set): write the head whole (run ${JSON.stringify(runId)})`,
+      );
+    }
     return this.#guard('save', () => {
       const dir = join(this.#runs, runDirName(runId));
       return withLock(join(dir, LOCK), this.#lockTimeoutMs, async () => {

@@ -54,13 +54,14 @@ export interface MemoryStoreOptions {
 }
 
 /** A run's summary as `list` gives it: a copy, without its head and entries. */
-function summaryOf({ head: _h, entries: _e, ...summary }: StoredRun): RunSummary {
+function summaryOf({ head: _h, base: _b, entries: _e, ...summary }: StoredRun): RunSummary {
   return structuredClone(summary);
 }
 
 /** Runs in a `Map`, with the same rules, conflicts, leases and list order as the durable stores. */
 export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   readonly #runs = new Map<string, StoredRun>();
+  readonly keepsBase = true;
   /** Leases by run id: a run may be claimed before its first save, and its token outlives a delete. */
   readonly #leases = new Map<string, LeaseRecord>();
   readonly #now: () => number;
@@ -96,6 +97,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
       version: version + 1,
       status: w.status,
       head: w.head,
+      base: w.base ?? current?.base ?? null,
       entries,
       ...pendingFields(structuredClone(w.pendingCalls)),
       updatedAt: timestampOf(() => now),

@@ -1,7 +1,7 @@
 /**
  * A `CheckpointStore` on PostgreSQL with `pg`: many processes on many machines can share it.
  *
- * A run is a row in `runs` (its small head, version, status, pending calls) and its history
+ * A run is a row in `runs` (its small head, base, version, status, pending calls) and its history
  * rows in `entries`, one per entry, append-only; its lease a row in `leases`. A save is one SQL
  * statement, so one transaction and one round trip: lock the lease row and check the lease, a
  * conditional insert (version 0) or update (`WHERE version = expected AND entry_count = from`)
@@ -108,6 +108,8 @@ const REFUSAL_RETRIES = 3;
  * idle connections' errors are yours to listen to: `pool.on('error', …)`).
  */
 export class PostgresStore implements CheckpointStore, GroupBudgetStore {
+  /** Each run's base is a column of its row, written by the statement that writes the head. */
+  readonly keepsBase = true;
   readonly #sql: Statements;
   readonly #groups: ReturnType<typeof groupsOn>;
   readonly #schema: string;
@@ -197,7 +199,12 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
         { runId },
       );
     }
-    return { ...summaryOf(row), head: first[LOAD.body] as string, entries };
+    return {
+      ...summaryOf(row),
+      head: first[LOAD.body] as string,
+      base: first[LOAD.base] as string | null,
+      entries,
+    };
   }
 
   async summary(runId: string): Promise<RunSummary | null> {
@@ -222,6 +229,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       lease: lease === undefined ? undefined : { ...lease },
       agent: w.agent ?? null,
       relaxed: w.relaxed === true,
+      base: w.base ?? null,
       expectedVersion,
     });
   }
@@ -243,6 +251,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       lease?.leaseMs ?? null,
       save.agent,
       save.relaxed,
+      save.base,
     ];
     if (expectedVersion > 0) values.push(expectedVersion);
     const sql = expectedVersion === 0 ? this.#sql.insertRun : this.#sql.updateRun;

@@ -66,8 +66,10 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
   if (!Number.isSafeInteger(from) || (from as number) < 0) fail('write.from must be a whole number ≥ 0', from);
   if (!Array.isArray(append)) fail('write.append must be an array of strings', append);
   const pendingCalls = pendingCallsOfWrite(w, fail);
+  const base = (w as { base?: unknown }).base;
   const texts: [string, unknown][] = [
     ['write.head', head],
+    ...(base === undefined ? [] : [['write.base', base] as [string, unknown]]),
     ...(append as unknown[]).map((e, i) => [`write.append[${i}]`, e] as [string, unknown]),
   ];
   for (const [what, text] of texts) {
@@ -87,6 +89,7 @@ export function checkWrite(call: string, runId: unknown, write: RunWrite, expect
     pendingCalls,
     ...(agent === undefined ? {} : { agent: agent as string }),
     ...(relaxed === true ? { relaxed } : {}),
+    ...(base === undefined ? {} : { base: base as string }),
   };
 }
 

@@ -108,6 +108,7 @@ let opening: string | null = null;
 export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   /** The database file, as given. */
   readonly path: string;
+  readonly keepsBase = true;
   readonly #db: Database.Database;
   readonly #now: () => number;
   readonly #busyTimeoutMs: number;
@@ -176,12 +177,13 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     const head = db.prepare('SELECT version, entry_count, agent FROM runs WHERE run_id = ?');
     // Every save clears a recorded decision: the worker that applied it is the one saving.
     const insert = db.prepare(
-      `INSERT INTO runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
-       VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO runs (run_id, version, status, head, base, entry_count, pending, pending_expires_at, updated_at, agent)
+       VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    // A write without a base keeps the stored one.
     const update = db.prepare(
-      `UPDATE runs SET version = ?, status = ?, head = ?, entry_count = ?, pending = ?, pending_expires_at = ?,
-       updated_at = ?, agent = ?, decision = NULL WHERE run_id = ?`,
+      `UPDATE runs SET version = ?, status = ?, head = ?, base = coalesce(?, base), entry_count = ?, pending = ?,
+       pending_expires_at = ?, updated_at = ?, agent = ?, decision = NULL WHERE run_id = ?`,
     );
     const append = db.prepare('INSERT INTO entries (run_id, idx, body) VALUES (?, ?, ?)');
     const run = db.prepare('SELECT * FROM runs WHERE run_id = ?');
@@ -207,8 +209,9 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       const pending = calls.length === 0 ? null : JSON.stringify(calls);
       const at = new Date(now).toISOString();
       const expiry = earliestExpiry(calls);
-      if (current) update.run(version + 1, write.status, write.head, count, pending, expiry, at, agent, runId);
-      else insert.run(runId, write.status, write.head, count, pending, expiry, at, agent);
+      const base = write.base ?? null;
+      if (current) update.run(version + 1, write.status, write.head, base, count, pending, expiry, at, agent, runId);
+      else insert.run(runId, write.status, write.head, base, count, pending, expiry, at, agent);
       for (const [i, body] of write.append.entries()) append.run(runId, stored + i, body);
       if (fenced && fenced !== before) writeLease(runId, fenced);
       if (!isLive(fenced, now)) this.#watchers.notify();

@@ -18,6 +18,7 @@
  * }, { describe, it });
  */
 import { agentCases } from './conformance/agent-case.js';
+import { baseCases } from './conformance/bases.js';
 import { basicCases } from './conformance/basics.js';
 import { claimNextCases } from './conformance/claim-next.js';
 import { claimCases } from './conformance/claims.js';
@@ -63,6 +64,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...processCases,
   ...agentCases,
   ...groupCases,
+  ...baseCases,
 ];
 
 const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
@@ -72,12 +74,14 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   // An optional store capability: a store that has it says so.
   groupBudgets: (ctx) => ctx.groupBudgets === true,
   summary: (ctx) => ctx.summary === true,
+  bases: (ctx) => ctx.bases === true,
 };
 
 /** Why a capability is missing when the context does not say: only optional store capabilities have one. */
 const UNDECLARED: Partial<Record<Capability, string>> = {
   groupBudgets: 'an optional capability this store does not declare (groupBudgets: true in its context)',
   summary: 'an optional capability this store does not declare (summary: true in its context)',
+  bases: 'an optional capability this store does not declare (bases: true in its context)',
 };
 
 /**

@@ -103,7 +103,7 @@ export async function recordDecision(
   }
   let run: ReturnType<typeof decodeStored>;
   try {
-    run = decodeStored(record.head, record.entries);
+    run = decodeStored(record.head, record.entries, record.base);
   } catch (error) {
     if (!(error instanceof CheckpointError)) throw error;
     throw new CheckpointError(`${call}: run ${JSON.stringify(runId)}: ${error.message}`, error.path, {

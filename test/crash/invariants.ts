@@ -151,7 +151,7 @@ export async function checkInvariants(
   // process asked the policy and its answer was thrown away: two owners at once.
   for (const [runId, byPid] of policyCalls) {
     const run = await world.store.load(runId);
-    const steps = run ? (JSON.parse(joinRun(run.head, [])).snapshot.context.steps as number) : 0;
+    const steps = run ? (JSON.parse(joinRun(run.head, [], run.base)).snapshot.context.steps as number) : 0;
     let calls = 0;
     let killedCallers = 0;
     for (const [pid, n] of byPid) {
@@ -182,7 +182,7 @@ export async function checkInvariants(
     }
     if (run.status !== 'done') v.push(`run ${runId} ended ${run.status}, not done`);
     else report.runsDone++;
-    const context = JSON.parse(joinRun(run.head, [])).snapshot.context;
+    const context = JSON.parse(joinRun(run.head, [], run.base)).snapshot.context;
     const history = run.entries.map((e) => JSON.parse(e) as HistoryEntry);
     const turns = history.filter((e) => e.role === 'assistant').length;
     // Budgets never exceeded, and a step counted once however many crashes it saw.

@@ -40,7 +40,7 @@ async function measure(store: CheckpointStore, steps: number): Promise<[Half, Ha
   store.save = (runId, write, version, lease) => {
     const half = halves[step <= steps / 2 ? 0 : 1];
     half.saves++;
-    half.head += Buffer.byteLength(write.head);
+    half.head += Buffer.byteLength(write.head) + Buffer.byteLength(write.base ?? '');
     half.appended += write.append.reduce((n, e) => n + Buffer.byteLength(e), 0);
     return save(runId, write, version, lease);
   };

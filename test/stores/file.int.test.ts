@@ -15,7 +15,8 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type RunWrite, StoreUnavailableError } from '../../src/index.js';
+import { Agent, type CheckpointStore, OptionsError, type RunWrite, StoreUnavailableError } from '../../src/index.js';
+import { joinRun } from '../../src/store.js';
 import { runDirName } from '../../src/stores/file/format.js';
 import { FileStore } from '../../src/stores/file.js';
 import { spawnNodeWriter } from '../../src/testing/index.js';
@@ -66,6 +67,24 @@ describe('FileStore: layout', () => {
     expect(files).toContain('head.json');
     expect(files.find((f) => f !== 'head.json')).toMatch(/^journal-[0-9a-f-]+\.log$/);
     expect(readFileSync(journalOf(store, 'r'), 'utf8')).toBe('3:"a"\n4:"bb"\n8:"日本"\n');
+  });
+
+  it('keeps no head bases: a write with one is an OptionsError and changes nothing; an agent writes its heads whole', async () => {
+    const store = fresh();
+    expect((store as CheckpointStore).keepsBase).toBeUndefined();
+    await store.save('r', write(0, ['"a"']), 0);
+    const before = readFileSync(join(runDir(store, 'r'), 'head.json'), 'utf8');
+    await expect(store.save('r', { ...write(1, []), base: '{"b":2}' }, 1)).rejects.toThrow(
+      /FileStore keeps no head bases/,
+    );
+    await expect(store.save('r', { ...write(1, []), base: '{"b":2}' }, 1)).rejects.toBeInstanceOf(OptionsError);
+    expect(readFileSync(join(runDir(store, 'r'), 'head.json'), 'utf8')).toBe(before);
+    const agent = new Agent({ runId: 'a', store, policy: () => ({ final: 'ok' }), tools: [] });
+    await agent.start('go');
+    const stored = await store.load('a');
+    expect(JSON.parse(stored?.head ?? '{}')).toHaveProperty('h');
+    expect(stored?.base).toBeUndefined();
+    expect(joinRun(stored?.head ?? '', stored?.entries ?? [])).toBe(agent.checkpoint());
   });
 });
 

@@ -304,7 +304,10 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
     let mark = await lsn();
     const save = store.save.bind(store);
     store.save = (runId, w, version, lease) => {
-      const bytes = Buffer.byteLength(w.head) + w.append.reduce((n, e) => n + Buffer.byteLength(e), 0);
+      const bytes =
+        Buffer.byteLength(w.head) +
+        Buffer.byteLength(w.base ?? '') +
+        w.append.reduce((n, e) => n + Buffer.byteLength(e), 0);
       (halves[step <= steps / 2 ? 0 : 1] as { payload: number }).payload += bytes;
       return save(runId, w, version, lease);
     };

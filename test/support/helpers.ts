@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { resumedHead } from '../../src/checkpoint/index.js';
 import type { Action, CheckpointStore, HistoryEntry, Policy, Tool } from '../../src/index.js';
 
 /** A policy that returns the given actions in order, whatever the history says. */
@@ -83,4 +84,13 @@ export function mortal<S extends CheckpointStore>(store: S): { store: Checkpoint
       dead = true;
     },
   };
+}
+
+/**
+ * The compact head a stored run holds, as text: its head, joined with its base when the head is
+ * a delta (a store that keeps bases writes most heads so). What a test reads a stored state from.
+ */
+export function wholeHead(record: { head: string; base?: string | null } | null | undefined): string {
+  if (!record) return '';
+  return resumedHead(record.head, record.base).head;
 }

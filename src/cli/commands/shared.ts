@@ -123,7 +123,7 @@ export const INERT = { policy: () => new Promise<never>(() => {}), tools: [] };
 export async function readRun(opened: OpenedStore, runId: string) {
   const record = await opened.store.load(runId);
   if (!record) throw noRun(opened, runId);
-  const blob = joinRun(record.head, record.entries);
+  const blob = joinRun(record.head, record.entries, record.base);
   return { record, blob, state: Agent.resume(blob, INERT).state };
 }
 

@@ -30,6 +30,8 @@ export interface SaveRow {
   lease: Lease | undefined;
   agent: string | null;
   relaxed: boolean;
+  /** The run's new base, or null: keep the stored one. */
+  base: string | null;
   expectedVersion: number;
 }
 
@@ -135,6 +137,7 @@ function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
   const tokens = new Array<number | null>(n);
   const leaseMs = new Array<number | null>(n);
   const agents = new Array<string | null>(n);
+  const bases = new Array<string | null>(n);
   const expected = new Array<number>(n);
   const bodies: string[] = [];
   const entryRuns: string[] = [];
@@ -152,6 +155,7 @@ function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
     tokens[i] = save.lease?.token ?? null;
     leaseMs[i] = save.lease?.leaseMs ?? null;
     agents[i] = save.agent;
+    bases[i] = save.base;
     expected[i] = save.expectedVersion;
     relaxed &&= save.relaxed;
     for (let k = 0; k < save.append.length; k++) {
@@ -173,6 +177,7 @@ function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
     leaseMs,
     agents,
     relaxed,
+    bases,
     expected,
     bodies,
     entryRuns,

@@ -131,6 +131,14 @@ async function createGroups(client: Sql, s: string): Promise<void> {
     );`);
 }
 
+/**
+ * Head deltas (checkpoint/head-delta.ts): `base`, the last base a save gave, which a delta head
+ * is joined with; a save without one keeps it. Existing rows get null: their heads are whole.
+ */
+async function addBase(client: Sql, s: string): Promise<void> {
+  await client.query(`ALTER TABLE ${s}.runs ADD COLUMN base text`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -138,6 +146,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
   { version: 5, name: 'agent and decision', up: addAgentAndDecision },
   { version: 6, name: 'group budgets', up: createGroups },
+  { version: 7, name: 'head base', up: addBase },
 ];
 
 /** The schema version this code writes and reads. */

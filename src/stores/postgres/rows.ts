@@ -51,7 +51,7 @@ export function summaryOf(row: RunRow): RunSummary {
 
 /**
  * The columns of the `load` statement's rows, by position (sql.ts): the run's row (idx -1, its
- * head in body), then one row per entry (its body; the run's columns null).
+ * head in body, its base or null), then one row per entry (its body; the run's columns null).
  */
 export const LOAD = {
   runId: 0,
@@ -63,7 +63,8 @@ export const LOAD = {
   updatedAt: 6,
   agent: 7,
   decision: 8,
-  idx: 9,
+  base: 9,
+  idx: 10,
 } as const;
 
 /** The run's columns of `load`'s first row, as a `RunRow`. */

@@ -5,8 +5,9 @@
  * (text[]), $6 pending calls (a JSON array as text, or null), $7 the store's now (null: the
  * database's clock), $8 the earliest expiry of the pending calls (or null), $9 the lease's token
  * (null: a save without a lease), $10 the lease's length in ms, $11 the agent's name (null:
- * keep the stored one), and for an update $12 the expected version. A save clears a recorded
- * decision, and one without a lease (so the run has no live lease after it) notifies watchers.
+ * keep the stored one), $12 relaxed, $13 the new base (null: keep the stored one; a new run's is
+ * null), and for an update $14 the expected version. A save clears a recorded decision, and one
+ * without a lease (so the run has no live lease after it) notifies watchers.
  *
  * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
@@ -28,8 +29,8 @@ export interface Statements {
    * would make it, each matched or refused alone; returns the run id and new version of each save
    * made. Parameters are arrays, one element per save: $1 run ids, $2 statuses, $3 heads, $4
    * `from`s, $5 appended counts, $6 pending calls, $8 expiries, $9 lease tokens, $10 lease
-   * lengths, $11 agents, $13 expected versions; the entries flattened: $14 bodies, $15 their run
-   * ids, $16 their indexes; and $7 the store's now, $12 relaxed (every save in it is).
+   * lengths, $11 agents, $13 bases, $14 expected versions; the entries flattened: $15 bodies, $16
+   * their run ids, $17 their indexes; and $7 the store's now, $12 relaxed (every save in it is).
    */
   saveRuns: string;
   /** Why a write matched nothing: the run's version and entry count, its lease, and now ($2: the store's now). */
@@ -104,16 +105,17 @@ export function statements(s: string, schema: string): Statements {
     // entry (7 ms of a 1,000-step run's 9 ms load), and a text[] is parsed character by
     // character by node-postgres. The run's own row first (idx -1), its head in `body`.
     load: `SELECT r.run_id, r.version, r.status, r.head AS body, r.entry_count, r.pending, r.updated_at, r.agent,
-              r.decision, -1 AS idx
+              r.decision, r.base, -1 AS idx
          FROM ${s}.runs r WHERE r.run_id = $1
        UNION ALL
-       SELECT NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, e.idx
+       SELECT NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, NULL, e.idx
          FROM ${s}.entries e WHERE e.run_id = $1
        ORDER BY idx`,
     summary: `SELECT ${SUMMARY_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
-        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
-        SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now}, $11::text FROM ok
+        INSERT INTO ${s}.runs
+               (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent, base)
+        SELECT $1, 1, $2, $3, cardinality($5::text[]), $6, $8::timestamptz, ${now}, $11::text, $13::text FROM ok
         ON CONFLICT (run_id) DO NOTHING
         RETURNING run_id, version
       ), ${append}, ${extend}
@@ -124,8 +126,8 @@ export function statements(s: string, schema: string): Statements {
         UPDATE ${s}.runs
            SET version = version + 1, status = $2, head = $3, entry_count = entry_count + cardinality($5::text[]),
                pending = $6, pending_expires_at = $8::timestamptz, updated_at = ${now},
-               agent = COALESCE($11::text, agent), decision = NULL
-         WHERE run_id = $1 AND version = $13 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
+               agent = COALESCE($11::text, agent), decision = NULL, base = COALESCE($13::text, base)
+         WHERE run_id = $1 AND version = $14 AND entry_count = $4 AND EXISTS (SELECT 1 FROM ok)
            AND ($11::text IS NULL OR agent IS NULL OR agent = $11::text)
         RETURNING run_id, version
       ), ${append}, ${extend}
@@ -136,8 +138,8 @@ export function statements(s: string, schema: string): Statements {
     // writing parts then touch different rows (a part does not see the other's writes).
     saveRuns: `WITH b AS MATERIALIZED (
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::text[],
-                             $8::timestamptz[], $9::bigint[], $10::integer[], $11::text[], $13::integer[])
-          AS b (run_id, status, head, from_count, appended, pending, expiry, token, lease_ms, agent, expected)
+                             $8::timestamptz[], $9::bigint[], $10::integer[], $11::text[], $13::text[], $14::integer[])
+          AS b (run_id, status, head, from_count, appended, pending, expiry, token, lease_ms, agent, base, expected)
       ), l AS MATERIALIZED (
         SELECT run_id, token, owner, expires_at FROM ${s}.leases WHERE run_id = ANY ($1::text[])
          ORDER BY run_id COLLATE "C" FOR UPDATE
@@ -147,8 +149,9 @@ export function statements(s: string, schema: string): Statements {
            THEN NOT COALESCE(l.owner IS NOT NULL AND l.expires_at > ${now}, false)
            ELSE COALESCE(l.token = b.token AND l.owner IS NOT NULL, false) END
       ), created AS (
-        INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
-        SELECT run_id, 1, status, head, appended, pending, expiry, ${now}, agent FROM ok
+        INSERT INTO ${s}.runs
+               (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent, base)
+        SELECT run_id, 1, status, head, appended, pending, expiry, ${now}, agent, base FROM ok
          WHERE expected = 0 AND from_count = 0
         ON CONFLICT (run_id) DO NOTHING
         RETURNING run_id, version
@@ -156,7 +159,7 @@ export function statements(s: string, schema: string): Statements {
         UPDATE ${s}.runs AS x
            SET version = x.version + 1, status = ok.status, head = ok.head, entry_count = x.entry_count + ok.appended,
                pending = ok.pending, pending_expires_at = ok.expiry, updated_at = ${now},
-               agent = COALESCE(ok.agent, x.agent), decision = NULL
+               agent = COALESCE(ok.agent, x.agent), decision = NULL, base = COALESCE(ok.base, x.base)
           FROM ok
          WHERE x.run_id = ok.run_id AND ok.expected > 0 AND x.version = ok.expected AND x.entry_count = ok.from_count
            AND (ok.agent IS NULL OR x.agent IS NULL OR x.agent = ok.agent)
@@ -166,7 +169,7 @@ export function statements(s: string, schema: string): Statements {
           FROM (SELECT * FROM created UNION ALL SELECT * FROM updated) AS m JOIN ok ON ok.run_id = m.run_id
       ), e AS (
         INSERT INTO ${s}.entries (run_id, idx, body)
-        SELECT t.run_id, t.idx, t.body FROM unnest($14::text[], $15::text[], $16::integer[]) AS t (body, run_id, idx)
+        SELECT t.run_id, t.idx, t.body FROM unnest($15::text[], $16::text[], $17::integer[]) AS t (body, run_id, idx)
           JOIN r ON r.run_id = t.run_id
       ), n AS (
         UPDATE ${s}.leases AS y SET expires_at = GREATEST(y.expires_at, ${now} + ${ms('r.lease_ms')})

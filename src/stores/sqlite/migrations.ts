@@ -112,6 +112,14 @@ function createGroups(db: Database): void {
     ) WITHOUT ROWID;`);
 }
 
+/**
+ * Head deltas (checkpoint/head-delta.ts): `base`, the run's last base head (null until a save
+ * gives one). Existing rows get null: their heads are whole.
+ */
+function addBase(db: Database): void {
+  db.exec('ALTER TABLE runs ADD COLUMN base TEXT');
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -119,6 +127,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'pending calls expiry', up: addPendingExpiry },
   { version: 5, name: 'agent and decision', up: addAgentAndDecision },
   { version: 6, name: 'group budgets', up: createGroups },
+  { version: 7, name: 'head bases', up: addBase },
 ];
 
 /** The schema version this code writes and reads. */

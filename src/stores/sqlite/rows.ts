@@ -11,6 +11,7 @@ export interface RunRow {
   version: number;
   status: Status;
   head: string;
+  base: string | null;
   entry_count: number;
   pending: string | null;
   updated_at: string;
@@ -25,7 +26,7 @@ export interface LeaseRow {
 }
 
 /** A run row as `list` gives it. */
-export const summary = (row: Omit<RunRow, 'head' | 'entry_count'>): RunSummary => ({
+export const summary = (row: Omit<RunRow, 'head' | 'base' | 'entry_count'>): RunSummary => ({
   runId: row.run_id,
   version: row.version,
   status: row.status,
@@ -48,5 +49,5 @@ export function storedRun(path: string, row: RunRow, bodies: string[]): StoredRu
       { runId: row.run_id },
     );
   }
-  return { ...summary(row), head: row.head, entries: bodies };
+  return { ...summary(row), head: row.head, base: row.base, entries: bodies };
 }

@@ -28,7 +28,7 @@ export const agentCases: ConformanceCase[] = [
         const stored = await store.load('agent-run');
         assert.equal(stored?.version, first.version);
         assert.equal(stored?.status, 'awaiting_approval');
-        assert.equal(joinRun(stored.head, stored.entries), first.checkpoint());
+        assert.equal(joinRun(stored.head, stored.entries, stored.base), first.checkpoint());
         const inbox = await store.list({ status: 'awaiting_approval' });
         assert.deepEqual(
           inbox.map((r) => [r.runId, r.version]),
@@ -45,7 +45,7 @@ export const agentCases: ConformanceCase[] = [
         const done = await store.load('agent-run');
         assert.equal(done?.status, 'done');
         assert.equal(done?.version, second.version);
-        assert.equal(joinRun(done.head, done.entries), second.checkpoint());
+        assert.equal(joinRun(done.head, done.entries, done.base), second.checkpoint());
         assert.deepEqual(await store.list({ status: 'awaiting_approval' }), []);
 
         // The first agent read an older version: its decision conflicts and runs nothing.
