@@ -174,7 +174,8 @@ Every step is two XState invocations (policy, tool) plus an eventless budget che
 where most of the remaining time goes (XState's own code and GC in a CPU profile).
 
 **What "bytes" means.** Tollgate's figure is what it hands to the store: a head (the checkpoint
-without its history) and the new entries, at every save. A pure tool's call is saved with its
+without its history: on a store that keeps bases, a delta against the run's base, with the base
+itself when a save writes a new one) and the new entries, at every save. A pure tool's call is saved with its
 result, not before (a crash re-runs it), so this workload makes about one save per step (see the
 table under "Bytes persisted"); a side effect keeps its write-ahead save. It does not grow with N. The append-only floor writes each step's entries once. LangGraph's default
 messages channel and the Agents SDK's \`RunState\` store the whole history in every checkpoint, so
@@ -246,13 +247,13 @@ ${ratioTable(r)}
 
 ## Bytes persisted
 
-Bytes handed to durable storage (Tollgate: each save's head plus its new entries; the floor: each
+Bytes handed to durable storage (Tollgate: each save's head and base plus its new entries; the floor: each
 step's new entries; peers: what their checkpointer stores), per step and per run.
 
 ${bytesTable(r)}
 
 What Tollgate hands its store, counted by a wrapper around it during the timed runs: saves per
-step, the head each save writes in full, and the entries.
+step, the head each save writes (a delta, plus a base when it writes one), and the entries.
 
 ${savesTable(r)}
 

@@ -129,8 +129,8 @@ function bytes(r: Results): Target {
       return o === null || f === null ? 'n/a' : `${fmt.bytes(o)} vs ${fmt.bytes(f)} (${fmt.ratio(o / f)})`;
     })}`,
     whenMissed: s
-      ? `heads are compact but written whole on every save (no head deltas yet): ${s.savesPerStep.toFixed(2)} saves per step × a ${fmt.bytes(s.headBytesPerSave)} head = ${fmt.bytes(s.savesPerStep * s.headBytesPerSave)} of head per step, on top of ${fmt.bytes(s.entryBytesPerStep)} of entries (the floor writes ${fmt.bytes(per(FLOOR_LOG, s.n) ?? 0)} per step: the entries and a step number).`
-      : 'heads are compact but written whole on every save (no head deltas yet).',
+      ? `${s.savesPerStep.toFixed(2)} saves per step × ${fmt.bytes(s.headBytesPerSave)} of head (a delta, and now and then a base) = ${fmt.bytes(s.savesPerStep * s.headBytesPerSave)} of head per step, on top of ${fmt.bytes(s.entryBytesPerStep)} of entries (the floor writes ${fmt.bytes(per(FLOOR_LOG, s.n) ?? 0)} per step: the entries and a step number).`
+      : 'a head delta every save, a base now and then.',
   };
 }
 

@@ -21,7 +21,10 @@ export class CountingStore implements CheckpointStore {
   headBytes = 0;
   saves = 0;
   lastSaveMs = 0;
+  /** Forwarded: with it, agents write head deltas and now and then a base (counted with the heads). */
+  readonly keepsBase: boolean | undefined;
   constructor(readonly inner: CheckpointStore) {
+    this.keepsBase = inner.keepsBase;
     // Forwarded only if the store has it: with it, Agent.load reads an ended run without a claim.
     const summary = inner.summary;
     if (summary) this.summary = (runId) => summary.call(inner, runId);
@@ -39,8 +42,9 @@ export class CountingStore implements CheckpointStore {
   close: CheckpointStore['close'] = () => this.inner.close();
   save: CheckpointStore['save'] = async (runId, write, expectedVersion, lease) => {
     for (const entry of write.append) this.bytes += entry.length;
-    this.bytes += write.head.length;
-    this.headBytes += write.head.length;
+    const head = write.head.length + (write.base?.length ?? 0);
+    this.bytes += head;
+    this.headBytes += head;
     this.saves++;
     const started = performance.now();
     const version = await this.inner.save(runId, write, expectedVersion, lease);
@@ -196,7 +200,8 @@ export function tollgateWith(kind: StoreKind, durability: 'full' | 'points' = 'f
       const loadMs = performance.now() - t;
       if (again.status !== 'done') throw new Error(`${name}: load`);
       const record = await store.load(runId);
-      const bytes = (record?.head.length ?? 0) + (record?.entries.reduce((n, e) => n + e.length, 0) ?? 0);
+      const heads = (record?.head.length ?? 0) + (record?.base?.length ?? 0);
+      const bytes = heads + (record?.entries.reduce((n, e) => n + e.length, 0) ?? 0);
       return { saveMs, loadMs, bytes };
     },
     teardown: () => close(),
