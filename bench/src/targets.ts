@@ -90,8 +90,8 @@ function sqlite(r: Results): Target {
     met: a === null || b === null ? null : a && b,
     figure: `full: ${list(r, (n) => showRatio(full[r.sizes.indexOf(n)] ?? null))}; points: ${list(r, (n) => showRatio(points[r.sizes.indexOf(n)] ?? null))}`,
     whenMissed:
-      `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding (one run saves one step at a time, so group commit, which shares a commit between runs, does not help here). ` +
-      `Points: ${savesText(r, SQLITE_POINTS)}, relaxed (synchronous=NORMAL, no fsync) but for the last; its cost over Tollgate in memory is ${pointsCpu.join(', ')} per step at N = ${r.sizes.join(', ')}, the store's statements and the head written in full on every save, so with no fsync to save it is bounded by the in-memory runtime plus that.`,
+      `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding and delta (one run saves one step at a time, so group commit, which shares a commit between runs, does not help here). ` +
+      `Points: ${savesText(r, SQLITE_POINTS)}, relaxed (synchronous=NORMAL, no fsync) but for the last; its cost over Tollgate in memory is ${pointsCpu.join(', ')} per step at N = ${r.sizes.join(', ')}, the store's statements and the head's encoding (a delta against the run's base), so with no fsync to save it is bounded by the in-memory runtime plus that.`,
   };
 }
 
@@ -106,7 +106,7 @@ function postgres(r: Results): Target {
     met: a === null || b === null ? null : a && b,
     figure: `full: ${list(r, (n) => `${showUs(med(r, PG, n))} (${showRatio(full[r.sizes.indexOf(n)] ?? null)})`)}; points: ${list(r, (n) => `${showUs(med(r, PG_POINTS, n))} (${showRatio(points[r.sizes.indexOf(n)] ?? null)})`)}`,
     whenMissed:
-      `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; the (compact) head is written whole on every save (group commit shares a statement among runs, not among one run's steps, so it does not help here). ` +
+      `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated, its lease extended and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; each save's head a small delta against the run's base (group commit shares a statement among runs, not among one run's steps, so it does not help here). ` +
       `The floor itself costs ${list(r, (n) => showUs(med(r, FLOOR_PG, n)))} per step here.`,
   };
 }

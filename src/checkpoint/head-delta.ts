@@ -25,9 +25,9 @@ import { CHECKPOINT_VERSION } from './versions.js';
 export interface HeadParts {
   /** The checkpoint version it is written at (`h`). */
   readonly version: number;
-  /** Each field of the compact snapshot but `context`. */
+  /** Each field of the compact snapshot but `context`, in key order. */
   readonly snapshot: ReadonlyMap<string, string>;
-  /** Each field of the compact context. */
+  /** Each field of the compact context, in key order. */
   readonly context: ReadonlyMap<string, string>;
 }
 
@@ -57,12 +57,22 @@ function partsOf(version: number, snapshot: Record<string, unknown>): HeadParts 
   return { version, snapshot: fieldsOf(snapshot, 'context'), context: fieldsOf(context) };
 }
 
-/** `{…}` of fields given as canonical texts: canonical, with the keys sorted. */
+/**
+ * `{…}` of fields given as canonical texts (in key order, as `fieldsOf` makes them), with `extra`
+ * put in its place: canonical JSON, without sorting again.
+ */
 function objectText(fields: ReadonlyMap<string, string>, extra?: [string, string]): string {
-  const entries = [...fields];
-  if (extra) entries.push(extra);
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([key, text]) => `${canonicalJson(key)}:${text}`).join(',')}}`;
+  let text = '{';
+  let next = extra;
+  for (const [key, value] of fields) {
+    if (next && next[0] < key) {
+      text += `${text.length > 1 ? ',' : ''}${canonicalJson(next[0])}:${next[1]}`;
+      next = undefined;
+    }
+    text += `${text.length > 1 ? ',' : ''}${canonicalJson(key)}:${value}`;
+  }
+  if (next) text += `${text.length > 1 ? ',' : ''}${canonicalJson(next[0])}:${next[1]}`;
+  return `${text}}`;
 }
 
 function snapshotText(parts: HeadParts): string {

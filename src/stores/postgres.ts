@@ -55,7 +55,7 @@ import {
 } from './groups.js';
 import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, leaseOf } from './leases.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
-import { Connections } from './postgres/connections.js';
+import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
@@ -181,11 +181,9 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
 
   async load(runId: string): Promise<StoredRun | null> {
     checkRunId('load', runId);
-    const call = 'PostgresStore.load';
-    await this.#migrate(call);
     // One statement: head and entries come from the same snapshot (the run's row first). Rows
     // as arrays: node-postgres then makes no object per entry (~40% of the statement's time).
-    const rows = await this.#connections.use(call, false, (sql) => sql.arrays(this.#sql.load, [runId]));
+    const rows = await this.#run('load', (sql) => sql.arrays(this.#sql.load, [runId]));
     const first = rows[0];
     if (!first || first[LOAD.idx] !== -1) return null;
     const row = runRowOf(first);
@@ -415,13 +413,14 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   /** Runs one statement (the schema migrated first); `op` names the call in errors. */
-  readonly #query: Query = async (op, text, values) => {
+  readonly #query: Query = (op, text, values) => this.#run(op, (sql) => sql.query(text, values));
+
+  /** Runs `work` on a pooled connection, the schema migrated first; `op` names the call in errors. */
+  async #run<T>(op: string, work: (sql: StoreSql) => Promise<T>): Promise<T> {
     const call = `PostgresStore.${op}`;
     await this.#migrate(call);
-    return this.#connections.use(call, op !== 'load' && op !== 'list' && op !== 'summary', (sql) =>
-      sql.query(text, values),
-    );
-  };
+    return this.#connections.use(call, op !== 'load' && op !== 'list' && op !== 'summary', work);
+  }
 
   /** The store's now for a statement: the injected clock's, or null for the database's. */
   #at(): string | null {

@@ -14,6 +14,7 @@
  * save in the group, with the single save's message: the outcome is unknown, load the run.
  */
 import type { Lease } from '../../store.js';
+import { type Waiting as Queued, TurnQueue } from '../turn-queue.js';
 
 /** A checked save as the columns it writes (taken when `save` is called: nothing read later). */
 export interface SaveRow {
@@ -44,11 +45,7 @@ export const MAX_GROUP = 256;
 /** A statement failed as a whole for a reason that lets each save be tried alone. */
 const RETRY_ALONE = new Set(['23505', '40P01']);
 
-interface Waiting {
-  save: SaveRow;
-  resolve: (version: number) => void;
-  reject: (error: unknown) => void;
-}
+type Waiting = Queued<SaveRow>;
 
 export interface SaveGroupsOptions {
   /** Runs the group statement with these values; the rows of the saves it made. */
@@ -63,8 +60,7 @@ export interface SaveGroupsOptions {
 
 export class SaveGroups {
   readonly #o: SaveGroupsOptions;
-  #waiting: Waiting[] = [];
-  #turn: NodeJS.Immediate | null = null;
+  readonly #queue = new TurnQueue<SaveRow>((waiting) => this.#send(waiting));
 
   constructor(options: SaveGroupsOptions) {
     this.#o = options;
@@ -72,23 +68,17 @@ export class SaveGroups {
 
   /** Queues a save for this turn's group; resolves with its version once it is committed. */
   add(save: SaveRow): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      this.#waiting.push({ save, resolve, reject });
-      this.#turn ??= setImmediate(() => this.#flush());
-    });
+    return this.#queue.add(save);
   }
 
-  #flush(): void {
-    this.#turn = null;
-    const waiting = this.#waiting;
-    this.#waiting = [];
+  #send(waiting: readonly Waiting[]): void {
     const group: Waiting[] = [];
     const runs = new Set<string>();
     for (const w of waiting) {
       // One save per run in a statement: a second one goes alone (its version cannot match both).
-      if (runs.has(w.save.runId)) this.#alone(w);
+      if (runs.has(w.item.runId)) this.#alone(w);
       else {
-        runs.add(w.save.runId);
+        runs.add(w.item.runId);
         group.push(w);
       }
     }
@@ -100,7 +90,7 @@ export class SaveGroups {
   }
 
   #alone(w: Waiting): void {
-    this.#o.one(w.save).then(w.resolve, w.reject);
+    this.#o.one(w.item).then(w.resolve, w.reject);
   }
 
   async #commit(group: readonly Waiting[]): Promise<void> {
@@ -117,7 +107,7 @@ export class SaveGroups {
       return;
     }
     for (const w of group) {
-      const version = made.get(w.save.runId);
+      const version = made.get(w.item.runId);
       if (version === undefined) this.#alone(w);
       else w.resolve(version);
     }
@@ -144,7 +134,7 @@ function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
   const indexes: number[] = [];
   let relaxed = true;
   for (let i = 0; i < n; i++) {
-    const save = (group[i] as Waiting).save;
+    const save = (group[i] as Waiting).item;
     runIds[i] = save.runId;
     statuses[i] = save.status;
     heads[i] = save.head;

@@ -9,15 +9,11 @@
 import type Database from 'better-sqlite3';
 import { UserError } from '../../errors.js';
 import type { Lease, RunWrite } from '../../store.js';
+import { type Waiting as Queued, TurnQueue } from '../turn-queue.js';
 
 type SaveArgs = [runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined];
 type Outcome = { version: number } | { error: unknown };
-
-interface Waiting {
-  args: SaveArgs;
-  resolve: (version: number) => void;
-  reject: (error: unknown) => void;
-}
+type Waiting = Queued<SaveArgs>;
 
 export class SaveGroups {
   readonly #db: Database.Database;
@@ -25,8 +21,7 @@ export class SaveGroups {
   /** Turns a thrown error into the store's typed one. */
   readonly #fault: (error: unknown) => unknown;
   readonly #all: { immediate(group: readonly Waiting[]): Outcome[] };
-  #waiting: Waiting[] = [];
-  #turn: NodeJS.Immediate | null = null;
+  readonly #queue = new TurnQueue<SaveArgs>((group) => this.#settle(group));
 
   /** `one`: a single save as a better-sqlite3 transaction function (nested here: a savepoint). */
   constructor(
@@ -41,7 +36,7 @@ export class SaveGroups {
     this.#all = db.transaction((group: readonly Waiting[]) =>
       group.map((w): Outcome => {
         try {
-          return { version: one(...w.args) };
+          return { version: one(...w.item) };
         } catch (error) {
           return { error };
         }
@@ -51,19 +46,15 @@ export class SaveGroups {
 
   /** Queues a save for this turn's group; resolves with its version once the group committed. */
   add(...args: SaveArgs): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      this.#waiting.push({ args, resolve, reject });
-      this.#turn ??= setImmediate(() => this.flush());
-    });
+    return this.#queue.add(args);
   }
 
   /** Commits what waits now (the store closing does not wait for the next turn). */
   flush(): void {
-    if (this.#turn !== null) clearImmediate(this.#turn);
-    this.#turn = null;
-    const group = this.#waiting;
-    this.#waiting = [];
-    if (group.length === 0) return;
+    this.#queue.flush();
+  }
+
+  #settle(group: readonly Waiting[]): void {
     let outcomes: Outcome[];
     try {
       outcomes = this.#commit(group);
@@ -86,7 +77,7 @@ export class SaveGroups {
    */
   #commit(group: readonly Waiting[]): Outcome[] {
     if (!this.#db.open) throw new UserError('SqliteStore.save: the store was closed before the save was made');
-    const relaxed = this.#synchronous === 'FULL' && group.every((w) => w.args[1].relaxed === true);
+    const relaxed = this.#synchronous === 'FULL' && group.every((w) => w.item[1].relaxed === true);
     if (!relaxed) return this.#all.immediate(group);
     this.#db.exec('PRAGMA synchronous = NORMAL');
     try {
