@@ -155,7 +155,7 @@ function concurrent(r: Results): Target {
     met: got.some((g) => g.ms === null) ? null : got.every((g) => (g.ms as number) <= g.limit),
     figure: got.map((g) => `${g.name}: ${g.ms === null ? 'n/a' : fmt.ms(g.ms)}`).join(', '),
     whenMissed:
-      `The saves waiting in one event-loop turn share one fsynced commit on SQLite and one statement on Postgres (group commit); each run's claim and release of its lease are still statements of their own (two per run). Tollgate without a store took ${ms(TOLLGATE)}: the stores' part is the rest. In the same run the floors doing one commit per step for the same ${shape} took ${ms(FLOOR_SQLITE)} (SQLite) and ${ms(FLOOR_PG)} (Postgres, one connection); with durability points, ${ms(SQLITE_POINTS)} (SQLite) and ${ms(PG_POINTS)} (Postgres). ` +
+      `The saves waiting in one event-loop turn share one fsynced commit on SQLite and one statement on Postgres (group commit); on Postgres the claims and releases of leases made in one turn are grouped the same way (SQLite makes each a transaction of its own). Tollgate without a store took ${ms(TOLLGATE)}: the stores' part is the rest. In the same run the floors doing one commit per step for the same ${shape} took ${ms(FLOOR_SQLITE)} (SQLite) and ${ms(FLOOR_PG)} (Postgres, one connection); with durability points, ${ms(SQLITE_POINTS)} (SQLite) and ${ms(PG_POINTS)} (Postgres). ` +
       `In memory the bare two-invoke XState loop took ${ms(BARE)}: most of Tollgate's time there is the per-step cost of the first target.`,
   };
 }

@@ -59,6 +59,7 @@ import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
+import { LeaseGroups } from './postgres/lease-groups.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
@@ -120,6 +121,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #watch: Watch;
   /** Saves, sent in groups: those of runs that wait in one event-loop turn share a statement. */
   readonly #saves: SaveGroups;
+  readonly #leases: LeaseGroups;
   #ready: Promise<number> | null = null;
   #closed = false;
 
@@ -135,12 +137,23 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     if (typeof prepared !== 'boolean') {
       throw new OptionsError(`${CALL}: preparedStatements must be true or false, got ${showValue(prepared)}`);
     }
-    const { load, summary, insertRun, updateRun, saveRuns, claim, renew, release } = this.#sql;
-    const names = prepared ? [load, summary, insertRun, updateRun, saveRuns, claim, renew, release] : [];
+    const { load, summary, insertRun, updateRun, saveRuns, claim, claimRuns, renew, release, releaseRuns } = this.#sql;
+    const names = prepared
+      ? [load, summary, insertRun, updateRun, saveRuns, claim, claimRuns, renew, release, releaseRuns]
+      : [];
     this.#saves = new SaveGroups({
       many: async (values) =>
         (await this.#query<{ run_id: string; version: number }>('save', this.#sql.saveRuns, values)).rows,
       one: (save) => this.#saveOne(save),
+      at: () => this.#at(),
+      sqlState: sqlStateOf,
+    });
+    this.#leases = new LeaseGroups({
+      many: async (op, values) =>
+        (await this.#query(op, op === 'claim' ? this.#sql.claimRuns : this.#sql.releaseRuns, values)).rows as never,
+      claimOne: ({ runId, owner, leaseMs }) => this.#claimOne(runId, owner, leaseMs),
+      releaseOne: async ({ runId, token }) =>
+        ((await this.#query('release', this.#sql.release, [runId, token])).rowCount ?? 0) > 0,
       at: () => this.#at(),
       sqlState: sqlStateOf,
     });
@@ -317,9 +330,13 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const { owner, leaseMs, wait } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
+        // The first try in this turn's group of claims (lease-groups.ts), a retry alone.
+        const made =
+          attempt === 0
+            ? await this.#leases.claim({ runId, owner, leaseMs })
+            : await this.#claimOne(runId, owner, leaseMs);
         const at = this.#at();
-        const { rows } = await this.#query<LeaseRow>('claim', this.#sql.claim, [runId, owner, leaseMs, at]);
-        if (rows[0]) return leaseOf(runId, recordOf(rows[0]), leaseMs);
+        if (made) return leaseOf(runId, recordOf(made), leaseMs);
         // Another owner's lease was live when the claim ran; who, and until when, takes a read.
         const { rows: held } = await this.#query<LeaseRow & { now: Date }>('claim', this.#sql.lease, [runId, at]);
         const row = held[0];
@@ -345,8 +362,13 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
 
   async release(lease: Lease): Promise<boolean> {
     checkLease('release', lease);
-    const { rowCount } = await this.#query('release', this.#sql.release, [lease.runId, lease.token]);
-    return (rowCount ?? 0) > 0;
+    return this.#leases.release({ runId: lease.runId, token: lease.token });
+  }
+
+  /** One claim statement: the lease made, or null when another owner holds the run. */
+  async #claimOne(runId: string, owner: string, leaseMs: number): Promise<LeaseRow | null> {
+    const values = [runId, owner, leaseMs, this.#at()];
+    return (await this.#query<LeaseRow>('claim', this.#sql.claim, values)).rows[0] ?? null;
   }
 
   async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {

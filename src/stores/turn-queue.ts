@@ -5,26 +5,26 @@
  * transaction or one statement.
  */
 
-/** An item waiting in a group, and how to settle its promise. */
-export interface Waiting<T> {
+/** An item waiting in a group, and how to settle its promise (`R`: what it resolves with). */
+export interface Waiting<T, R = number> {
   item: T;
-  resolve: (version: number) => void;
+  resolve: (result: R) => void;
   reject: (error: unknown) => void;
 }
 
-export class TurnQueue<T> {
-  readonly #handOver: (group: Waiting<T>[]) => void;
-  #waiting: Waiting<T>[] = [];
+export class TurnQueue<T, R = number> {
+  readonly #handOver: (group: Waiting<T, R>[]) => void;
+  #waiting: Waiting<T, R>[] = [];
   #turn: NodeJS.Immediate | null = null;
 
   /** `handOver`: takes a group (never empty) and settles each item's promise. */
-  constructor(handOver: (group: Waiting<T>[]) => void) {
+  constructor(handOver: (group: Waiting<T, R>[]) => void) {
     this.#handOver = handOver;
   }
 
   /** Queues `item` for this turn's group; settled by `handOver`. */
-  add(item: T): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
       this.#turn ??= setImmediate(() => this.flush());
     });

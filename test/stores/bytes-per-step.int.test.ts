@@ -92,8 +92,10 @@ describe('bytes written per step', () => {
       // Each entry is written once, in the save after it appears: appended bytes ≈ the history's bytes.
       expect(first.appended + second.appended).toBeLessThanOrEqual(entryBytes);
       expect(first.appended + second.appended).toBeGreaterThan(entryBytes * 0.9);
-      // The head does not grow with the history.
-      expect(late.head).toBeLessThan(early.head * 1.1);
+      // The head does not grow with the history. A head delta (~25–40 B) holds what changed since
+      // the base: the step count, and the active time when a save took a millisecond or more —
+      // some bytes either way, never the history (a head that grew with it would add ~300 B a step).
+      expect(late.head).toBeLessThan(Math.max(early.head * 1.1, early.head + 24));
       expect(late.payload).toBeLessThan(early.payload * 1.1);
       if (late.written !== null && early.written !== null && name !== 'memory') {
         expect(late.written).toBeLessThan(early.written * 1.5);

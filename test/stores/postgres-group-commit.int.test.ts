@@ -278,5 +278,79 @@ describe.skipIf(!target.url)(
         for (const c of sessions) c.release();
       }
     });
+    it('the claims of 20 runs made in one turn are one statement, their releases another; each gets its own lease', async () => {
+      const { store, statements } = await open();
+      const ids = runIds(20, 'c');
+      let before = statements();
+      const leases = await Promise.all(ids.map((id) => store.claim(id, { owner: 'w', leaseMs: 60_000 })));
+      expect(statements() - before).toBe(1);
+      expect(leases.map((l) => [l.runId, l.owner, l.token])).toEqual(ids.map((id) => [id, 'w', 1]));
+      // Each lease fences its own run: a save under it is made.
+      await Promise.all(ids.map((id, i) => store.save(id, write(0, []), 0, leases[i])));
+      before = statements();
+      expect(await Promise.all(leases.map((l) => store.release(l)))).toEqual(ids.map(() => true));
+      expect(statements() - before).toBe(1);
+      // Released: another owner takes each at once, with the next token.
+      const next = await Promise.all(ids.map((id) => store.claim(id, { owner: 'v', leaseMs: 1_000 })));
+      expect(next.map((l) => l.token)).toEqual(ids.map(() => 2));
+    });
+
+    it('in one group, a run another owner holds is refused alone (RunBusyError naming the holder) and the rest are claimed', async () => {
+      const { store } = await open();
+      const held = await Promise.all(['h0', 'h1'].map((id) => store.claim(id, { owner: 'other', leaseMs: 60_000 })));
+      const results = await Promise.allSettled(
+        ['f0', 'h0', 'f1', 'h1', 'f2'].map((id) => store.claim(id, { owner: 'me', leaseMs: 60_000 })),
+      );
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+      for (const r of results) {
+        if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'RunBusyError', holder: 'other' });
+        else expect(r.value).toMatchObject({ owner: 'me', token: 1 });
+      }
+      // The held runs kept their owner's lease: it still releases.
+      expect(await Promise.all(held.map((l) => store.release(l)))).toEqual([true, true]);
+    });
+
+    it('two claims of one run in a turn: the second goes alone (same owner: a new token; another owner: busy)', async () => {
+      const { store } = await open();
+      const [a, b, c] = await Promise.all([
+        store.claim('d', { owner: 'me', leaseMs: 60_000 }),
+        store.claim('d', { owner: 'me', leaseMs: 60_000 }),
+        store.claim('e', { owner: 'me', leaseMs: 60_000 }),
+      ]);
+      // Both made, one after the other (whichever reached the server first has token 1).
+      expect([a.token, b.token].sort()).toEqual([1, 2]);
+      expect(c.token).toBe(1);
+      const raced = await Promise.allSettled([
+        store.claim('f', { owner: 'x', leaseMs: 60_000 }),
+        store.claim('f', { owner: 'y', leaseMs: 60_000 }),
+        store.claim('g', { owner: 'x', leaseMs: 60_000 }),
+      ]);
+      // One of the two owners has the run, the other is refused; g is claimed either way.
+      expect(raced.map((r) => r.status).sort()).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+      expect(raced[2]?.status).toBe('fulfilled');
+      const refused = raced.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(refused?.reason).toBeInstanceOf(RunBusyError);
+    });
+
+    it('in one group of releases, a lease no longer current releases nothing (false) and the rest are released; watchers wake', async () => {
+      const { store, statements } = await open();
+      const leases = await Promise.all(runIds(4, 'z').map((id) => store.claim(id, { owner: 'w', leaseMs: 60_000 })));
+      // z3's lease is fenced by a later claim of its own owner; z2's was released already.
+      const later = await store.claim('z3', { owner: 'w', leaseMs: 60_000 });
+      expect(await store.release(leases[2] as Lease)).toBe(true);
+      let woken = 0;
+      const stop = await store.watch(() => {
+        woken++;
+      });
+      try {
+        const before = statements();
+        expect(await Promise.all(leases.map((l) => store.release(l)))).toEqual([true, true, false, false]);
+        expect(statements() - before).toBe(1);
+        await expect.poll(() => woken, { timeout: 5_000 }).toBeGreaterThan(0);
+        expect(await store.release(later)).toBe(true);
+      } finally {
+        await stop();
+      }
+    });
   },
 );

@@ -48,6 +48,17 @@ export interface Statements {
   /** Releases run $1's lease if token $2 is current, and notifies watchers; one row, or none. */
   release: string;
   /**
+   * `claim` for several runs at once (lease-groups.ts): $1 run ids, $2 owners, $3 lease lengths
+   * in ms (arrays, one element per claim, one claim per run), $4 the store's now; returns the
+   * lease of each claim made (with its run id), none for a run another owner holds.
+   */
+  claimRuns: string;
+  /**
+   * `release` for several runs at once: $1 run ids, $2 tokens (one per run); returns the run id
+   * of each lease released, and notifies watchers once if any was.
+   */
+  releaseRuns: string;
+  /**
    * Records decision $2 (JSON text) on run $1 at version $3 (now $4) if it awaits approval,
    * holds no decision and no live lease: version + 1, and watchers notified; returns the version, or no row.
    */
@@ -203,6 +214,26 @@ export function statements(s: string, schema: string): Statements {
     renew: `UPDATE ${s}.leases SET expires_at = ${nowOf('$3')} + ${ms('$4')}
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL
         RETURNING token::text AS token, owner, expires_at`,
+    // The rows in run-id order, as saveRuns locks them: two groups on the same runs wait, never
+    // deadlock (a claim inserts or updates each row in the order it is given).
+    claimRuns: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at)
+        SELECT b.run_id, 1, b.owner, ${nowOf('$4')} + ${ms('b.lease_ms')}
+          FROM unnest($1::text[], $2::text[], $3::integer[]) AS b (run_id, owner, lease_ms)
+         ORDER BY b.run_id COLLATE "C"
+        ON CONFLICT (run_id) DO UPDATE
+           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at
+         WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')} OR l.owner = excluded.owner
+        RETURNING l.run_id, token::text AS token, owner, expires_at`,
+    releaseRuns: `WITH k AS MATERIALIZED (
+        SELECT run_id FROM ${s}.leases WHERE run_id = ANY ($1::text[]) ORDER BY run_id COLLATE "C" FOR UPDATE
+      ), u AS (
+        UPDATE ${s}.leases AS l SET owner = NULL, expires_at = NULL
+          FROM unnest($1::text[], $2::bigint[]) AS b (run_id, token)
+         WHERE l.run_id = b.run_id AND l.token = b.token AND l.owner IS NOT NULL
+           AND EXISTS (SELECT 1 FROM k WHERE k.run_id = b.run_id)
+        RETURNING l.run_id
+      )
+      SELECT u.run_id, (SELECT ${notify} WHERE EXISTS (SELECT 1 FROM u)) AS notified FROM u`,
     release: `WITH u AS (UPDATE ${s}.leases SET owner = NULL, expires_at = NULL
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL RETURNING 1)
       SELECT ${notify} AS notified FROM u`,

@@ -1,0 +1,122 @@
+/**
+ * Group commit for `PostgresStore`'s claims and releases, as for its saves (group-commit.ts):
+ * those of different runs made in one event-loop turn go to the server as one statement
+ * (`claimRuns`, `releaseRuns` in sql.ts). Many runs starting and settling at once then share a
+ * round trip and a commit instead of paying one each. A lone claim or release, and a second one
+ * of a run already in the group, take the single path.
+ *
+ * A claim's first try only is grouped: a claim the statement did not make (another owner holds
+ * the run) resolves null, and the caller goes on as after a single claim statement that matched
+ * nothing (it reads who holds the run, waits or throws `RunBusyError`). A release resolves
+ * whether it released, as the single statement says. A group the server refused as a whole with
+ * a deadlock (40P01) changed nothing: each of its items is tried alone; any other failure is that
+ * of every item in the group.
+ */
+import { TurnQueue, type Waiting } from '../turn-queue.js';
+import { MAX_GROUP } from './group-commit.js';
+import type { LeaseRow } from './rows.js';
+
+/** A claim's first try, as the columns it writes. */
+export interface ClaimTry {
+  runId: string;
+  owner: string;
+  leaseMs: number;
+}
+
+/** A release, as the single statement takes it. */
+export interface ReleaseTry {
+  runId: string;
+  token: number;
+}
+
+export interface LeaseGroupsOptions {
+  /** Runs a group statement (`claimRuns` or `releaseRuns`) with these values; its rows. */
+  many: <R>(op: 'claim' | 'release', values: unknown[]) => Promise<R[]>;
+  /** The single claim statement: the lease made, or null when another owner holds the run. */
+  claimOne: (claim: ClaimTry) => Promise<LeaseRow | null>;
+  /** The single release statement: whether the lease was released. */
+  releaseOne: (release: ReleaseTry) => Promise<boolean>;
+  /** The store's now for a statement (null: the database's clock), read when it is sent. */
+  at: () => string | null;
+  /** The SQLSTATE of a failed statement's cause, or null. */
+  sqlState: (error: unknown) => string | null;
+}
+
+export class LeaseGroups {
+  readonly #o: LeaseGroupsOptions;
+  readonly #claims = new TurnQueue<ClaimTry, LeaseRow | null>((group) =>
+    this.#send(
+      group,
+      (c) => this.#o.claimOne(c),
+      (part) => this.#claimMany(part),
+    ),
+  );
+  readonly #releases = new TurnQueue<ReleaseTry, boolean>((group) =>
+    this.#send(
+      group,
+      (r) => this.#o.releaseOne(r),
+      (part) => this.#releaseMany(part),
+    ),
+  );
+
+  constructor(options: LeaseGroupsOptions) {
+    this.#o = options;
+  }
+
+  /** A claim's first try, in this turn's group: the lease made, or null (another owner holds the run). */
+  claim(claim: ClaimTry): Promise<LeaseRow | null> {
+    return this.#claims.add(claim);
+  }
+
+  /** A release, in this turn's group: whether it released. */
+  release(release: ReleaseTry): Promise<boolean> {
+    return this.#releases.add(release);
+  }
+
+  /** One item per run in a statement (a second goes alone), at most MAX_GROUP a statement. */
+  #send<T extends { runId: string }, R>(
+    waiting: readonly Waiting<T, R>[],
+    one: (item: T) => Promise<R>,
+    many: (part: readonly Waiting<T, R>[]) => Promise<void>,
+  ): void {
+    const alone = (w: Waiting<T, R>) => one(w.item).then(w.resolve, w.reject);
+    const group: Waiting<T, R>[] = [];
+    const runs = new Set<string>();
+    for (const w of waiting) {
+      if (runs.has(w.item.runId)) void alone(w);
+      else {
+        runs.add(w.item.runId);
+        group.push(w);
+      }
+    }
+    for (let from = 0; from < group.length; from += MAX_GROUP) {
+      const part = group.slice(from, from + MAX_GROUP);
+      if (part.length === 1) void alone(part[0] as Waiting<T, R>);
+      else
+        void many(part).catch((error: unknown) => {
+          if (this.#o.sqlState((error as Error).cause) === '40P01') for (const w of part) void alone(w);
+          else for (const w of part) w.reject(error);
+        });
+    }
+  }
+
+  async #claimMany(part: readonly Waiting<ClaimTry, LeaseRow | null>[]): Promise<void> {
+    const rows = await this.#o.many<LeaseRow & { run_id: string }>('claim', [
+      part.map((w) => w.item.runId),
+      part.map((w) => w.item.owner),
+      part.map((w) => w.item.leaseMs),
+      this.#o.at(),
+    ]);
+    const made = new Map(rows.map((row) => [row.run_id, row]));
+    for (const w of part) w.resolve(made.get(w.item.runId) ?? null);
+  }
+
+  async #releaseMany(part: readonly Waiting<ReleaseTry, boolean>[]): Promise<void> {
+    const rows = await this.#o.many<{ run_id: string }>('release', [
+      part.map((w) => w.item.runId),
+      part.map((w) => w.item.token),
+    ]);
+    const released = new Set(rows.map((row) => row.run_id));
+    for (const w of part) w.resolve(released.has(w.item.runId));
+  }
+}
