@@ -42,6 +42,32 @@ export interface SaveRow {
  */
 export const MAX_GROUP = 256;
 
+/**
+ * A turn's group as statements, for saves and for claims and releases (lease-groups.ts): one
+ * item per run in a statement (a second of the same run goes `alone`), at most MAX_GROUP items a
+ * statement (`send`), and a statement of one item alone too.
+ */
+export function sendByRun<T extends { runId: string }, R>(
+  waiting: readonly Queued<T, R>[],
+  alone: (w: Queued<T, R>) => void,
+  send: (part: Queued<T, R>[]) => void,
+): void {
+  const group: Queued<T, R>[] = [];
+  const runs = new Set<string>();
+  for (const w of waiting) {
+    if (runs.has(w.item.runId)) alone(w);
+    else {
+      runs.add(w.item.runId);
+      group.push(w);
+    }
+  }
+  for (let from = 0; from < group.length; from += MAX_GROUP) {
+    const part = group.slice(from, from + MAX_GROUP);
+    if (part.length === 1) alone(part[0] as Queued<T, R>);
+    else send(part);
+  }
+}
+
 /** A statement failed as a whole for a reason that lets each save be tried alone. */
 const RETRY_ALONE = new Set(['23505', '40P01']);
 
@@ -72,21 +98,12 @@ export class SaveGroups {
   }
 
   #send(waiting: readonly Waiting[]): void {
-    const group: Waiting[] = [];
-    const runs = new Set<string>();
-    for (const w of waiting) {
-      // One save per run in a statement: a second one goes alone (its version cannot match both).
-      if (runs.has(w.item.runId)) this.#alone(w);
-      else {
-        runs.add(w.item.runId);
-        group.push(w);
-      }
-    }
-    for (let from = 0; from < group.length; from += MAX_GROUP) {
-      const part = group.slice(from, from + MAX_GROUP);
-      if (part.length === 1) this.#alone(part[0] as Waiting);
-      else void this.#commit(part);
-    }
+    // A second save of a run goes alone: its version cannot match both.
+    sendByRun(
+      waiting,
+      (w) => this.#alone(w),
+      (part) => void this.#commit(part),
+    );
   }
 
   #alone(w: Waiting): void {

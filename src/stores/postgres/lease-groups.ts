@@ -13,7 +13,7 @@
  * of every item in the group.
  */
 import { TurnQueue, type Waiting } from '../turn-queue.js';
-import { MAX_GROUP } from './group-commit.js';
+import { sendByRun } from './group-commit.js';
 import type { LeaseRow } from './rows.js';
 
 /** A claim's first try, as the columns it writes. */
@@ -73,31 +73,19 @@ export class LeaseGroups {
     return this.#releases.add(release);
   }
 
-  /** One item per run in a statement (a second goes alone), at most MAX_GROUP a statement. */
+  /** The group's statements (`sendByRun`); a group that deadlocked changed nothing: each item alone. */
   #send<T extends { runId: string }, R>(
     waiting: readonly Waiting<T, R>[],
     one: (item: T) => Promise<R>,
     many: (part: readonly Waiting<T, R>[]) => Promise<void>,
   ): void {
-    const alone = (w: Waiting<T, R>) => one(w.item).then(w.resolve, w.reject);
-    const group: Waiting<T, R>[] = [];
-    const runs = new Set<string>();
-    for (const w of waiting) {
-      if (runs.has(w.item.runId)) void alone(w);
-      else {
-        runs.add(w.item.runId);
-        group.push(w);
-      }
-    }
-    for (let from = 0; from < group.length; from += MAX_GROUP) {
-      const part = group.slice(from, from + MAX_GROUP);
-      if (part.length === 1) void alone(part[0] as Waiting<T, R>);
-      else
-        void many(part).catch((error: unknown) => {
-          if (this.#o.sqlState((error as Error).cause) === '40P01') for (const w of part) void alone(w);
-          else for (const w of part) w.reject(error);
-        });
-    }
+    const alone = (w: Waiting<T, R>) => void one(w.item).then(w.resolve, w.reject);
+    sendByRun(waiting, alone, (part) =>
+      many(part).catch((error: unknown) => {
+        if (this.#o.sqlState((error as Error).cause) === '40P01') for (const w of part) alone(w);
+        else for (const w of part) w.reject(error);
+      }),
+    );
   }
 
   async #claimMany(part: readonly Waiting<ClaimTry, LeaseRow | null>[]): Promise<void> {
