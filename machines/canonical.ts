@@ -33,6 +33,21 @@ export function canonicalJson(value: unknown): string | undefined {
 /** What JSON has no value for: `null` in an array, left out of an object (as `JSON.stringify` does). */
 const absent = (item: unknown) => item === undefined || typeof item === 'symbol' || typeof item === 'function';
 
+/** Keys longer than this are not kept in `keyTexts` (a hostile run cannot fill memory with them). */
+const MAX_CACHED_KEY = 64;
+/** How many key texts `keyTexts` keeps: a run's keys repeat (`role`, `tool`, `args`...). */
+const MAX_CACHED_KEYS = 4096;
+/** Each short key's text, made once: writing the same few keys again was a third of an entry's cost. */
+const keyTexts = new Map<string, string>();
+
+function keyText(key: string): string {
+  const cached = keyTexts.get(key);
+  if (cached !== undefined) return cached;
+  const text = canonicalJson(key) as string;
+  if (key.length <= MAX_CACHED_KEY && keyTexts.size < MAX_CACHED_KEYS) keyTexts.set(key, text);
+  return text;
+}
+
 function objectText(value: object): string | undefined {
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return canonicalJson(toJSON.call(value));
@@ -45,12 +60,20 @@ function objectText(value: object): string | undefined {
     }
     return `${text}]`;
   }
+  const keys = Object.keys(value);
+  // Sorted only when they are not already (a parsed checkpoint's are).
+  for (let i = 1; i < keys.length; i++) {
+    if ((keys[i - 1] as string) > (keys[i] as string)) {
+      keys.sort();
+      break;
+    }
+  }
   let text = '{';
   let first = true;
-  for (const key of Object.keys(value).sort()) {
+  for (const key of keys) {
     const item: unknown = (value as Record<string, unknown>)[key];
     if (absent(item)) continue;
-    text += `${first ? '' : ','}${canonicalJson(key)}:${canonicalJson(item)}`;
+    text += `${first ? '' : ','}${keyText(key)}:${canonicalJson(item)}`;
     first = false;
   }
   return `${text}}`;

@@ -51,6 +51,15 @@ describe('canonicalJson', () => {
     const keys = { '\u{1F600}': 1, '\uFF61': 2, a: 3, B: 4, é: 5, '': 6 };
     expect(canonicalJson(keys)).toBe(canonicalize(keys));
     expect(canonicalJson(keys)).toBe('{"":6,"B":4,"a":3,"é":5,"😀":1,"｡":2}');
+    // Integer-like keys, which JavaScript enumerates first and in numeric order, sorted as text.
+    const numeric = { b: 1, 10: 2, 9: 3, a: 4, 1: 5 };
+    expect(Object.keys(numeric)).toEqual(['1', '9', '10', 'b', 'a']);
+    expect(canonicalJson(numeric)).toBe('{"1":5,"10":2,"9":3,"a":4,"b":1}');
+    // Keys already in order (a parsed checkpoint's) and keys seen before give the same text.
+    expect(canonicalJson({ a: 1, b: { a: 2, b: 3 } })).toBe('{"a":1,"b":{"a":2,"b":3}}');
+    const long = 'k'.repeat(100);
+    expect(canonicalJson({ [long]: 1, a: 2 })).toBe(`{"a":2,"${long}":1}`);
+    expect(canonicalJson({ [long]: 1, a: 2 })).toBe(`{"a":2,"${long}":1}`);
   });
 
   it('writes numbers as ECMAScript does, and refuses NaN, infinities and lone surrogates', () => {

@@ -5,7 +5,7 @@
  * their migrations.
  */
 export { decodeCheckpoint, nestingDepth, plainEntry } from './decode.js';
-export { canonicalEntry, encodeCheckpoint } from './encode.js';
+export { canonicalEntry, EntryTexts, encodeCheckpoint } from './encode.js';
 export { type Base, baseText, deltaText, headParts, headText, resumedHead } from './head-delta.js';
 export { decodeStored, entryOf, headOf, joinRun } from './journal-form.js';
 export { consistencyProblem, expectedChildren, statusOfValue } from './rules.js';

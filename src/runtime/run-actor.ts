@@ -7,7 +7,13 @@ import { type Actor, createActor } from 'xstate';
 import { pendingCalls } from '../../machines/calls.js';
 import { latestSummaryGrowing, modelView } from '../../machines/compaction.js';
 import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
-import { encodeCheckpoint, expectedChildren, type PersistedRun, statusOfValue } from '../checkpoint/index.js';
+import {
+  EntryTexts,
+  encodeCheckpoint,
+  expectedChildren,
+  type PersistedRun,
+  statusOfValue,
+} from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
 import type { LeaseTerms, Runtime } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
@@ -90,6 +96,8 @@ export class RunActor {
   readonly #drives: Drives;
   /** The run's group budget in the store; null: no group. */
   readonly #group: GroupPort | null;
+  /** The canonical text of each history entry, made once for the saves and the checkpoints. */
+  readonly #texts = new EntryTexts();
 
   constructor(runtime: Runtime, runId: string, origin: Origin, place: StoredPlace | null) {
     this.#runtime = runtime;
@@ -110,6 +118,7 @@ export class RunActor {
         runId,
         agent: runtime.agent,
         durability: runtime.durability,
+        texts: this.#texts,
         read: () => this.#view(),
         onFailure: (error) => this.#halt(error),
       });
@@ -174,7 +183,7 @@ export class RunActor {
     // checkpoint that resumes (the decoder requires it); test/checkpoint-persisted.test.ts holds
     // the two equal in every state.
     const run = view ? { ...view.run, children: expectedChildren(view.run) } : this.#actor.getPersistedSnapshot();
-    return encodeCheckpoint(run);
+    return encodeCheckpoint(run, this.#texts);
   }
 
   /** The persisted snapshot, for changes made before the actor starts. */

@@ -17,7 +17,7 @@ import {
   type Base,
   baseText,
   deltaText,
-  entryOf,
+  EntryTexts,
   headParts,
   headText,
   type PersistedRun,
@@ -64,6 +64,8 @@ export class Saver {
   #pointWanted = false;
   /** The last write was relaxed (not yet on stable storage). */
   #relaxedLeft = false;
+  /** The run's entry texts, shared with its checkpoints: each entry is encoded once. */
+  readonly #texts: EntryTexts;
 
   constructor(options: {
     store: CheckpointStore;
@@ -82,6 +84,8 @@ export class Saver {
     group?: string | null;
     /** Which saves are durable before the store answers. @default 'full' */
     durability?: Durability;
+    /** The run's entry texts (shared with `checkpoint()`); absent: the saver's own. */
+    texts?: EntryTexts;
     read: () => RunView | null;
     onFailure: (error: unknown) => void;
   }) {
@@ -103,6 +107,7 @@ export class Saver {
     this.#agent = options.agent;
     this.#group = options.group ?? null;
     this.#durability = options.durability ?? 'full';
+    this.#texts = options.texts ?? new EntryTexts();
     this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
     if (options.claimed) this.#lease.adopt(options.claimed);
   }
@@ -177,7 +182,7 @@ export class Saver {
     const unchanged = head === this.#lastHead && view.history.length === this.#stored;
     // A point after a relaxed write of the same run writes again: that makes it durable.
     if (unchanged && !this.#touched && !(durable && this.#relaxedLeft)) return;
-    const append = view.history.slice(this.#stored).map(entryOf);
+    const append = this.#texts.textsOf(view.history, this.#stored);
     const { written, base } = this.#headToWrite(head, parts);
     try {
       // Fenced: the save is refused in the same statement if this lease is no longer the run's.
