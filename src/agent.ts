@@ -156,8 +156,9 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         base: record.base ?? null,
         lease: terms,
         claimed: lease,
-        // The run stays in its group: read from the store, never from the options.
-        group: (await groupBudgetsOf(store)?.groupOf(runId)) ?? null,
+        // The run stays in its group: read from the store, never from the options. A run that
+        // has ended spends nothing again, so its group is not read (a round trip on Postgres).
+        group: FINAL.includes(record.status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null),
       };
       agent = Agent.#restore(
         () => decodeStored(record.head, record.entries, record.base),

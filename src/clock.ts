@@ -40,4 +40,13 @@ export const systemClock: Clock = {
   },
 };
 
-export const isoTime = (ms: number): string => new Date(ms).toISOString();
+/** The last time written by `isoTime`: a step's calls and its policy call often share a millisecond. */
+let lastIso = { ms: Number.NaN, text: '' };
+
+/** `ms` as an ISO 8601 time (`new Date(ms).toISOString()`, ~0.6 µs, made once per millisecond). */
+export function isoTime(ms: number): string {
+  if (ms === lastIso.ms) return lastIso.text;
+  const text = new Date(ms).toISOString();
+  lastIso = { ms, text };
+  return text;
+}

@@ -2,7 +2,12 @@
  * Issue 10, "Approvals": a call id names the exact call, so an approval can never run another
  * call; stoppedBy names the budget that stops the run now.
  */
-import { describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { sha256 } from '@noble/hashes/sha2';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import { digestOf } from '../machines/calls.js';
 import { callIdOf } from '../machines/index.js';
 import { Agent, StaleApprovalError } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
@@ -45,6 +50,43 @@ describe('the call id binds the arguments', () => {
     expect(callIdOf('r:1', 1, 'pay', { b: 2, a: [true, null] })).not.toBe(id);
     expect(callIdOf('r:1', 1, 'refund', { b: 1, a: [true, null] })).not.toBe(id);
     expect(callIdOf('r:1', 2, 'pay', { b: 1, a: [true, null] }).slice(6)).toBe(id.slice(6));
+  });
+
+  it('the digest is SHA-256 of the UTF-8 text, in Node and where Node’s crypto is missing (a browser)', async () => {
+    const reference = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32);
+    expect(digestOf('["pay",{"a":[true,null],"b":1}]')).toBe('fa1ed5914b71c8394b8baaf9e1bca219');
+    vi.resetModules();
+    vi.stubGlobal('process', { ...process, getBuiltinModule: undefined });
+    let browser: typeof digestOf;
+    try {
+      browser = (await import('../machines/calls.js')).digestOf;
+    } finally {
+      vi.unstubAllGlobals();
+      vi.resetModules();
+    }
+    expect(browser).not.toBe(digestOf);
+    // Where Node's is found, it is the one used.
+    const hash = (algorithm: string, data: string, encoding: string) =>
+      `${algorithm}/${encoding}/${data}`.padEnd(40, '.');
+    vi.stubGlobal('process', {
+      ...process,
+      getBuiltinModule: (id: string) => (id === 'node:crypto' ? { hash } : undefined),
+    });
+    try {
+      expect((await import('../machines/calls.js')).digestOf('x')).toBe('sha256/hex/x....................');
+    } finally {
+      vi.unstubAllGlobals();
+      vi.resetModules();
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        const expected = reference(text);
+        expect(digestOf(text)).toBe(expected);
+        expect(browser(text)).toBe(expected);
+        expect(bytesToHex(sha256(utf8ToBytes(text)).subarray(0, 16))).toBe(expected);
+      }),
+      { seed: 20261204, numRuns: 300 },
+    );
   });
 
   it('a checkpoint whose pending id does not name its call is refused', async () => {

@@ -141,6 +141,26 @@ describe('a run in a group', () => {
     expect((await store.groupSpend('acme')).costUsd).toBe(0.3);
   });
 
+  it('Agent.load reads the group of a run that can go on, not of one that has ended', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 10 });
+    const asked: string[] = [];
+    const groupOf = store.groupOf.bind(store);
+    store.groupOf = (runId) => {
+      asked.push(runId);
+      return groupOf(runId);
+    };
+    const done = new Agent({ ...base(store, spending(0.1), 'ended'), maxSteps: 1 });
+    expect(await done.start('go')).toBe('budget_exhausted');
+    await done.cancel();
+    expect((await Agent.load(store, 'ended', { policy: spending(), tools })).status).toBe('cancelled');
+    expect(asked).toEqual([]);
+    const paused = new Agent({ ...base(store, spending(0.1), 'paused'), maxSteps: 1 });
+    expect(await paused.start('go')).toBe('budget_exhausted');
+    await Agent.load(store, 'paused', { policy: spending(), tools });
+    expect(asked).toEqual(['paused']);
+  });
+
   it('a run id already in another group is refused at its first save, before any policy call', async () => {
     const store = new MemoryStore();
     await store.joinGroup('r1', 'other');
