@@ -24,9 +24,17 @@ async function echo(args: { n: number }) {
   return toolResult(args.n);
 }
 
-/** The loop. Returns the bytes `persist` reported, or null without one. */
-async function loop(steps: number, runId: string, persist: Persist | null): Promise<number | null> {
-  const history: Entry[] = [{ role: 'user', content: GOAL }];
+/**
+ * The loop. Returns the bytes `persist` reported, or null without one; the run's history is left
+ * in `history` when one is given.
+ */
+async function loop(
+  steps: number,
+  runId: string,
+  persist: Persist | null,
+  history: Entry[] = [],
+): Promise<number | null> {
+  history.push({ role: 'user', content: GOAL });
   let bytes = 0;
   // A synchronous persist is not awaited: the in-memory and SQLite floors pay no extra microtask.
   let wrote: number | Promise<number> = persist ? persist(runId, 0, history) : 0;
@@ -58,6 +66,20 @@ export function floor(): Contestant {
     name: 'floor',
     persists: 'nothing',
     run: async (steps, runId) => ({ bytes: await loop(steps, runId, null) }),
+    // The checkpoint floor: the run's history as one JSON text and back, nothing checked, no
+    // canonical form (no sorted keys), nothing restored.
+    async checkpoint(steps, runId) {
+      const history: Entry[] = [];
+      await loop(steps, runId, null, history);
+      let t = performance.now();
+      const text = JSON.stringify(history);
+      const saveMs = performance.now() - t;
+      t = performance.now();
+      const again = JSON.parse(text) as Entry[];
+      const loadMs = performance.now() - t;
+      if (again.length !== 2 * steps + 2) throw new Error('floor: checkpoint');
+      return { saveMs, loadMs, bytes: text.length };
+    },
   };
 }
 
