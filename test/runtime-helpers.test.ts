@@ -221,7 +221,7 @@ describe('earliest and withDeadline', () => {
     const done = withDeadline(
       () => new Promise(() => {}),
       () => 1_000 - clock.now(),
-      new AbortController().signal,
+      new AbortController(),
       clock,
       () => new Error('late'),
     );
@@ -236,12 +236,12 @@ describe('earliest and withDeadline', () => {
     parent.abort(new Error('cancelled'));
     let seen: AbortSignal | undefined;
     await withDeadline(
-      (signal) => {
-        seen = signal;
+      (source) => {
+        seen = source.signal;
         return 1;
       },
       () => 1_000,
-      parent.signal,
+      parent,
       new ManualClock(0),
       () => new Error('late'),
     );
@@ -252,16 +252,40 @@ describe('earliest and withDeadline', () => {
     const parent = new AbortController();
     let seen: AbortSignal | undefined;
     await withDeadline(
-      (signal) => {
-        seen = signal;
+      (source) => {
+        seen = source.signal;
         return 1;
       },
       () => 1_000,
-      parent.signal,
+      parent,
       new ManualClock(0),
       () => new Error('late'),
     );
     parent.abort(new Error('cancelled afterwards'));
     expect(seen?.aborted).toBe(false);
+  });
+
+  it('without a deadline, the call gets its source as it is, and its signal is not read for it', async () => {
+    let reads = 0;
+    const source = {
+      get signal() {
+        reads++;
+        return new AbortController().signal;
+      },
+    };
+    let given: unknown;
+    const value = await withDeadline(
+      (s) => {
+        given = s;
+        return 7;
+      },
+      () => null,
+      source,
+      new ManualClock(0),
+      () => new Error('late'),
+    );
+    expect(value).toBe(7);
+    expect(given).toBe(source);
+    expect(reads).toBe(0);
   });
 });

@@ -85,6 +85,18 @@ function inMemory(r: Results): Target {
   };
 }
 
+/**
+ * What Tollgate would cost with a store that cost nothing of its own beyond the floor's commit:
+ * its in-memory step plus the floor's step, ÷ the floor's step, at every N.
+ */
+function runtimePlusFloor(r: Results, floor: string): (number | null)[] {
+  return r.sizes.map((n) => {
+    const t = med(r, TOLLGATE, n);
+    const f = med(r, floor, n);
+    return t === null || f === null ? null : (t + f) / f;
+  });
+}
+
 function sqlite(r: Results): Target {
   const full = ratios(r, SQLITE, FLOOR_SQLITE);
   const points = ratios(r, SQLITE_POINTS, FLOOR_SQLITE);
@@ -101,7 +113,8 @@ function sqlite(r: Results): Target {
     figure: `full: ${list(r, (n) => showRatio(full[r.sizes.indexOf(n)] ?? null))}; points: ${list(r, (n) => showRatio(points[r.sizes.indexOf(n)] ?? null))}`,
     whenMissed:
       `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding and delta (one run saves one step at a time, so group commit, which shares a commit between runs, does not help here). ` +
-      `Points: ${savesText(r, SQLITE_POINTS)}, relaxed (synchronous=NORMAL, no fsync) but for the last; its cost over Tollgate in memory is ${pointsCpu.join(', ')} per step at N = ${r.sizes.join(', ')}, the store's statements and the head's encoding (a delta against the run's base), so with no fsync to save it is bounded by the in-memory runtime plus that.`,
+      `Points: ${savesText(r, SQLITE_POINTS)}, relaxed (synchronous=NORMAL, no fsync) but for the last; its cost over Tollgate in memory is ${pointsCpu.join(', ')} per step at N = ${r.sizes.join(', ')}, the store's statements and the head's encoding (a delta against the run's base), so with no fsync to save it is bounded by the in-memory runtime plus that. ` +
+      `The floor in the way: Tollgate's in-memory step ("tollgate") plus the floor's own commit, as if the store cost nothing more, is already ${list(r, (n) => showRatio(runtimePlusFloor(r, FLOOR_SQLITE)[r.sizes.indexOf(n)] ?? null))} the floor, and the in-memory step alone ${list(r, (n) => showRatio(ratios(r, TOLLGATE, FLOOR_SQLITE)[r.sizes.indexOf(n)] ?? null))} it.`,
   };
 }
 
@@ -117,7 +130,15 @@ function postgres(r: Results): Target {
     figure: `full: ${list(r, (n) => `${showUs(med(r, PG, n))} (${showRatio(full[r.sizes.indexOf(n)] ?? null)})`)}; points: ${list(r, (n) => `${showUs(med(r, PG_POINTS, n))} (${showRatio(points[r.sizes.indexOf(n)] ?? null)})`)}`,
     whenMissed:
       `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated, its lease extended and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; each save's head a small delta against the run's base (group commit shares a statement among runs, not among one run's steps, so it does not help here). ` +
-      `The floor itself costs ${list(r, (n) => showUs(med(r, FLOOR_PG, n)))} per step here.`,
+      `The floor itself costs ${list(r, (n) => showUs(med(r, FLOOR_PG, n)))} per step here. ` +
+      `The floor in the way: Tollgate's in-memory step ("tollgate") plus the floor's own statement, as if the store cost nothing more, is ${list(
+        r,
+        (n) => {
+          const t = med(r, TOLLGATE, n);
+          const f = med(r, FLOOR_PG, n);
+          return t === null || f === null ? 'n/a' : `${fmt.us(t + f)} (${fmt.ratio((t + f) / f)})`;
+        },
+      )}.`,
   };
 }
 

@@ -11,6 +11,7 @@ import { isPlainObject, safeString, toJson } from '../json.js';
 import { validateArgs } from '../tool-schema.js';
 import type { Tool } from '../types.js';
 import { approvalRule } from './approval.js';
+import type { SignalSource } from './deadline.js';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -20,8 +21,8 @@ export type Classified = DistributiveOmit<Decision, 'usage' | 'cost' | 'elapsedM
 /** Where the calls are judged: the run and the step they belong to. */
 export interface CallSite {
   runId: string;
-  /** The policy actor's signal: a schema check left hanging stops with the call. */
-  signal?: AbortSignal;
+  /** The policy call's signal (read only by a schema check): one left hanging stops with the call. */
+  abort?: SignalSource;
   step: number;
   tools: ReadonlyMap<string, Tool>;
   /** The rules' copy of the history, made when a rule first asks for it. */
@@ -128,7 +129,7 @@ function requestedCalls(calls: unknown): Requested[] {
 async function verdictOf(call: Requested, site: CallSite): Promise<Verdict> {
   const tool = site.tools.get(call.tool);
   if (!tool) return { kind: 'refuse', error: `unknown tool ${call.tool}` };
-  const valid = await validateArgs(tool, call.args, site.signal ? { signal: site.signal } : {});
+  const valid = await validateArgs(tool, call.args, site.abort ?? {});
   if (!valid.ok) return { kind: 'refuse', error: valid.error };
   const ctx = { runId: site.runId, step: site.step, tool: call.tool, history: site.history };
   const answer = await approvalRule(tool, valid.value, ctx);

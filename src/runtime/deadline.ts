@@ -17,23 +17,30 @@ export function earliest(...bounds: (number | null | undefined)[]): number | nul
   return least;
 }
 
+/** Where a call's signal comes from: read only by what uses it (a `CallAbort` makes it then). */
+export interface SignalSource {
+  readonly signal: AbortSignal;
+}
+
 /**
- * Runs `work` with a signal that aborts when `parent` aborts or its deadline passes on `clock`,
+ * Runs `work` with a signal that aborts when `parent`'s aborts or its deadline passes on `clock`,
  * whichever is first; on the deadline the returned promise rejects with `timeout()`'s error even
  * if `work` ignores its signal. `left()` says how long the call may still take (null: no limit);
  * it is asked again when the timer fires, so a limit raised while the call runs (a budget
  * extended) moves the deadline instead of cutting the call short. Without a deadline, `work`
- * gets `parent` itself: no timers or controllers on the hot path.
+ * gets `parent` itself: no timers or controllers on the hot path, and its signal read only if
+ * the work reads it.
  */
 export async function withDeadline<T>(
-  work: (signal: AbortSignal) => Promise<T> | T,
+  work: (source: SignalSource) => Promise<T> | T,
   left: () => number | null,
-  parent: AbortSignal,
+  source: SignalSource,
   clock: Clock,
   timeout: () => Error,
 ): Promise<T> {
   const first = left();
-  if (first === null) return await work(parent);
+  if (first === null) return await work(source);
+  const parent = source.signal;
   const controller = new AbortController();
   const forward = () => controller.abort(parent.reason);
   if (parent.aborted) forward();
@@ -49,7 +56,7 @@ export async function withDeadline<T>(
     });
   try {
     const fired = arm(first);
-    const running = Promise.resolve().then(() => work(controller.signal));
+    const running = Promise.resolve().then(() => work({ signal: controller.signal }));
     return await Promise.race([running, fired]);
   } finally {
     timer.abort();

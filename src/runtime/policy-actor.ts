@@ -3,7 +3,6 @@
  * timeout and the active-time deadline, and classifies what comes back. It reaches its run only
  * through the ports it is handed.
  */
-import { fromPromise } from 'xstate';
 import { describeError } from '../../machines/describe-error.js';
 import type { PolicyInput } from '../../machines/events.js';
 import type { Decision, HistoryEntry } from '../../machines/types.js';
@@ -11,21 +10,22 @@ import { isoTime } from '../clock.js';
 import type { PolicyDelta } from '../types.js';
 import { readAction } from './classify.js';
 import { readUsage } from './cost.js';
-import { earliest, TimeoutError, withDeadline } from './deadline.js';
+import { earliest, type SignalSource, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
 import { type ActorPorts, portsOf } from './ports.js';
 import { retryAfterMs } from './retry-after.js';
 import { unwrap, withElapsed } from './returned.js';
 import { endPolicySpan, startPolicySpan } from './spans.js';
+import { type CallAbort, fromTask } from './task-actor.js';
 import type { Span } from './tracing.js';
 
 const MAX_RETRY_DELAY_MS = 30_000;
 
-export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, signal, system }) => {
+export const policyActor = fromTask<Decision, PolicyInput>(async ({ input, abort, system }) => {
   const run = portsOf(system);
   // Not a durable point: under `durability: 'points'` a power cut may make this call again.
   await run.beforeCall(false);
-  if (signal.aborted) throw signal.reason;
+  if (abort.aborted) throw abort.signal.reason;
   // The group's budget, read from the store before every call like the run's own (fail closed).
   if (run.group && (await run.group.exhausted())) {
     return { type: 'exhausted', budget: 'group', usage: null, elapsedMs: 0, at: isoTime(run.clock.now()) };
@@ -33,7 +33,7 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
   const span = startPolicySpan(run.tracer, run.runSpan(), run.policy, input, run.remaining());
   const tries = { count: 0 };
   try {
-    const { decision, model } = await decide(run, input, signal, span, tries);
+    const { decision, model } = await decide(run, input, abort, span, tries);
     endPolicySpan(span, decision, tries.count, model);
     return decision;
   } catch (error) {
@@ -51,7 +51,7 @@ export const policyActor = fromPromise<Decision, PolicyInput>(async ({ input, si
 async function decide(
   run: ActorPorts,
   input: PolicyInput,
-  signal: AbortSignal,
+  abort: CallAbort,
   span: Span,
   tries: { count: number },
 ): Promise<{ decision: Decision; model: string | null }> {
@@ -67,15 +67,20 @@ async function decide(
     if (left !== null && left <= 0) {
       throw withElapsed(new TimeoutError('policy stopped: the active-time budget (maxActiveMs) ran out'), spent());
     }
-    const ctx = {
+    const stream = (delta: PolicyDelta) => {
+      if (live) run.delta(input.step, delta);
+    };
+    // The call's signal, read from its source only if the policy reads it (see task-actor.ts).
+    const ctxOf = (source: SignalSource) => ({
       runId: input.runId,
       step: input.step,
       attempt,
       remaining: { ...remaining, activeMs: left },
-      stream: (delta: PolicyDelta) => {
-        if (live) run.delta(input.step, delta);
+      stream,
+      get signal() {
+        return source.signal;
       },
-    };
+    });
     let raw: unknown;
     // A policy's stream is heard while its call is live: a late delta (after a timeout) is dropped.
     let live = true;
@@ -86,9 +91,9 @@ async function decide(
         return earliest(limit, activeLeftNow());
       };
       ({ value: raw } = await withDeadline(
-        (callSignal) => unwrap(run.policy(run.view(), { ...ctx, signal: callSignal })),
+        (source) => unwrap(run.policy(run.view(), ctxOf(source))),
         attemptLeft,
-        signal,
+        abort,
         run.clock,
         () =>
           new TimeoutError(
@@ -100,7 +105,7 @@ async function decide(
     } catch (error) {
       live = false;
       const timeLeft = activeLeftNow();
-      if (signal.aborted || attempt >= run.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
+      if (abort.aborted || attempt >= run.policyRetries || (timeLeft !== null && timeLeft <= 0)) {
         throw withElapsed(error, spent());
       }
       // The back-off counts as active time, so it is cut short where the budget ends. A server's
@@ -111,7 +116,7 @@ async function decide(
         'tollgate.policy.attempt': attempt + 1,
         'exception.message': describeError(error),
       });
-      await run.clock.sleep(delay, signal);
+      await run.clock.sleep(delay, abort.signal);
       continue;
     }
     // The rules get their own copy of the history, as the policy does: the live one grows in place.
@@ -119,7 +124,7 @@ async function decide(
     live = false;
     let copy: readonly HistoryEntry[] | null = null;
     const history = () => (copy ??= run.history().slice());
-    const site = { runId: input.runId, step: input.step, tools: run.tools, history, signal };
+    const site = { runId: input.runId, step: input.step, tools: run.tools, history, abort };
     const { decision, usage: reported } = await readAction(raw, site);
     // Priced here, not in the machine: the machine holds no functions and only adds the numbers.
     const { tokens, cost, model } = readUsage(reported, run.price);

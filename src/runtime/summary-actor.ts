@@ -98,7 +98,7 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
   let read: Read;
   try {
     const { value } = await withDeadline(
-      (callSignal) =>
+      ({ signal: callSignal }) =>
         unwrap(
           compaction.summarize(cover.entries.slice(), {
             runId: input.runId,
@@ -109,7 +109,7 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
           }),
         ),
       left,
-      signal,
+      { signal },
       run.clock,
       () =>
         new TimeoutError(

@@ -2,7 +2,6 @@
  * The tool actor: runs one call of a step, with its deadline (the tool's timeout, the active time
  * left) and the JSON check of its result. It reaches its run only through the ports it is handed.
  */
-import { fromPromise } from 'xstate';
 import { describeError } from '../../machines/describe-error.js';
 import type { ToolInput } from '../../machines/events.js';
 import type { JsonObject, StepCall, ToolOutcome } from '../../machines/types.js';
@@ -10,11 +9,12 @@ import { isoTime } from '../clock.js';
 import { toJson } from '../json.js';
 import { validateArgs } from '../tool-schema.js';
 import { approvalRule } from './approval.js';
-import { earliest, TimeoutError, withDeadline } from './deadline.js';
+import { earliest, type SignalSource, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
 import { type ActorPorts, portsOf } from './ports.js';
 import { unwrap } from './returned.js';
 import { endToolSpan, startToolSpan } from './spans.js';
+import { type CallAbort, fromTask } from './task-actor.js';
 
 /** The tool's own copy of the (frozen) arguments: the very value the approval rule saw. */
 function copyArgs(args: JsonObject): JsonObject {
@@ -23,7 +23,7 @@ function copyArgs(args: JsonObject): JsonObject {
   return copy.value as JsonObject;
 }
 
-export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: call, signal, system }) => {
+export const toolActor = fromTask<ToolOutcome, ToolInput>(async ({ input: call, abort, system }) => {
   const run = portsOf(system);
   const tool = run.tools.get(call.tool);
   const recovered = run.takeRecovered(call.key);
@@ -35,13 +35,13 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
   if (!unknown && (tool?.sideEffect === true || call.approval !== null)) {
     await run.beforeCall();
     // Cancelled while the write-ahead record was being made: the call never starts.
-    if (signal.aborted) throw signal.reason;
+    if (abort.aborted) throw abort.signal.reason;
   }
   const span = startToolSpan(run.tracer, run.runSpan(), run.runId, call, tool, recovered);
   try {
     const outcome: ToolOutcome = unknown
       ? { type: 'outcome_unknown', at: isoTime(run.clock.now()) }
-      : await execute(run, call, signal);
+      : await execute(run, call, abort);
     endToolSpan(span, outcome);
     return outcome;
   } catch (error) {
@@ -52,7 +52,7 @@ export const toolActor = fromPromise<ToolOutcome, ToolInput>(async ({ input: cal
 });
 
 /** Makes the call, its write-ahead record made, and turns what it gave into an outcome. */
-async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Promise<ToolOutcome> {
+async function execute(run: ActorPorts, call: StepCall, abort: CallAbort): Promise<ToolOutcome> {
   const tool = run.tools.get(call.tool);
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
@@ -67,7 +67,8 @@ async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Pr
   // The tool set given at resume may differ from the one the call was decided with.
   if (!tool) return done({ error: `unknown tool ${call.tool}` });
   // An approver's edit runs instead of the model's arguments; either is validated again here.
-  const valid = await validateArgs(tool, call.approval?.args ?? call.args, { signal });
+  // The signal is read (made) only by a schema that is checked.
+  const valid = await validateArgs(tool, call.approval?.args ?? call.args, abort);
   if (!valid.ok) return done({ error: valid.error });
   // Defence in depth for invariant 1: a call that needs approval runs only with one.
   if (call.approval === null) {
@@ -77,7 +78,7 @@ async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Pr
     }
   }
   // Cancelled while an async rule was deciding: the call never starts either.
-  if (signal.aborted) throw signal.reason;
+  if (abort.aborted) throw abort.signal.reason;
   const left = run.remaining().activeMs;
   // Not started at all when the active-time budget is already spent: not running is always safe.
   if (left !== null && left <= 0) {
@@ -87,12 +88,21 @@ async function execute(run: ActorPorts, call: StepCall, signal: AbortSignal): Pr
   // moves the deadline), whichever ends first.
   const timeoutLeft = () => (tool.timeoutMs === undefined ? null : tool.timeoutMs - spent());
   const activeLeftNow = () => activeLeft(run.remaining(), spent());
-  const ctx = { runId: run.runId, step: call.step, key: call.key, approvedCallId: call.approval?.callId ?? null };
+  // The call's signal, read from its source only if the tool reads it (see task-actor.ts).
+  const ctxOf = (source: SignalSource) => ({
+    runId: run.runId,
+    step: call.step,
+    key: call.key,
+    approvedCallId: call.approval?.callId ?? null,
+    get signal() {
+      return source.signal;
+    },
+  });
   try {
     const result = await withDeadline(
-      (toolSignal) => unwrap(tool.fn(copyArgs(valid.value), call.key, { ...ctx, signal: toolSignal })),
+      (source) => unwrap(tool.fn(copyArgs(valid.value), call.key, ctxOf(source))),
       () => earliest(timeoutLeft(), activeLeftNow()),
-      signal,
+      abort,
       run.clock,
       () =>
         new TimeoutError(
