@@ -117,6 +117,28 @@ describe('fromTask', () => {
     expect(made).toBe(1);
   });
 
+  it('restarts a task that was in flight in a restored snapshot, as fromPromise does (write-ahead relies on it)', async () => {
+    const snapshot = { status: 'active', output: undefined, error: undefined, input: { n: 7 } };
+    const ran: string[] = [];
+    for (const [name, logic] of [
+      ['ours', fromTask(async ({ input }: { input: { n: number } }) => input.n * 2)],
+      ['theirs', fromPromise(async ({ input }: { input: { n: number } }) => input.n * 2)],
+    ] as const) {
+      const actor = createActor(logic as AnyActorLogic, { snapshot: snapshot as never });
+      actor.start();
+      await tick();
+      expect(actor.getSnapshot()).toMatchObject({ status: 'done', output: 14 });
+      ran.push(name);
+      const done = createActor(logic as AnyActorLogic, {
+        snapshot: { ...snapshot, status: 'done', output: 1 } as never,
+      });
+      done.start();
+      await tick();
+      expect(done.getSnapshot()).toMatchObject({ status: 'done', output: 1 });
+    }
+    expect(ran).toEqual(['ours', 'theirs']);
+  });
+
   it('CallAbort: aborting twice keeps the first abort; a signal read first is the one aborted', () => {
     const abort = new CallAbort();
     const signal = abort.signal;
