@@ -7,18 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type AnyActorLogic, createActor, fromPromise } from 'xstate';
 import { Agent, type Policy, type Tool } from '../src/index.js';
 import { CallAbort, fromTask } from '../src/runtime/task-actor.js';
-import { sequence, until } from './support/helpers.js';
-
-/** A promise settled from outside. */
-function deferred<T>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { gate, sequence, until } from './support/helpers.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -38,12 +27,12 @@ describe('fromTask', () => {
   afterEach(() => vi.unstubAllGlobals());
 
   for (const [name, settle] of [
-    ['resolves', (d: ReturnType<typeof deferred<unknown>>) => d.resolve({ out: 2 })],
-    ['rejects', (d: ReturnType<typeof deferred<unknown>>) => d.reject(new Error('no'))],
+    ['resolves', (d: ReturnType<typeof gate<unknown>>) => d.resolve({ out: 2 })],
+    ['rejects', (d: ReturnType<typeof gate<unknown>>) => d.reject(new Error('no'))],
   ] as const) {
     it(`goes through fromPromise’s snapshots when its promise ${name}`, async () => {
-      const ours = deferred<unknown>();
-      const theirs = deferred<unknown>();
+      const ours = gate<unknown>();
+      const theirs = gate<unknown>();
       const a = await trace(
         fromTask(() => ours.promise),
         async () => settle(ours),
@@ -58,8 +47,8 @@ describe('fromTask', () => {
   }
 
   it('stops as fromPromise does: the signal aborts with an AbortError, a later settling is ignored', async () => {
-    const ours = deferred<unknown>();
-    const theirs = deferred<unknown>();
+    const ours = gate<unknown>();
+    const theirs = gate<unknown>();
     let ourSignal: AbortSignal | undefined;
     let theirSignal: AbortSignal | undefined;
     const a = await trace(
@@ -101,7 +90,7 @@ describe('fromTask', () => {
       },
     );
     let abort: CallAbort | undefined;
-    const held = deferred<unknown>();
+    const held = gate<unknown>();
     const actor = createActor(
       fromTask((args) => {
         abort = args.abort;
