@@ -23,12 +23,12 @@ export interface SignalSource {
 }
 
 /**
- * Runs `work` with a signal that aborts when `parent`'s aborts or its deadline passes on `clock`,
+ * Runs `work` with a signal that aborts when `source`'s aborts or its deadline passes on `clock`,
  * whichever is first; on the deadline the returned promise rejects with `timeout()`'s error even
  * if `work` ignores its signal. `left()` says how long the call may still take (null: no limit);
  * it is asked again when the timer fires, so a limit raised while the call runs (a budget
  * extended) moves the deadline instead of cutting the call short. Without a deadline, `work`
- * gets `parent` itself: no timers or controllers on the hot path, and its signal read only if
+ * gets `source` itself: no timers or controllers on the hot path, and its signal is read only if
  * the work reads it.
  */
 export async function withDeadline<T>(
