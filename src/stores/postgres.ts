@@ -312,8 +312,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const at = this.#at();
     const values = [runId, expectedVersion ?? null, lease?.token ?? null, at];
     for (let attempt = 0; ; attempt++) {
-      const { rowCount } = await this.#query('delete', this.#sql.delete, values);
-      if (rowCount) return true;
+      if (await this.#deleteRun(runId, values)) return true;
       const why = await this.#refusal('delete', runId, at);
       if (why.version === null) return false;
       const refused = fenceError('delete', runId, why, lease);
@@ -442,6 +441,31 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const call = `PostgresStore.${op}`;
     await this.#migrate(call);
     return this.#connections.use(call, op !== 'load' && op !== 'list' && op !== 'summary', work);
+  }
+
+  /**
+   * Deletes the run and then its entries, in one transaction: the entries in a statement of its
+   * own, whose snapshot is taken once the run's row is gone, so it sees the entries of a save that
+   * committed while the delete waited for that row (the delete statement's own snapshot would
+   * not, and they would be left to collide with a run made again under the same id). A save or
+   * a creation that comes later waits for the row (or its key) until the commit, and then writes
+   * nothing or starts afresh. @returns whether the run was deleted.
+   */
+  #deleteRun(runId: string, values: unknown[]): Promise<boolean> {
+    return this.#run('delete', async (sql) => {
+      await sql.query('BEGIN', []);
+      try {
+        const { rowCount } = await sql.query(this.#sql.delete, values);
+        if (rowCount) await sql.query(this.#sql.deleteEntries, [runId]);
+        await sql.query('COMMIT', []);
+        return Boolean(rowCount);
+      } catch (error) {
+        // Rolled back before the connection is pooled again; a failed rollback's error (a lost
+        // connection) is the one thrown, and the connection is then dropped, not pooled.
+        await sql.query('ROLLBACK', []);
+        throw error;
+      }
+    });
   }
 
   /** The store's now for a statement: the injected clock's, or null for the database's. */

@@ -144,14 +144,14 @@ describe.skipIf(!target.url)(
       expect(await baseOf(store, 'c')).toBe('{"new":"c"}');
     });
 
-    it(`a database at the schema before bases (version ${SCHEMA_VERSION - 1}) upgrades: its runs load with base null and take one on their next save`, async () => {
+    it('a database at the schema before bases (version 6) upgrades: its runs load with base null and take one on their next save', async () => {
       const schema = freshSchema('base_upgrade');
       schemas.push(schema);
-      const previous = MIGRATIONS.slice(0, -1);
+      const previous = MIGRATIONS.slice(0, 6);
       const old = new pg.Client({ connectionString: url });
       await old.connect();
       try {
-        expect(await migrate(old, schema, previous)).toBe(SCHEMA_VERSION - 1);
+        expect(await migrate(old, schema, previous)).toBe(6);
         const s = `"${schema}"`;
         // A row exactly as the code before this schema wrote it.
         await old.query(
@@ -161,9 +161,12 @@ describe.skipIf(!target.url)(
         await old.query(`INSERT INTO ${s}.entries (run_id, idx, body) VALUES ('old', 0, '"a"')`);
         const { store } = await open(schema);
         expect(await store.migrate()).toBe(SCHEMA_VERSION);
-        expect(SCHEMA_VERSION).toBe(7);
+        expect(SCHEMA_VERSION).toBe(8);
         const { rows } = await old.query(`SELECT version, name FROM ${s}.tollgate_migrations ORDER BY version`);
-        expect(rows.at(-1)).toEqual({ version: 7, name: 'head base' });
+        expect(rows.slice(-2)).toEqual([
+          { version: 7, name: 'head base' },
+          { version: 8, name: 'entries without a foreign key' },
+        ]);
         expect(await store.load('old')).toMatchObject({
           version: 2,
           head: '{"whole":true}',
@@ -177,6 +180,62 @@ describe.skipIf(!target.url)(
         expect(await baseOf(store, 'old')).toBe('{"base":"now"}');
       } finally {
         await old.end();
+      }
+    });
+
+    it('from version 7, the entries lose their foreign key and keep their rows; a delete still takes a run’s entries with it', async () => {
+      const schema = freshSchema('fk_upgrade');
+      schemas.push(schema);
+      const old = new pg.Client({ connectionString: url });
+      await old.connect();
+      try {
+        expect(await migrate(old, schema, MIGRATIONS.slice(0, 7))).toBe(7);
+        const s = `"${schema}"`;
+        const keys = `SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = '${s}.entries'::regclass AND contype = 'f'`;
+        expect((await old.query(keys)).rows[0].n).toBe(1);
+        await old.query(
+          `INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, updated_at)
+           VALUES ('old', 1, 'running', '{}', 2, NULL, '2026-01-01T00:00:00.000Z')`,
+        );
+        await old.query(`INSERT INTO ${s}.entries (run_id, idx, body) VALUES ('old', 0, '"a"'), ('old', 1, '"b"')`);
+        const { store } = await open(schema);
+        expect((await old.query(keys)).rows[0].n).toBe(0);
+        expect((await store.load('old'))?.entries).toEqual(['"a"', '"b"']);
+        expect(await store.delete('old')).toBe(true);
+        const left = await old.query(`SELECT count(*)::int AS n FROM ${s}.entries WHERE run_id = 'old'`);
+        expect(left.rows[0].n).toBe(0);
+        expect(await store.save('old', write(0), 0)).toBe(1);
+        expect((await store.load('old'))?.entries).toEqual(['"e0"']);
+      } finally {
+        await old.end();
+      }
+    });
+
+    it('a delete that waits for a save in flight takes that save’s entries too: the run made again starts clean', async () => {
+      const { store } = await open();
+      const schema = schemas.at(-1) as string;
+      const s = `"${schema}"`;
+      expect(await store.save('r', write(0), 0)).toBe(1);
+      // A save in flight, by hand: the run's row updated and an entry added, not yet committed.
+      const saver = new pg.Client({ connectionString: url });
+      await saver.connect();
+      try {
+        await saver.query('BEGIN');
+        await saver.query(`UPDATE ${s}.runs SET version = 2, entry_count = 2 WHERE run_id = 'r'`);
+        await saver.query(`INSERT INTO ${s}.entries (run_id, idx, body) VALUES ('r', 1, '"late"')`);
+        const deleting = store.delete('r');
+        // The delete waits for the row; the save commits first.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await saver.query('COMMIT');
+        expect(await deleting).toBe(true);
+        const left = await saver.query(`SELECT count(*)::int AS n FROM ${s}.entries WHERE run_id = 'r'`);
+        expect(left.rows[0].n).toBe(0);
+        expect(await store.load('r')).toBeNull();
+        expect(await store.save('r', write(0), 0)).toBe(1);
+        expect(await store.save('r', write(1), 1)).toBe(2);
+        expect((await store.load('r'))?.entries).toEqual(['"e0"', '"e1"']);
+      } finally {
+        await saver.end();
       }
     });
   },

@@ -37,8 +37,10 @@ export interface Statements {
   refusal: string;
   /** Summaries by status ($1, null for all), agent ($5, null for all) and expiry ($3, null for all; $4 the store's now), oldest update first, at most $2. */
   list: string;
-  /** Deletes a run (at version $2, unless null) if the lease allows (token $3, now $4); its entries go by ON DELETE CASCADE. */
+  /** Deletes a run (at version $2, unless null) if the lease allows (token $3, now $4); its entries go by `deleteEntries`. */
   delete: string;
+  /** The entries of run $1: after `delete`, in the same transaction but a statement of its own (postgres.ts). */
+  deleteEntries: string;
   /** Claims run $1 for owner $2 for $3 ms (now $4): one statement; returns the lease, or no row while another owner's is live. */
   claim: string;
   /** The lease record of run $1, and now ($2: the store's now). */
@@ -201,6 +203,7 @@ export function statements(s: string, schema: string): Statements {
         ORDER BY updated_at, run_id COLLATE "C" LIMIT $2`,
     delete: `WITH ${fence('$3', nowOf('$4'))}
       DELETE FROM ${s}.runs WHERE run_id = $1 AND ($2::integer IS NULL OR version = $2) AND EXISTS (SELECT 1 FROM ok)`,
+    deleteEntries: `DELETE FROM ${s}.entries WHERE run_id = $1`,
     // One statement: the row lock of ON CONFLICT serialises claimers; the WHERE, checked on the
     // newest row once locked, lets the claim through only if the lease is free, lapsed or the
     // claimer's own. Every claim makes the next token.
