@@ -165,7 +165,7 @@ describe('group budgets on a database made before them', () => {
     }
     const store = new PostgresStore(target.url ?? '', { schema, maxConnections: 2 });
     opened.push(store);
-    expect(await store.migrate()).toBe(7);
+    expect(await store.migrate()).toBe(8);
     expect((await store.load('old'))?.status).toBe('done');
     expect(await store.groupOf('old')).toBeNull();
     await store.joinGroup('old', 'acme');
