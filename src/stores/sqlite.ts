@@ -74,6 +74,7 @@ import {
 import { checkDatabasePath, fault } from './sqlite/faults.js';
 import { SaveGroups } from './sqlite/group-commit.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
+import { listQuery, SUMMARY_COLUMNS } from './sqlite/listing.js';
 import { migrate, settingsOf } from './sqlite/migrations.js';
 import { leaseAccess, type QueueTransactions, queueTransactions } from './sqlite/queue.js';
 import { type RunRow, storedRun, summary } from './sqlite/rows.js';
@@ -99,8 +100,6 @@ export interface SqliteStoreOptions {
 }
 
 const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
-/** A run's columns as `list` and `summary` read them (no head, no entries). */
-const SUMMARY_COLUMNS = 'run_id, version, status, pending, updated_at, agent, decision';
 /** Which call is constructing: `SqliteStore.open` names itself in errors, not `new SqliteStore`. */
 let opening: string | null = null;
 
@@ -174,7 +173,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       throw fault(call, o.path, error, this.#busyTimeoutMs);
     }
 
-    const head = db.prepare('SELECT version, entry_count, agent FROM runs WHERE run_id = ?');
+    const head = db.prepare('SELECT version, entry_count, agent, status FROM runs WHERE run_id = ?');
     // Every save clears a recorded decision: the worker that applied it is the one saving.
     const insert = db.prepare(
       `INSERT INTO runs (run_id, version, status, head, base, entry_count, pending, pending_expires_at, updated_at, agent)
@@ -184,6 +183,13 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     const update = db.prepare(
       `UPDATE runs SET version = ?, status = ?, head = ?, base = coalesce(?, base), entry_count = ?, pending = ?,
        pending_expires_at = ?, updated_at = ?, agent = ?, decision = NULL WHERE run_id = ?`,
+    );
+    // The same for a save that keeps the status and the agent: SQLite rewrites an index entry when
+    // the statement sets one of its columns, so this one leaves `runs_running` and, for a run with
+    // no agent, `runs_by_agent` alone (sqlite/listing.ts).
+    const refresh = db.prepare(
+      `UPDATE runs SET version = ?, head = ?, base = coalesce(?, base), entry_count = ?, pending = ?,
+       pending_expires_at = ?, updated_at = ?, decision = NULL WHERE run_id = ?`,
     );
     const append = db.prepare('INSERT INTO entries (run_id, idx, body) VALUES (?, ?, ?)');
     const run = db.prepare('SELECT * FROM runs WHERE run_id = ?');
@@ -199,7 +205,9 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       const now = nowOf(this.#now, 'save');
       const before = readLease(runId);
       const fenced = fenceRecord('save', runId, before, lease, now);
-      const current = head.get(runId) as { version: number; entry_count: number; agent: string | null } | undefined;
+      const current = head.get(runId) as
+        | { version: number; entry_count: number; agent: string | null; status: string }
+        | undefined;
       const version = current?.version ?? 0;
       const stored = current?.entry_count ?? 0;
       checkSave(runId, current ? { version, entries: stored } : null, write.from, expectedVersion);
@@ -210,8 +218,10 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       const at = new Date(now).toISOString();
       const expiry = earliestExpiry(calls);
       const base = write.base ?? null;
-      if (current) update.run(version + 1, write.status, write.head, base, count, pending, expiry, at, agent, runId);
-      else insert.run(runId, write.status, write.head, base, count, pending, expiry, at, agent);
+      if (!current) insert.run(runId, write.status, write.head, base, count, pending, expiry, at, agent);
+      else if (current.status === write.status && current.agent === agent) {
+        refresh.run(version + 1, write.head, base, count, pending, expiry, at, runId);
+      } else update.run(version + 1, write.status, write.head, base, count, pending, expiry, at, agent, runId);
       for (const [i, body] of write.append.entries()) append.run(runId, stored + i, body);
       if (fenced && fenced !== before) writeLease(runId, fenced);
       if (!isLive(fenced, now)) this.#watchers.notify();
@@ -272,22 +282,13 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
     const { status, expired, limit, agent } = checkListOptions(options);
-    const where: string[] = [];
-    if (status !== undefined) where.push('status = @status');
-    if (agent !== undefined) where.push('agent = @agent');
-    if (expired === true) where.push('pending_expires_at <= @now');
-    if (expired === false) where.push('(pending_expires_at IS NULL OR pending_expires_at > @now)');
     const params = {
-      ...(status === undefined ? {} : { status }),
       ...(agent === undefined ? {} : { agent }),
       ...(expired === undefined ? {} : { now: nowOf(this.#now, 'list') }),
       ...(limit === undefined ? {} : { limit }),
     };
-    const filter = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
-    // BINARY collation: UTF-8 byte order, i.e. code points (compareCodePoints in rules.ts).
-    const order = `ORDER BY updated_at, run_id ${limit === undefined ? '' : 'LIMIT @limit'}`;
     return this.#guard('list', () => {
-      const rows = this.#db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM runs ${filter} ${order}`).all(params);
+      const rows = this.#db.prepare(listQuery({ status, agent, expired, limit })).all(params);
       return (rows as RunRow[]).map(summary);
     });
   }

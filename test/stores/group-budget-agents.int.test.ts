@@ -140,7 +140,7 @@ describe('group budgets on a database made before them', () => {
     old.close();
     const store = SqliteStore.open(path);
     opened.push(store);
-    expect(store.settings.schemaVersion).toBe(7);
+    expect(store.settings.schemaVersion).toBe(8);
     expect(sqlite.MIGRATIONS[5]).toMatchObject({ version: 6, name: 'group budgets' });
     expect(await store.groupOf('old')).toBeNull();
     await store.joinGroup('old', 'acme');

@@ -1,11 +1,12 @@
 /** SQLite specifics the conformance suite does not see: pragmas, WAL, locking, migrations. */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunWrite, SchemaVersionError, StoreUnavailableError, SystemError } from '../../src/index.js';
+import { type ListFilter, listQuery } from '../../src/stores/sqlite/listing.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from '../../src/stores/sqlite/migrations.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 
@@ -111,20 +112,58 @@ describe('SqliteStore: connection settings', () => {
     await store.close();
   });
 
-  it('lists the approval inbox through the status index', async () => {
+  it('each list is served by an index: by status in list order, the running few sorted, by agent, or all in list order', async () => {
     const path = fresh();
     await SqliteStore.open(path).close();
     const db = new Database(path, { readonly: true });
-    const plan = db
-      .prepare(
-        "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE status = 'awaiting_approval' ORDER BY updated_at, run_id",
-      )
-      .all()
-      .map((row) => (row as { detail: string }).detail)
-      .join('\n');
-    db.close();
-    expect(plan).toMatch(/USING (COVERING )?INDEX runs_by_status/);
-    expect(plan).not.toMatch(/TEMP B-TREE/); // no sort: the index is in list order
+    const plan = (filter: ListFilter) =>
+      db
+        .prepare(`EXPLAIN QUERY PLAN ${listQuery(filter)}`)
+        .all({ agent: 'a', now: 0, limit: 1 })
+        .map((row) => (row as { detail: string }).detail)
+        .join('; ');
+    try {
+      for (const status of ['awaiting_approval', 'done', 'cancelled', 'budget_exhausted'] as const) {
+        expect(plan({ status })).toMatch(/SEARCH runs USING INDEX runs_by_status \(status=\?\)/);
+        expect(plan({ status, expired: true, limit: 5 })).toMatch(/INDEX runs_by_status/);
+        expect(plan({ status })).not.toMatch(/TEMP B-TREE/); // no sort: the index is in list order
+      }
+      expect(plan({ status: 'running' })).toMatch(/INDEX runs_running/);
+      expect(plan({})).toMatch(/SCAN runs USING INDEX runs_by_update/);
+      expect(plan({})).not.toMatch(/TEMP B-TREE/);
+      for (const status of [undefined, 'running', 'awaiting_approval'] as const) {
+        expect(plan({ agent: 'a', ...(status ? { status } : {}) })).toMatch(
+          /SEARCH runs USING INDEX runs_by_agent \(agent=\?\)/,
+        );
+      }
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a save that keeps a run running rewrites one listing index page, not three (WAL frames counted)', async () => {
+    const path = fresh();
+    const store = SqliteStore.open(path);
+    await store.save('r', write(0, ['"a"']), 0);
+    await store.save('w', { ...write(0, ['"a"']), agent: 'refunds' }, 0);
+    // Frames each save adds to the WAL (no checkpoint runs: far below 1,000 pages).
+    const framesOf = async (save: () => Promise<number>) => {
+      const before = statSync(`${path}-wal`).size;
+      await save();
+      return (statSync(`${path}-wal`).size - before) / (24 + 4096);
+    };
+    // The run's row, its new entry, and its runs_by_update entry: the status and agent indexes
+    // keep no running run, and `runs_running` is keyed by the run id alone.
+    expect(await framesOf(() => store.save('r', write(1, ['"b"']), 1))).toBe(3);
+    expect(await framesOf(() => store.save('r', write(2, ['"c"']), 2))).toBe(3);
+    // A run with an agent has its runs_by_agent entry rewritten too.
+    expect(await framesOf(() => store.save('w', { ...write(1, ['"b"']), agent: 'refunds' }, 1))).toBe(4);
+    // Pausing moves the run into runs_by_status and out of runs_running.
+    const paused = await framesOf(() => store.save('r', { ...write(3, []), status: 'awaiting_approval' }, 3));
+    expect(paused).toBeGreaterThanOrEqual(3);
+    expect((await store.list({ status: 'awaiting_approval' })).map((r) => r.runId)).toEqual(['r']);
+    expect((await store.list({ status: 'running' })).map((r) => r.runId)).toEqual(['w']);
+    await store.close();
   });
 });
 
@@ -259,6 +298,54 @@ describe('SqliteStore: migrations', () => {
     const stored = db.prepare("SELECT pending FROM runs WHERE run_id = 'old'").pluck().get() as string;
     db.close();
     expect(JSON.parse(stored)).toEqual([call, call]);
+  });
+
+  it('a database made before partial listing indexes (version 7) upgrades: its runs list as before, by status and agent', async () => {
+    const path = fresh();
+    const old = new Database(path);
+    expect(migrate(old, MIGRATIONS.slice(0, 7))).toBe(7);
+    const add = old.prepare(
+      `INSERT INTO runs (run_id, version, status, head, entry_count, pending, pending_expires_at, updated_at, agent)
+       VALUES (?, 1, ?, '{}', 0, NULL, NULL, ?, ?)`,
+    );
+    const rows = [
+      ['a', 'running', '2026-01-01T00:00:03.000Z', null],
+      ['b', 'awaiting_approval', '2026-01-01T00:00:01.000Z', 'refunds'],
+      ['c', 'running', '2026-01-01T00:00:02.000Z', 'refunds'],
+      ['d', 'done', '2026-01-01T00:00:04.000Z', null],
+      ['e', 'awaiting_approval', '2026-01-01T00:00:00.000Z', null],
+    ] as const;
+    for (const row of rows) add.run(...row);
+    old.close();
+    const store = SqliteStore.open(path);
+    expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
+    const ids = async (options?: Parameters<SqliteStore['list']>[0]) => (await store.list(options)).map((r) => r.runId);
+    expect(await ids()).toEqual(['e', 'b', 'c', 'a', 'd']);
+    expect(await ids({ status: 'running' })).toEqual(['c', 'a']);
+    expect(await ids({ status: 'awaiting_approval' })).toEqual(['e', 'b']);
+    expect(await ids({ status: 'done' })).toEqual(['d']);
+    expect(await ids({ agent: 'refunds' })).toEqual(['b', 'c']);
+    expect(await ids({ agent: 'refunds', status: 'running' })).toEqual(['c']);
+    // A running run saved again stays in list order by its new update time.
+    expect(await store.save('a', { ...write(0, ['"x"']) }, 1)).toBe(2);
+    expect(await ids({ status: 'running' })).toEqual(['c', 'a']);
+    expect(await store.save('c', { ...write(0, []), agent: 'refunds' }, 1)).toBe(2);
+    expect(await ids({ status: 'running' })).toEqual(['a', 'c']);
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    const indexes = Object.fromEntries(
+      (
+        db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'").all() as {
+          name: string;
+          sql: string | null;
+        }[]
+      ).map((r) => [r.name, r.sql]),
+    );
+    db.close();
+    expect(indexes.runs_by_status).toMatch(/WHERE status <> 'running'$/);
+    expect(indexes.runs_running).toMatch(/\(run_id\) WHERE status = 'running'$/);
+    expect(indexes.runs_by_agent).toMatch(/WHERE agent IS NOT NULL$/);
+    expect(indexes.runs_by_update).toMatch(/\(updated_at, run_id\)$/);
   });
 
   it('a database from a newer Tollgate is refused with SchemaVersionError, untouched', async () => {

@@ -120,6 +120,21 @@ function addBase(db: Database): void {
   db.exec('ALTER TABLE runs ADD COLUMN base TEXT');
 }
 
+/**
+ * Listing indexes a running run's saves do not rewrite (sqlite/listing.ts): every save changes
+ * `updated_at`, and each index keyed by it cost a page written to the WAL per save. The status
+ * index keeps the runs paused or ended, the running ones get an index keyed by run id alone, and
+ * the agent index keeps only runs that have an agent.
+ */
+function partialListingIndexes(db: Database): void {
+  db.exec(`
+    DROP INDEX runs_by_status;
+    DROP INDEX runs_by_agent;
+    CREATE INDEX runs_by_status ON runs (status, updated_at, run_id) WHERE status <> 'running';
+    CREATE INDEX runs_running ON runs (run_id) WHERE status = 'running';
+    CREATE INDEX runs_by_agent ON runs (agent, updated_at, run_id) WHERE agent IS NOT NULL;`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -128,6 +143,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'agent and decision', up: addAgentAndDecision },
   { version: 6, name: 'group budgets', up: createGroups },
   { version: 7, name: 'head bases', up: addBase },
+  { version: 8, name: 'partial listing indexes', up: partialListingIndexes },
 ];
 
 /** The schema version this code writes and reads. */
