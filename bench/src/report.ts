@@ -3,6 +3,7 @@ import type { SaveStats } from './contestants/tollgate.js';
 import type { ConcurrentResult, DecideResult, PausedResult } from './scale.js';
 import { fmt } from './stats.js';
 import type { Cell, CheckpointResult, StepResults } from './steps.js';
+import { LOADS_PER_SAMPLE } from './workload.js';
 
 export interface Results {
   date: string;
@@ -261,7 +262,9 @@ ${savesTable(r)}
 
 Save: Tollgate with no store serialises \`checkpoint()\`; with a store, the last save of the run
 (its head and final entry: the run is already stored). Load: \`Agent.resume(blob)\` or
-\`Agent.load(store, runId)\` (read, join, validate, restore). Peers: their own save and load.
+\`Agent.load(store, runId)\` (read, join, validate, restore). Peers: their own save and load. A
+sample runs the whole run again, saves once and loads ${LOADS_PER_SAMPLE} times: its load time is
+the median of those (one load right after the run pays for the garbage the run left).
 
 ${checkpointTable(r)}
 

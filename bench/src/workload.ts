@@ -33,6 +33,26 @@ export interface RunReport {
   bytes: number | null;
 }
 
+/**
+ * How many times each checkpoint sample loads the run it saved: a finished run's checkpoint can be
+ * read back any number of times, and one load right after a 1,000-step run pays for the garbage
+ * that run left (a collection lands in it), so the sample's load time is the median of these.
+ */
+export const LOADS_PER_SAMPLE = 5;
+
+/** The median time in ms of `LOADS_PER_SAMPLE` calls of `load`, one after another; `check` sees each result. */
+export async function timeLoads<T>(load: () => T | Promise<T>, check: (loaded: T) => void): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < LOADS_PER_SAMPLE; i++) {
+    const t = performance.now();
+    const loaded = await load();
+    times.push(performance.now() - t);
+    check(loaded);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] as number;
+}
+
 /** Timings of the final checkpoint of a finished run: serialise + store, and read + restore. */
 export interface CheckpointTimes {
   saveMs: number;

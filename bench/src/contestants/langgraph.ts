@@ -33,6 +33,7 @@ import {
   nextAction,
   type RunReport,
   TOOL,
+  timeLoads,
   toolResult,
 } from '../workload.js';
 
@@ -144,7 +145,7 @@ async function timeCheckpoint(saver: BaseCheckpointSaver, threadId: string): Pro
   const latest = await saver.getTuple(config);
   if (latest === undefined) throw new Error(`langgraph: no checkpoint for thread ${threadId}`);
   const next = { ...latest.checkpoint, id: uuid6(-1) };
-  let t = performance.now();
+  const t = performance.now();
   // newVersions only matters to savers that store channel blobs separately; neither of these does.
   await saver.put(
     latest.config,
@@ -153,11 +154,13 @@ async function timeCheckpoint(saver: BaseCheckpointSaver, threadId: string): Pro
     next.channel_versions,
   );
   const saveMs = performance.now() - t;
-  t = performance.now();
-  const loaded = await saver.getTuple(config);
-  const loadMs = performance.now() - t;
-  if (loaded?.checkpoint.id !== next.id)
-    throw new Error(`langgraph: loaded checkpoint is not the one just saved (thread ${threadId})`);
+  const loadMs = await timeLoads(
+    () => saver.getTuple(config),
+    (loaded) => {
+      if (loaded?.checkpoint.id !== next.id)
+        throw new Error(`langgraph: loaded checkpoint is not the one just saved (thread ${threadId})`);
+    },
+  );
   return { saveMs, loadMs };
 }
 

@@ -42,6 +42,7 @@ import {
   nextAction,
   type RunReport,
   TOOL,
+  timeLoads,
   toolResult,
 } from '../workload.js';
 
@@ -165,14 +166,16 @@ export function openaiAgents(options: OpenaiAgentsOptions = {}): Contestant {
     async checkpoint(steps: number, runId: string): Promise<CheckpointTimes> {
       // The final state is the same with or without per-turn snapshots, so skip them here.
       const { agent, state } = await runAgent(runner, steps, runId, false);
-      let t = performance.now();
+      const t = performance.now();
       const saved = state.toString();
       const saveMs = performance.now() - t;
-      t = performance.now();
-      const loaded = await RunState.fromString(agent, saved);
-      const loadMs = performance.now() - t;
-      if (loaded.history.length !== state.history.length)
-        throw new Error(`openai-agents: restored state of run ${runId} lost history`);
+      const loadMs = await timeLoads(
+        () => RunState.fromString(agent, saved),
+        (loaded) => {
+          if (loaded.history.length !== state.history.length)
+            throw new Error(`openai-agents: restored state of run ${runId} lost history`);
+        },
+      );
       return { saveMs, loadMs, bytes: Buffer.byteLength(saved) };
     },
   };

@@ -12,7 +12,7 @@ import { FileStore } from 'tollgate/file';
 import { MemoryStore } from 'tollgate/memory';
 import { PostgresStore } from 'tollgate/postgres';
 import { SqliteStore } from 'tollgate/sqlite';
-import { ANSWER, type CheckpointTimes, type Contestant, nextAction, TOOL, toolResult } from '../workload.js';
+import { ANSWER, type CheckpointTimes, type Contestant, nextAction, TOOL, timeLoads, toolResult } from '../workload.js';
 
 /** A store wrapper that counts what is handed to the store and times each save. */
 export class CountingStore implements CheckpointStore {
@@ -109,13 +109,15 @@ export function tollgate(): Contestant {
     async checkpoint(steps, runId): Promise<CheckpointTimes> {
       const agent = await runOnce(steps, runId);
       check(agent, steps);
-      let t = performance.now();
+      const t = performance.now();
       const blob = agent.checkpoint();
       const saveMs = performance.now() - t;
-      t = performance.now();
-      const again = Agent.resume(blob, { policy: policyFor(steps), tools });
-      const loadMs = performance.now() - t;
-      if (again.status !== 'done') throw new Error('tollgate: resume');
+      const loadMs = await timeLoads(
+        () => Agent.resume(blob, { policy: policyFor(steps), tools }),
+        (again) => {
+          if (again.status !== 'done') throw new Error('tollgate: resume');
+        },
+      );
       return { saveMs, loadMs, bytes: blob.length };
     },
   };
@@ -195,10 +197,12 @@ export function tollgateWith(kind: StoreKind, durability: 'full' | 'points' = 'f
       const { agent } = await runOnce(steps, runId);
       check(agent, steps);
       const saveMs = store.lastSaveMs;
-      const t = performance.now();
-      const again = await Agent.load(store, runId, { policy: policyFor(steps), tools });
-      const loadMs = performance.now() - t;
-      if (again.status !== 'done') throw new Error(`${name}: load`);
+      const loadMs = await timeLoads(
+        () => Agent.load(store, runId, { policy: policyFor(steps), tools }),
+        (again) => {
+          if (again.status !== 'done') throw new Error(`${name}: load`);
+        },
+      );
       const record = await store.load(runId);
       const heads = (record?.head.length ?? 0) + (record?.base?.length ?? 0);
       const bytes = heads + (record?.entries.reduce((n, e) => n + e.length, 0) ?? 0);
