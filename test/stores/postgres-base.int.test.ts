@@ -223,9 +223,14 @@ describe.skipIf(!target.url)(
         await saver.query('BEGIN');
         await saver.query(`UPDATE ${s}.runs SET version = 2, entry_count = 2 WHERE run_id = 'r'`);
         await saver.query(`INSERT INTO ${s}.entries (run_id, idx, body) VALUES ('r', 1, '"late"')`);
+        const [{ pid }] = (await saver.query('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
         const deleting = store.delete('r');
-        // The delete waits for the row; the save commits first.
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // The delete waits for the row (seen in pg_stat_activity: blocked by this client); the save commits first.
+        const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))`;
+        for (let tries = 0; (await saver.query(waiting, [pid])).rows[0].n === 0; tries++) {
+          if (tries > 500) throw new Error('the delete never waited for the save in flight');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
         await saver.query('COMMIT');
         expect(await deleting).toBe(true);
         const left = await saver.query(`SELECT count(*)::int AS n FROM ${s}.entries WHERE run_id = 'r'`);
