@@ -442,6 +442,33 @@ describe('a failed summary', () => {
     expect(agent.state.compaction.error).toBe('TimeoutError: summary timed out after 1000 ms');
     expect(agent.state.activeMs).toBe(3_000);
   });
+  it('a run cancelled while summarising aborts the summariser’s signal; what it gives after is not recorded', async () => {
+    const signals: AbortSignal[] = [];
+    const { policy } = stepper(8);
+    const agent = new Agent({
+      policy,
+      tools: [recorder('t').tool],
+      maxSteps: 100,
+      compaction: {
+        when: { entries: 5 },
+        keep: 1,
+        summarize: (_e, ctx) => {
+          signals.push(ctx.signal);
+          // Answers once aborted, as a summariser that ignores its signal would.
+          return new Promise<string>((resolve) => ctx.signal.addEventListener('abort', () => resolve('late')));
+        },
+      },
+    });
+    const done = agent.start('go');
+    await until(() => signals.length === 1);
+    expect(signals[0]?.aborted).toBe(false);
+    await agent.cancel('enough');
+    expect(await done).toBe('cancelled');
+    expect(signals[0]?.aborted).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(agent.state.history.filter((e) => e.role === 'summary')).toEqual([]);
+    expect(agent.state.compaction.failures).toBe(0);
+  });
 });
 
 describe('a crash mid-summary', () => {

@@ -5,7 +5,6 @@
  * and the run goes on with the uncompacted view. It is not retried here (no back-off loop): the
  * machine tries again only once the history has grown (machines/agent-machine.ts).
  */
-import { fromPromise } from 'xstate';
 import { MAX_SUMMARY_LENGTH, nextCover } from '../../machines/compaction.js';
 import { describeError } from '../../machines/describe-error.js';
 import type { PolicyInput } from '../../machines/events.js';
@@ -18,6 +17,7 @@ import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
 import { portsOf } from './ports.js';
 import { unwrap } from './returned.js';
+import { fromTask } from './task-actor.js';
 
 /** What the summariser's answer is, read once: the text (or why there is none) and its usage. */
 interface Read {
@@ -81,14 +81,14 @@ function costOf(read: Read, price: Parameters<typeof readUsage>[1]): { usage: To
   return { usage: tokens, cost };
 }
 
-export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ input, signal, system }) => {
+export const summaryActor = fromTask<SummaryOutcome, PolicyInput>(async ({ input, abort, system }) => {
   const run = portsOf(system);
   const compaction = run.compaction;
   // The range is read off the journal as it stands: a resumed run asks for the same one again.
   const cover = compaction === null ? null : nextCover(run.history(), compaction.keep);
   if (compaction === null || cover === null) return { type: 'skipped' };
   await run.beforeCall(false);
-  if (signal.aborted) throw signal.reason;
+  if (abort.aborted) throw abort.signal.reason;
   // A group out of budget: no summary is paid for, and the run stops for it (as the policy call would).
   if (run.group && (await run.group.exhausted())) return { type: 'exhausted', budget: 'group' };
   const started = run.clock.now();
@@ -109,7 +109,7 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
           }),
         ),
       left,
-      { signal },
+      abort,
       run.clock,
       () =>
         new TimeoutError(
@@ -121,7 +121,7 @@ export const summaryActor = fromPromise<SummaryOutcome, PolicyInput>(async ({ in
     read = readSummary(value);
   } catch (error) {
     // Cancelled: the machine has left this state; nothing is recorded.
-    if (signal.aborted) throw error;
+    if (abort.aborted) throw error;
     const now = run.clock.now();
     return { type: 'failed', error: describeError(error), usage: null, elapsedMs: spent(), at: isoTime(now) };
   }
