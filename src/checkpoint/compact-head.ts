@@ -99,6 +99,44 @@ export function compactSnapshot(run: Omit<PersistedRun, 'children'>): Record<str
   return snapshot;
 }
 
+/** `Object.keys(value)`, sorted as canonical JSON sorts them (UTF-16 code units), sorting only when not in order. */
+function sortedKeys(value: object): string[] {
+  const keys = Object.keys(value);
+  for (let i = 1; i < keys.length; i++) {
+    if ((keys[i - 1] as string) > (keys[i] as string)) return keys.sort();
+  }
+  return keys;
+}
+
+/**
+ * The compact snapshot's fields as canonical JSON, in key order, without building the compact
+ * snapshot: the keys in `skip` left out, each field equal to its default left out, a nested one (`limits`)
+ * written without its own defaults; a field canonical JSON leaves out (undefined) is not there.
+ * The same texts as `compactSnapshot` then each field encoded (test/checkpoint-head-delta.test.ts).
+ */
+export function compactFields(
+  value: Record<string, unknown>,
+  defaults: Defaults,
+  skip: ReadonlySet<string>,
+): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (const key of sortedKeys(value)) {
+    if (skip.has(key)) continue;
+    let field = value[key];
+    if (Object.hasOwn(defaults, key)) {
+      const fallback = defaults[key];
+      if (NESTED.has(key) && isObject(field)) field = withoutDefaults(field, fallback as Defaults);
+      else if (isDefault(field, fallback)) continue;
+    }
+    const text = canonicalJson(field);
+    if (text !== undefined) fields.set(key, text);
+  }
+  return fields;
+}
+
+/** The defaults a compact head is written with (at `CHECKPOINT_VERSION`). */
+export const WRITTEN_DEFAULTS = DEFAULTS[CHECKPOINT_VERSION] as { snapshot: Defaults; context: Defaults };
+
 /** The compact head of a run (its history is left out whatever it holds). O(1) in the history. */
 export function compactHead(run: Omit<PersistedRun, 'children'>): string {
   return canonicalJson({ h: CHECKPOINT_VERSION, s: compactSnapshot(run) }) as string;

@@ -15,7 +15,7 @@
  * `CheckpointError`, never a wrong run; what a join gives is then validated like any head.
  */
 import { canonicalJson } from '../../machines/canonical.js';
-import { compactSnapshot } from './compact-head.js';
+import { compactFields, WRITTEN_DEFAULTS } from './compact-head.js';
 import { fail } from './decode.js';
 import { isObject } from './encode.js';
 import type { PersistedRun } from './schema.js';
@@ -47,10 +47,23 @@ function fieldsOf(value: Record<string, unknown>, skip?: string): Map<string, st
   return fields;
 }
 
-/** The compact head of `run` in parts. O(1) in the history, as `compactHead`. */
+/**
+ * The compact head of `run` in parts, read off the run without building its compact snapshot
+ * (a save's head costs ~2× less so). O(1) in the history, as `compactHead`.
+ */
 export function headParts(run: Omit<PersistedRun, 'children'>): HeadParts {
-  return partsOf(CHECKPOINT_VERSION, compactSnapshot(run));
+  const snapshot = run as unknown as Record<string, unknown>;
+  const context = isObject(snapshot.context) ? snapshot.context : {};
+  return {
+    version: CHECKPOINT_VERSION,
+    snapshot: compactFields(snapshot, WRITTEN_DEFAULTS.snapshot, SNAPSHOT_APART),
+    context: compactFields(context, WRITTEN_DEFAULTS.context, CONTEXT_APART),
+  };
 }
+
+/** What a head's parts leave out: the context (its own part), the children (derived), the history (stored apart). */
+const SNAPSHOT_APART: ReadonlySet<string> = new Set(['context', 'children']);
+const CONTEXT_APART: ReadonlySet<string> = new Set(['history']);
 
 function partsOf(version: number, snapshot: Record<string, unknown>): HeadParts {
   const context = isObject(snapshot.context) ? snapshot.context : {};
