@@ -4,7 +4,7 @@
  * A custom store can use them too (`tollgate` exports them).
  */
 import { type PendingCall, STATUSES, type Status } from '../../machines/types.js';
-import { MAX_TIMER_MS } from '../clock.js';
+import { isoTime, MAX_TIMER_MS } from '../clock.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { checkLimit, type ListOptions, type RunSummary, type RunWrite } from '../store.js';
@@ -233,8 +233,11 @@ export function checkClock(call: string, now: unknown): (() => number) | undefin
  * @throws OptionsError when the injected clock returns something that is not a time.
  */
 export function timestampOf(now: () => number, call = 'save'): string {
-  return new Date(nowOf(now, call)).toISOString();
+  return isoTime(nowOf(now, call));
 }
+
+/** The largest time a `Date` holds, in ms either side of the epoch (ECMA-262 TimeClip). */
+const MAX_TIME_MS = 8.64e15;
 
 /**
  * The store's clock now, in ms since the epoch (leases, expiry).
@@ -242,7 +245,8 @@ export function timestampOf(now: () => number, call = 'save'): string {
  */
 export function nowOf(now: () => number, call: string): number {
   const ms = now();
-  if (typeof ms !== 'number' || Number.isNaN(new Date(ms).getTime())) {
+  // A time a Date can hold (what `new Date(ms)` does not make NaN), checked without making one.
+  if (typeof ms !== 'number' || !(Math.abs(ms) <= MAX_TIME_MS)) {
     throw new OptionsError(`${call}: the store's now() returned ${showValue(ms)}, not milliseconds since the epoch`);
   }
   return ms;

@@ -22,6 +22,7 @@
  * const agent = new Agent({ policy, tools, store });
  */
 import Database from 'better-sqlite3';
+import { isoTime } from '../clock.js';
 import { OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
@@ -215,7 +216,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       const count = stored + write.append.length;
       const calls = write.pendingCalls;
       const pending = calls.length === 0 ? null : JSON.stringify(calls);
-      const at = new Date(now).toISOString();
+      const at = isoTime(now);
       const expiry = earliestExpiry(calls);
       const base = write.base ?? null;
       if (!current) insert.run(runId, write.status, write.head, base, count, pending, expiry, at, agent);
