@@ -200,7 +200,7 @@ function checkpoint(r: Results): Target {
     if (c.save.median > 2) {
       parts.push(
         name === TOLLGATE
-          ? `save ${fmt.ms(c.save.median)}: the first checkpoint() with no store writes the whole history as canonical JSON (a run keeps each entry's text once written, so a later checkpoint() writes only the new entries; with a store, the saves have written each entry as it came)`
+          ? `save ${fmt.ms(c.save.median)}: the first checkpoint() with no store writes the whole history as canonical JSON (a run keeps each entry's text once written, so a later checkpoint() writes only the new entries; with a store, the saves have written each entry as it came; taken right after the run, it also pays for collecting the garbage the run left)`
           : `save ${fmt.ms(c.save.median)}: the last save of the run (its head and final entry) and the store's commit`,
       );
     }
