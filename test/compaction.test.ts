@@ -298,7 +298,8 @@ describe('budgets', () => {
 });
 
 describe('a failed summary', () => {
-  const failing = async (summarize: CompactionOptions['summarize'], extra: Partial<CompactionOptions> = {}) => {
+  /** An agent of 8 steps that summarises with `summarize` once its view is over 5 entries; not started. */
+  const summarising = (summarize: CompactionOptions['summarize'], extra: Partial<CompactionOptions> = {}) => {
     const { policy, views } = stepper(8);
     let asked = 0;
     const agent = new Agent({
@@ -315,8 +316,11 @@ describe('a failed summary', () => {
         ...extra,
       },
     });
-    const status = await agent.start('go');
-    return { agent, views, status, asked: () => asked };
+    return { agent, views, asked: () => asked };
+  };
+  const failing = async (summarize: CompactionOptions['summarize'], extra: Partial<CompactionOptions> = {}) => {
+    const made = summarising(summarize, extra);
+    return { ...made, status: await made.agent.start('go') };
   };
 
   it('leaves the history uncompacted and the run going, the error kept; tried once a step, given up after 3', async () => {
@@ -442,22 +446,13 @@ describe('a failed summary', () => {
     expect(agent.state.compaction.error).toBe('TimeoutError: summary timed out after 1000 ms');
     expect(agent.state.activeMs).toBe(3_000);
   });
+
   it('a run cancelled while summarising aborts the summariser’s signal; what it gives after is not recorded', async () => {
     const signals: AbortSignal[] = [];
-    const { policy } = stepper(8);
-    const agent = new Agent({
-      policy,
-      tools: [recorder('t').tool],
-      maxSteps: 100,
-      compaction: {
-        when: { entries: 5 },
-        keep: 1,
-        summarize: (_e, ctx) => {
-          signals.push(ctx.signal);
-          // Answers once aborted, as a summariser that ignores its signal would.
-          return new Promise<string>((resolve) => ctx.signal.addEventListener('abort', () => resolve('late')));
-        },
-      },
+    const { agent } = summarising((_e, ctx) => {
+      signals.push(ctx.signal);
+      // Answers once aborted, as a summariser that ignores its signal would.
+      return new Promise<string>((resolve) => ctx.signal.addEventListener('abort', () => resolve('late')));
     });
     const done = agent.start('go');
     await until(() => signals.length === 1);
