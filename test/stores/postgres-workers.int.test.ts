@@ -4,9 +4,11 @@
 // file is skipped, saying why.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RunWrite } from '../../src/index.js';
+import { defineAgent, type RunWrite } from '../../src/index.js';
 import { MIGRATIONS, migrate } from '../../src/stores/postgres/migrations.js';
 import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
+import { ManualClock } from '../../src/testing/index.js';
+import { recordDecision, submitRun, Worker, type WorkerEvent } from '../../src/worker/index.js';
 import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
 
 const target = await postgresTarget();
@@ -179,6 +181,34 @@ describe.skipIf(!target.url)(
       await other.save('r', write(), 3);
       // The watcher's connection is gone: closing it did not wait for it, and nothing hangs.
       await expect(watcher.watch(() => {})).rejects.toMatchObject({ name: 'UserError' });
+    });
+
+    it('a Worker wakes by NOTIFY when another store submits a run or records a decision: its polls never fire', async () => {
+      const schema = freshSchema('workers_wake');
+      const workerStore = open(schema);
+      const submitter = open(schema); // another pool, as another process would have
+      const def = defineAgent({
+        name: 'refunds',
+        policy: (history) => (history.some((e) => e.role === 'tool') ? { final: 'refunded' } : { tool: 'refund' }),
+        tools: [{ name: 'refund', sideEffect: true, fn: () => 'ok' }],
+      });
+      // The worker's clock never moves: without the notification it would never look again.
+      const worker = new Worker({ store: workerStore, agents: [def], clock: new ManualClock(0), pollMs: 60_000 });
+      const events: WorkerEvent[] = [];
+      worker.observe((e) => events.push(e));
+      await worker.start();
+      try {
+        await until(() => events.some((e) => e.type === 'idle'), 'the worker going idle');
+        await submitRun(submitter, { agent: def, goal: 'refund order 7', runId: 'w1' });
+        const settled = (status: string) =>
+          events.some((e) => e.type === 'settled' && e.runId === 'w1' && e.status === status);
+        await until(() => settled('awaiting_approval'), 'the run taken up and paused');
+        await recordDecision(submitter, 'w1', true, { by: 'alice' });
+        await until(() => settled('done'), 'the decided run finished');
+        expect((await submitter.load('w1'))?.status).toBe('done');
+      } finally {
+        await worker.stop();
+      }
     });
   },
 );
