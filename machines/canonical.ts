@@ -48,6 +48,18 @@ function keyText(key: string): string {
   return text;
 }
 
+/**
+ * An object's own keys in canonical order (UTF-16 code units), sorted only when they are not in
+ * order already (a parsed checkpoint's are).
+ */
+export function sortedKeys(value: object): string[] {
+  const keys = Object.keys(value);
+  for (let i = 1; i < keys.length; i++) {
+    if ((keys[i - 1] as string) > (keys[i] as string)) return keys.sort();
+  }
+  return keys;
+}
+
 function objectText(value: object): string | undefined {
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return canonicalJson(toJSON.call(value));
@@ -60,14 +72,7 @@ function objectText(value: object): string | undefined {
     }
     return `${text}]`;
   }
-  const keys = Object.keys(value);
-  // Sorted only when they are not already (a parsed checkpoint's are).
-  for (let i = 1; i < keys.length; i++) {
-    if ((keys[i - 1] as string) > (keys[i] as string)) {
-      keys.sort();
-      break;
-    }
-  }
+  const keys = sortedKeys(value);
   let text = '{';
   let first = true;
   for (const key of keys) {

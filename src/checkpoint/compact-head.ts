@@ -14,7 +14,7 @@
  * when its value equals the default, so a snapshot that lacks one (no version-4 run does) would
  * come back with it: the conformance suite's `joinRun(head) === checkpoint()` pins this.
  */
-import { canonicalJson } from '../../machines/canonical.js';
+import { canonicalJson, sortedKeys } from '../../machines/canonical.js';
 import { fail } from './decode.js';
 import { isObject } from './encode.js';
 import { expectedChildren } from './rules.js';
@@ -99,20 +99,12 @@ export function compactSnapshot(run: Omit<PersistedRun, 'children'>): Record<str
   return snapshot;
 }
 
-/** `Object.keys(value)`, sorted as canonical JSON sorts them (UTF-16 code units), sorting only when not in order. */
-function sortedKeys(value: object): string[] {
-  const keys = Object.keys(value);
-  for (let i = 1; i < keys.length; i++) {
-    if ((keys[i - 1] as string) > (keys[i] as string)) return keys.sort();
-  }
-  return keys;
-}
-
 /**
  * The compact snapshot's fields as canonical JSON, in key order, without building the compact
- * snapshot: the keys in `skip` left out, each field equal to its default left out, a nested one (`limits`)
- * written without its own defaults; a field canonical JSON leaves out (undefined) is not there.
- * The same texts as `compactSnapshot` then each field encoded (test/checkpoint-head-delta.test.ts).
+ * snapshot: the keys in `skip` left out, each field equal to its default left out, a nested one
+ * (`limits`) written without its own defaults; a field canonical JSON leaves out (undefined) is
+ * not there. The same texts as `compactSnapshot` then each field encoded
+ * (test/checkpoint-head-delta.test.ts). With no defaults: each field of a value as it is.
  */
 export function compactFields(
   value: Record<string, unknown>,

@@ -37,16 +37,6 @@ export interface Base {
   readonly parts: HeadParts;
 }
 
-function fieldsOf(value: Record<string, unknown>, skip?: string): Map<string, string> {
-  const fields = new Map<string, string>();
-  for (const key of Object.keys(value).sort()) {
-    if (key === skip) continue;
-    const text = canonicalJson(value[key]);
-    if (text !== undefined) fields.set(key, text);
-  }
-  return fields;
-}
-
 /**
  * The compact head of `run` in parts, read off the run without building its compact snapshot
  * (a save's head costs ~2× less so). O(1) in the history, as `compactHead`.
@@ -65,13 +55,22 @@ export function headParts(run: Omit<PersistedRun, 'children'>): HeadParts {
 const SNAPSHOT_APART: ReadonlySet<string> = new Set(['context', 'children']);
 const CONTEXT_APART: ReadonlySet<string> = new Set(['history']);
 
+/** The parts of a compact snapshot as a base holds it (its defaults already left out). */
 function partsOf(version: number, snapshot: Record<string, unknown>): HeadParts {
   const context = isObject(snapshot.context) ? snapshot.context : {};
-  return { version, snapshot: fieldsOf(snapshot, 'context'), context: fieldsOf(context) };
+  return {
+    version,
+    snapshot: compactFields(snapshot, NO_DEFAULTS, CONTEXT_ONLY),
+    context: compactFields(context, NO_DEFAULTS, NOTHING),
+  };
 }
 
+const NO_DEFAULTS = {};
+const CONTEXT_ONLY: ReadonlySet<string> = new Set(['context']);
+const NOTHING: ReadonlySet<string> = new Set();
+
 /**
- * `{…}` of fields given as canonical texts (in key order, as `fieldsOf` makes them), with `extra`
+ * `{…}` of fields given as canonical texts (in key order, as `compactFields` makes them), with `extra`
  * put in its place: canonical JSON, without sorting again.
  */
 function objectText(fields: ReadonlyMap<string, string>, extra?: [string, string]): string {
