@@ -14,7 +14,7 @@ import { Agent, type CheckpointStore, type Policy } from '../../src/index.js';
 import type { GroupBudgetStore } from '../../src/stores/groups.js';
 import { PostgresStore } from '../../src/stores/postgres.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
-import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
+import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';
 
 type GroupStore = CheckpointStore & GroupBudgetStore;
 
@@ -148,14 +148,8 @@ describe('group budgets on a database made before them', () => {
   });
 
   it.skipIf(target.url === null)('postgres: a version 5 schema upgrades (migration 6) and keeps its runs', async () => {
-    const pg = (await import('pg')).default;
-    const postgres = await import('../../src/stores/postgres/migrations.js');
-    const schema = freshSchema('group_upgrade');
-    schemas.push(schema);
-    const old = new pg.Client({ connectionString: target.url ?? '' });
-    await old.connect();
+    const { schema, client: old } = await oldSchema(target.url ?? '', 'group_upgrade', 5, schemas);
     try {
-      expect(await postgres.migrate(old, schema, postgres.MIGRATIONS.slice(0, 5))).toBe(5);
       await old.query(
         `INSERT INTO "${schema}".runs (run_id, version, status, head, entry_count, pending, updated_at)
          VALUES ('old', 1, 'done', '{}', 0, NULL, '2026-01-01T00:00:00.000Z')`,

@@ -5,9 +5,8 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RunWrite } from '../../src/index.js';
-import { MIGRATIONS, migrate } from '../../src/stores/postgres/migrations.js';
 import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
-import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
+import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';
 
 const target = await postgresTarget();
 const url = target.url ?? '';
@@ -145,14 +144,8 @@ describe.skipIf(!target.url)(
     });
 
     it('a database at the schema before bases (version 6) upgrades: its runs load with base null and take one on their next save', async () => {
-      const schema = freshSchema('base_upgrade');
-      schemas.push(schema);
-      const previous = MIGRATIONS.slice(0, 6);
-      const old = new pg.Client({ connectionString: url });
-      await old.connect();
+      const { schema, s, client: old } = await oldSchema(url, 'base_upgrade', 6, schemas);
       try {
-        expect(await migrate(old, schema, previous)).toBe(6);
-        const s = `"${schema}"`;
         // A row exactly as the code before this schema wrote it.
         await old.query(
           `INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, updated_at, agent)
@@ -184,13 +177,8 @@ describe.skipIf(!target.url)(
     });
 
     it('from version 7, the entries lose their foreign key and keep their rows; a delete still takes a run’s entries with it', async () => {
-      const schema = freshSchema('fk_upgrade');
-      schemas.push(schema);
-      const old = new pg.Client({ connectionString: url });
-      await old.connect();
+      const { schema, s, client: old } = await oldSchema(url, 'fk_upgrade', 7, schemas);
       try {
-        expect(await migrate(old, schema, MIGRATIONS.slice(0, 7))).toBe(7);
-        const s = `"${schema}"`;
         const keys = `SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = '${s}.entries'::regclass AND contype = 'f'`;
         expect((await old.query(keys)).rows[0].n).toBe(1);
         await old.query(

@@ -4,9 +4,9 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LeaseLostError, type RunWrite } from '../../src/index.js';
-import { MIGRATIONS, migrate } from '../../src/stores/postgres/migrations.js';
+import { MIGRATIONS } from '../../src/stores/postgres/migrations.js';
 import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
-import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
+import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';
 
 const target = await postgresTarget();
 const url = target.url ?? '';
@@ -59,11 +59,8 @@ describe.skipIf(!target.url)(
   `PostgresStore leases ${target.skipReason ? `(skipped: ${target.skipReason})` : ''}`,
   () => {
     it('a database made by the schema before leases (version 2) upgrades and keeps its runs; one pending call reads as a list of one', async () => {
-      const schema = freshSchema('upgrade');
-      schemas.push(schema);
-      const old = await client();
-      expect(await migrate(old, schema, MIGRATIONS.slice(0, 2))).toBe(2);
-      const s = `"${schema}"`;
+      const { schema, s, client: old } = await oldSchema(url, 'upgrade', 2, schemas);
+      clients.push(old);
       // Rows exactly as the code before this schema wrote them.
       await old.query(
         `INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, updated_at)

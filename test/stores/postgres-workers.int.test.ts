@@ -5,11 +5,10 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { defineAgent, type RunWrite } from '../../src/index.js';
-import { MIGRATIONS, migrate } from '../../src/stores/postgres/migrations.js';
 import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { recordDecision, submitRun, Worker, type WorkerEvent } from '../../src/worker/index.js';
-import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
+import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';
 
 const target = await postgresTarget();
 const url = target.url ?? '';
@@ -52,13 +51,8 @@ describe.skipIf(!target.url)(
   `PostgresStore workers ${target.skipReason ? `(skipped: ${target.skipReason})` : ''}`,
   () => {
     it('a database made before workers (version 4) upgrades: its runs have no agent and no decision; claimNext uses the new index', async () => {
-      const schema = freshSchema('workers_upgrade');
-      schemas.push(schema);
-      const old = new pg.Client({ connectionString: url });
-      await old.connect();
+      const { schema, s, client: old } = await oldSchema(url, 'workers_upgrade', 4, schemas);
       try {
-        expect(await migrate(old, schema, MIGRATIONS.slice(0, 4))).toBe(4);
-        const s = `"${schema}"`;
         await old.query(
           `INSERT INTO ${s}.runs (run_id, version, status, head, entry_count, pending, updated_at)
            VALUES ('old', 1, 'running', '{}', 0, NULL, '2026-01-01T00:00:00.000Z')`,

@@ -55,6 +55,33 @@ export function freshSchema(label: string): string {
   return `tollgate_test_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(5).toString('hex')}`;
 }
 
+/**
+ * A fresh schema as an older Tollgate left it: only the first `steps` migrations applied, and a
+ * client connected to the server to write its rows as that code did. The schema is added to
+ * `cleanup` (the file's list for `dropSchema`) before anything is made in it; the caller ends the
+ * client. Throws if the migrations did not stop at version `steps`.
+ */
+export async function oldSchema(
+  url: string,
+  label: string,
+  steps: number,
+  cleanup: string[],
+): Promise<{ schema: string; s: string; client: pg.Client }> {
+  const { MIGRATIONS, migrate } = await import('../../src/stores/postgres/migrations.js');
+  const schema = freshSchema(label);
+  cleanup.push(schema);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const version = await migrate(client, schema, MIGRATIONS.slice(0, steps));
+    if (version !== steps) throw new Error(`oldSchema: migrated to version ${version}, not ${steps}`);
+  } catch (error) {
+    await client.end();
+    throw error;
+  }
+  return { schema, s: `"${schema}"`, client };
+}
+
 /** Drops a schema and all it holds (the file's `afterAll`). */
 export async function dropSchema(url: string, schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
