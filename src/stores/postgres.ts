@@ -149,8 +149,10 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       sqlState: sqlStateOf,
     });
     this.#leases = new LeaseGroups({
-      many: async (op, values) =>
-        (await this.#query(op, op === 'claim' ? this.#sql.claimRuns : this.#sql.releaseRuns, values)).rows as never,
+      claimMany: async (values) =>
+        (await this.#query<LeaseRow & { run_id: string }>('claim', this.#sql.claimRuns, values)).rows,
+      releaseMany: async (values) =>
+        (await this.#query<{ run_id: string }>('release', this.#sql.releaseRuns, values)).rows,
       claimOne: ({ runId, owner, leaseMs }) => this.#claimOne(runId, owner, leaseMs),
       releaseOne: async ({ runId, token }) =>
         ((await this.#query('release', this.#sql.release, [runId, token])).rowCount ?? 0) > 0,

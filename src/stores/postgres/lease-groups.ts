@@ -30,8 +30,10 @@ export interface ReleaseTry {
 }
 
 export interface LeaseGroupsOptions {
-  /** Runs a group statement (`claimRuns` or `releaseRuns`) with these values; its rows. */
-  many: <R>(op: 'claim' | 'release', values: unknown[]) => Promise<R[]>;
+  /** Runs the group claim statement (`claimRuns`) with these values; the leases it made. */
+  claimMany: (values: unknown[]) => Promise<(LeaseRow & { run_id: string })[]>;
+  /** Runs the group release statement (`releaseRuns`) with these values; the runs it released. */
+  releaseMany: (values: unknown[]) => Promise<{ run_id: string }[]>;
   /** The single claim statement: the lease made, or null when another owner holds the run. */
   claimOne: (claim: ClaimTry) => Promise<LeaseRow | null>;
   /** The single release statement: whether the lease was released. */
@@ -89,7 +91,7 @@ export class LeaseGroups {
   }
 
   async #claimMany(part: readonly Waiting<ClaimTry, LeaseRow | null>[]): Promise<void> {
-    const rows = await this.#o.many<LeaseRow & { run_id: string }>('claim', [
+    const rows = await this.#o.claimMany([
       part.map((w) => w.item.runId),
       part.map((w) => w.item.owner),
       part.map((w) => w.item.leaseMs),
@@ -100,10 +102,7 @@ export class LeaseGroups {
   }
 
   async #releaseMany(part: readonly Waiting<ReleaseTry, boolean>[]): Promise<void> {
-    const rows = await this.#o.many<{ run_id: string }>('release', [
-      part.map((w) => w.item.runId),
-      part.map((w) => w.item.token),
-    ]);
+    const rows = await this.#o.releaseMany([part.map((w) => w.item.runId), part.map((w) => w.item.token)]);
     const released = new Set(rows.map((row) => row.run_id));
     for (const w of part) w.resolve(released.has(w.item.runId));
   }
