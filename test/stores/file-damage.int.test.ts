@@ -115,6 +115,19 @@ describe('FileStore: one damaged run', () => {
     expect(damage).toEqual([]);
   });
 
+  it('a journal that is gone: load and summary of the run settle (load names it, after reading again), the others load', async () => {
+    const { store } = await inbox();
+    const dir = join(store.dir, 'runs', runDirName('bad'));
+    rmSync(join(dir, readdirSync(dir).find((f) => f.startsWith('journal-')) as string));
+    const error = await store.load('bad').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CheckpointError);
+    expect(error).toMatchObject({ runId: 'bad' });
+    expect((error as Error).message).toMatch(/^file store: run "bad" is damaged: .*journal-.*\.log is missing$/);
+    // The head alone is still read: the inbox shows the run, and the others load whole.
+    expect(await store.summary('bad')).toMatchObject({ runId: 'bad', status: 'awaiting_approval' });
+    expect((await store.load('a'))?.entries).toEqual(['"goal"']);
+  });
+
   it('a journal whose length field is not plain digits is damage, never a reader looping in place', async () => {
     const { store } = await inbox();
     const dir = join(store.dir, 'runs', runDirName('bad'));

@@ -17,6 +17,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
@@ -232,20 +233,25 @@ function utf8Entries(bytes: Buffer, path: string, runId: string): string[] {
   return out;
 }
 
-/** Reads exactly the first `length` bytes of a run's journal. @throws CheckpointError if it is shorter. */
+/**
+ * Reads exactly the first `length` bytes of a run's journal, synchronously (heads.ts says why):
+ * a 1,000-step run's ~300 KB in a few hundred µs, without a thread-pool round trip a call.
+ * @throws CheckpointError if it is shorter.
+ */
 export async function readPrefix(path: string, length: number, runId: string): Promise<Buffer> {
-  const file = await open(path, 'r');
+  const fd = openSync(path, 'r');
   try {
-    const buffer = Buffer.alloc(length);
+    // Handed out only once every byte of it was read.
+    const buffer = Buffer.allocUnsafe(length);
     let read = 0;
     while (read < length) {
-      const { bytesRead } = await file.read(buffer, read, length - read, read);
+      const bytesRead = readSync(fd, buffer, read, length - read, read);
       if (bytesRead === 0) throw damaged(runId, path, `is shorter than its head says (${length} bytes)`);
       read += bytesRead;
     }
     return buffer;
   } finally {
-    await file.close();
+    closeSync(fd);
   }
 }
 

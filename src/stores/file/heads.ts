@@ -2,7 +2,14 @@
  * Reading run heads, one at a time (`load`, `save`, `delete`) and all of them (`list`). A head
  * that cannot be read is that run's problem only: `list` reports it through `onDamaged` and
  * goes on with the others, so one damaged run never hides the approval inbox.
+ *
+ * A run's own head is read synchronously, as its journal (format.ts `readPrefix`): one small file,
+ * where `fs.promises` makes four thread-pool round trips (open, stat, read, close), and the
+ * store's calls read it once or twice each (`Agent.load` of an ended run: its summary, then the
+ * run). The event loop waits for a local file's read, as it does for every SQLite statement.
+ * `list` reads its many heads through the thread pool, 64 at a time, not blocking the loop.
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, StoreUnavailableError, type TollgateError } from '../../errors.js';
@@ -48,9 +55,16 @@ export function ioFault(call: string, path: string, error: unknown): StoreUnavai
   );
 }
 
+/** How a head file's text is read: at once (one run's head) or through the thread pool (`list`). */
+type ReadText = (path: string) => string | Promise<string>;
+
+const readNow: ReadText = (path) => readFileSync(path, 'utf8');
+const readPooled: ReadText = (path) => readFile(path, 'utf8');
+
 /**
  * The head in `dir`, or null if there is none. `runId` is the run the caller asked for (null
- * while listing: the head says whose it is); `named` the run an error message names.
+ * while listing: the head says whose it is); `named` the run an error message names; `read`
+ * how its file is read (at once, unless given another way).
  * @throws CheckpointError (naming the run) when the head is damaged or belongs to another run.
  * @throws StoreUnavailableError when it cannot be read (permissions, I/O).
  */
@@ -59,11 +73,12 @@ export async function readHead(
   dir: string,
   runId: string | null,
   named: string | null = runId,
+  read: ReadText = readNow,
 ): Promise<HeadRead | null> {
   const path = join(dir, HEAD);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await read(path);
   } catch (error) {
     if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return null;
     throw ioFault(call, path, error);
@@ -113,7 +128,7 @@ export async function readAllHeads(runsDir: string, onDamaged: (damage: DamagedR
     const batch = names.slice(i, i + 64).map(async (name) => {
       const dir = join(runsDir, name);
       try {
-        const found = await readHead('list', dir, null, runIdOfDirName(name));
+        const found = await readHead('list', dir, null, runIdOfDirName(name), readPooled);
         // A head copied into another run's directory would be listed twice, or under a name load cannot find.
         if (found && runDirName(found.meta.runId) !== name) {
           throw damaged(runIdOfDirName(name), join(dir, HEAD), `holds run ${JSON.stringify(found.meta.runId)} instead`);
