@@ -67,10 +67,10 @@ import {
   fenceError,
   type LeaseRow,
   LOAD,
+  loadedRunOf,
   type RefusalRow,
   type RunRow,
   recordOf,
-  runRowOf,
   summaryOf,
 } from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
@@ -196,28 +196,27 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
 
   async load(runId: string): Promise<StoredRun | null> {
     checkRunId('load', runId);
-    // One statement: head and entries come from the same snapshot (the run's row first). Rows
-    // as arrays: node-postgres then makes no object per entry (~40% of the statement's time).
+    // One statement: head and entries come from the same snapshot. Rows as arrays: node-postgres
+    // then makes no object per entry (~40% of the statement's time).
     const rows = await this.#run('load', (sql) => sql.arrays(this.#sql.load, [runId]));
-    const first = rows[0];
-    if (!first || first[LOAD.idx] !== -1) return null;
-    const row = runRowOf(first);
-    const count = first[LOAD.entryCount] as number;
-    const entries = new Array<string>(rows.length - 1);
-    for (let i = 1; i < rows.length; i++) entries[i - 1] = (rows[i] as unknown[])[LOAD.body] as string;
-    if (entries.length !== count) {
-      throw new CheckpointError(
-        `postgres: run ${JSON.stringify(runId)} is damaged: it should have ${count} entries but has ${entries.length}`,
-        undefined,
-        { runId },
-      );
+    const at = rows.findIndex((r) => r[LOAD.idx] === -1);
+    if (at === -1) return null;
+    const first = rows[at] as unknown[];
+    const run = loadedRunOf(first);
+    const damaged = (what: string) =>
+      new CheckpointError(`postgres: run ${JSON.stringify(runId)} is damaged: ${what}`, undefined, { runId });
+    const count = rows.length - 1;
+    if (count !== run.entry_count) throw damaged(`it should have ${run.entry_count} entries but has ${count}`);
+    // Each entry in its place: the rows come in no order (the key makes each index one row).
+    const entries = new Array<string>(count);
+    for (let i = 0; i < rows.length; i++) {
+      if (i === at) continue;
+      const row = rows[i] as unknown[];
+      const idx = row[LOAD.idx] as number;
+      if (!(idx >= 0 && idx < count) || entries[idx] !== undefined) throw damaged(`an entry has index ${idx}`);
+      entries[idx] = row[LOAD.body] as string;
     }
-    return {
-      ...summaryOf(row),
-      head: first[LOAD.body] as string,
-      base: first[LOAD.base] as string | null,
-      entries,
-    };
+    return { ...summaryOf(run), head: first[LOAD.body] as string, base: run.base, entries };
   }
 
   async summary(runId: string): Promise<RunSummary | null> {

@@ -76,6 +76,34 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
     expect(await store.load('nothing')).toBeNull();
   });
 
+  it('puts each entry in its place whatever order the server reads the rows in; an entry out of place is a damaged run', async () => {
+    const schema = freshSchema('pg');
+    const texts = Array.from({ length: 12 }, (_, i) => JSON.stringify({ i }));
+    expect(await open(schema).save('r', write(0, texts), 0)).toBe(1);
+    // The entries' rows stored in reverse, and read by a sequential scan: in that order.
+    const scans = '-c enable_indexscan=off -c enable_bitmapscan=off -c enable_indexonlyscan=off';
+    const pool = new pg.Pool({ connectionString: url, max: 1, options: scans });
+    const entries = `"${schema}".entries`;
+    try {
+      await pool.query(`CREATE TEMP TABLE kept AS SELECT * FROM ${entries} WHERE run_id = 'r'`);
+      await pool.query(`DELETE FROM ${entries} WHERE run_id = 'r'`);
+      await pool.query(`INSERT INTO ${entries} SELECT * FROM kept ORDER BY idx DESC`);
+      const { rows } = await pool.query(`SELECT idx FROM ${entries} WHERE run_id = 'r'`);
+      expect(rows.map((r: { idx: number }) => r.idx)).toEqual([11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      const store = new PostgresStore(pool, { schema });
+      stores.push(store);
+      expect((await store.load('r'))?.entries).toEqual(texts);
+      await pool.query(`UPDATE ${entries} SET idx = 40 WHERE run_id = 'r' AND idx = 3`);
+      await expect(store.load('r')).rejects.toMatchObject({
+        name: 'CheckpointError',
+        runId: 'r',
+        message: expect.stringContaining('is damaged: an entry has index 40'),
+      });
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('keeps strings jsonb would refuse: NUL, lone surrogates, astral characters', async () => {
     const store = open();
     const pending = {

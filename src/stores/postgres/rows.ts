@@ -50,33 +50,37 @@ export function summaryOf(row: RunRow): RunSummary {
 }
 
 /**
- * The columns of the `load` statement's rows, by position (sql.ts): the run's row (idx -1, its
- * head in body, its base or null), then one row per entry (its body; the run's columns null).
+ * The columns of the `load` statement's rows, by position (sql.ts): the run's row (idx -1: its
+ * head in body, its other columns in meta, its update time), and one row per entry (its index and
+ * body; meta and updatedAt null). In no particular order.
  */
-export const LOAD = {
+export const LOAD = { idx: 0, body: 1, meta: 2, updatedAt: 3 } as const;
+
+/** The run's columns in `meta`, a JSON array, by position. */
+const LOAD_META = {
   runId: 0,
   version: 1,
   status: 2,
-  body: 3,
-  entryCount: 4,
-  pending: 5,
-  updatedAt: 6,
-  agent: 7,
-  decision: 8,
-  base: 9,
-  idx: 10,
+  entryCount: 3,
+  pending: 4,
+  agent: 5,
+  decision: 6,
+  base: 7,
 } as const;
 
-/** The run's columns of `load`'s first row, as a `RunRow`. */
-export function runRowOf(row: readonly unknown[]): RunRow {
+/** The run's row of `load`, as a `RunRow` with its entry count and base. */
+export function loadedRunOf(row: readonly unknown[]): RunRow & { entry_count: number; base: string | null } {
+  const meta = JSON.parse(row[LOAD.meta] as string) as unknown[];
   return {
-    run_id: row[LOAD.runId] as string,
-    version: row[LOAD.version] as number,
-    status: row[LOAD.status] as Status,
-    pending: row[LOAD.pending] as string | null,
+    run_id: meta[LOAD_META.runId] as string,
+    version: meta[LOAD_META.version] as number,
+    status: meta[LOAD_META.status] as Status,
+    entry_count: meta[LOAD_META.entryCount] as number,
+    pending: meta[LOAD_META.pending] as string | null,
     updated_at: row[LOAD.updatedAt] as Date,
-    agent: row[LOAD.agent] as string | null,
-    decision: row[LOAD.decision] as string | null,
+    agent: meta[LOAD_META.agent] as string | null,
+    decision: meta[LOAD_META.decision] as string | null,
+    base: meta[LOAD_META.base] as string | null,
   };
 }
 
