@@ -119,7 +119,7 @@ export function statements(s: string, schema: string): Statements {
     // character by node-postgres. The run's own row (idx -1) holds its head in `body` and its
     // other columns in `meta` (a small JSON array: rows.ts `LOAD_META`), so an entry's row is
     // two values and two nulls, not eleven columns. No ORDER BY: each entry carries its index
-    // and is put in its place as it is read (the server's sort of a 1,000-step run's 2,001 rows
+    // and is put in its place as it is read (the server's sort of a 1,000-step run's 2,003 rows
     // took 0.5 ms of the statement's 1.2).
     load: `SELECT -1 AS idx, r.head AS body,
               json_build_array(r.run_id, r.version, r.status, r.entry_count, r.pending, r.agent, r.decision,
