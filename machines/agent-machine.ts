@@ -150,7 +150,10 @@ export const agentMachine = setup({
       assertEvent(event, 'xstate.done.actor.tool');
       const o = event.output;
       if (o.type === 'outcome_unknown') return {};
-      const body = o.type === 'result' ? { result: o.result } : { error: o.error };
+      const body =
+        o.type === 'result'
+          ? { result: o.result, ...(o.verified ? { verified: true as const } : {}) }
+          : { error: o.error };
       return {
         activeMs: context.activeMs + o.elapsedMs,
         ...withOutcome(context, (c) => ({
@@ -176,7 +179,9 @@ export const agentMachine = setup({
     // Resumed with a non-idempotent side effect in flight: ask a human again, marked unknown.
     requestAgain: assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.tool');
-      return withOutcome(context, (c) => askAgain(c, context.approvalTtlMs, event.output.at));
+      const o = event.output;
+      if (o.type !== 'outcome_unknown') return {};
+      return withOutcome(context, (c) => askAgain(c, context.approvalTtlMs, o.at, o.notDone !== true));
     }),
     applyDecisions: assign(({ context, event }) => {
       assertEvent(event, 'DECIDE');

@@ -138,14 +138,20 @@ function queuedAtOnce(standing: AgentContext['standing'], c: ClassifiedCall): bo
   return c.verdict.kind === 'run' || (c.verdict.kind === 'ask' && standingFor(standing, c.tool) !== undefined);
 }
 
-/** Whether the step's calls (as `stepCalls` will make them) put one in flight at once. */
+/** Whether the step's calls (as `stepCalls` will make them) put one in flight at once: the first not refused is queued. */
 export function startsACall(context: AgentContext, classified: readonly ClassifiedCall[]): boolean {
-  return classified.some((c) => queuedAtOnce(context.standing, c));
+  const first = classified.find((c) => c.verdict.kind !== 'refuse');
+  return first !== undefined && queuedAtOnce(context.standing, first);
 }
 
-/** The first queued call, in call order: the next to run. */
+/**
+ * The next call to run: the step's first call without an outcome, when it is queued. Calls take
+ * effect in their order: none starts while an earlier call of its step waits for a human (asked
+ * for its approval, or asked again after a crash left its outcome unknown).
+ */
 export function nextQueued(calls: readonly StepCall[]): StepCall | undefined {
-  return calls.find((c) => c.state === 'queued');
+  const next = calls.find((c) => c.state !== 'done');
+  return next?.state === 'queued' ? next : undefined;
 }
 
 /** The call the tool actor is running. */
@@ -160,12 +166,13 @@ export function updateCall(calls: readonly StepCall[], key: string, change: (cal
 
 /**
  * Resumed with a non-idempotent side effect in flight: a human is asked again, as a new request
- * (a new attempt, a new id), marked outcome unknown.
+ * (a new attempt, a new id), marked outcome unknown — or not, when the tool's `verify` said the
+ * effect did not happen (`unknown` false: only its approval was too old to run it again under).
  */
-export function askAgain(call: StepCall, ttlMs: number | null, at: string): StepCall {
+export function askAgain(call: StepCall, ttlMs: number | null, at: string, unknown = true): StepCall {
   const attempt = call.attempt + 1;
   const again = asked({ ...call, attempt, id: callIdOf(call.key, attempt, call.tool, call.args) }, ttlMs, at);
-  return { ...again, outcome: 'unknown' };
+  return { ...again, outcome: unknown ? 'unknown' : null };
 }
 
 /** The approval record of one decision. */

@@ -84,7 +84,7 @@ export type HistoryEntry =
   | { role: 'assistant'; tool: string; args: JsonObject; id?: string; text?: string }
   | { role: 'assistant'; calls: AssistantCall[]; text?: string }
   | { role: 'assistant'; final: Json }
-  | { role: 'tool'; tool: string; result: Json; id?: string; approval?: ApprovalRecord }
+  | { role: 'tool'; tool: string; result: Json; id?: string; approval?: ApprovalRecord; verified?: true }
   | { role: 'tool'; tool: string; error: string; id?: string; approval?: ApprovalRecord; outcome?: 'unknown' }
   | SummaryEntry;
 
@@ -123,7 +123,8 @@ export type CallState =
 
 /** What a finished call adds to the history (without its `role`, `tool` and `id`). */
 export type CallOutcome =
-  | { result: Json; approval?: ApprovalRecord }
+  /** `verified`: the call was in flight at a crash (or timed out) and its tool's `verify` found it done: this is its result. */
+  | { result: Json; approval?: ApprovalRecord; verified?: true }
   | { error: string; approval?: ApprovalRecord; outcome?: 'unknown' };
 
 /**
@@ -291,10 +292,15 @@ export type SummaryOutcome =
 
 /** The tool actor's output. */
 export type ToolOutcome =
-  | { type: 'result'; result: Json; elapsedMs: number; at: string }
+  /** `verified`: the result came from the tool's `verify` (the call was not run again). */
+  | { type: 'result'; result: Json; elapsedMs: number; at: string; verified?: true }
   | { type: 'error'; error: string; elapsedMs: number; at: string }
-  /** Resumed with a non-idempotent side effect in flight: nothing was called. */
-  | { type: 'outcome_unknown'; at: string };
+  /**
+   * A non-idempotent side effect whose outcome is not known (in flight at a crash, or it timed
+   * out) and that is not run again: a human is asked again. `notDone`: its tool's `verify` said it
+   * did not happen, but its approval is too old to run it again under (the outcome is known).
+   */
+  | { type: 'outcome_unknown'; at: string; notDone?: true };
 
 /** One decision about one pending call. */
 export interface CallDecision {

@@ -10,6 +10,7 @@ import type { HistoryEntry, Limits, Status } from '../machines/types.js';
 import { decodeCheckpoint, decodeStored, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
+import { checkKeys, showValue } from './option-keys.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
 import { withLimits } from './runtime/limits.js';
@@ -25,6 +26,7 @@ import type {
   LoadOptions,
   ResumeOptions,
   RunEvent,
+  RunOptions,
   RunState,
   Tool,
 } from './types.js';
@@ -267,7 +269,24 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * it is cleared from the store and its calls stay pending, for a human to decide again.
    * @throws RunStateError if the run was never started.
    */
-  async run(): Promise<Status> {
+  async run(options: RunOptions = {}): Promise<Status> {
+    checkKeys('run', options, ['signal']);
+    const { signal } = options;
+    if (signal === undefined) return this.#runNow();
+    if (!(signal instanceof AbortSignal)) {
+      throw new OptionsError(`run: signal must be an AbortSignal, got ${showValue(signal)}`, this.#details());
+    }
+    signal.throwIfAborted();
+    const abandon = () => void this.#run.abandon(signal.reason);
+    signal.addEventListener('abort', abandon, { once: true });
+    try {
+      return await this.#runNow();
+    } finally {
+      signal.removeEventListener('abort', abandon);
+    }
+  }
+
+  async #runNow(): Promise<Status> {
     const status = this.status;
     if (status === 'idle') {
       throw new RunStateError(

@@ -145,6 +145,7 @@ export type {
   ResultEntry,
   ResumeOptions,
   RunEvent,
+  RunOptions,
   RunState,
   RunUsage,
   Status,
@@ -157,4 +158,6 @@ export type {
   ToolName,
   Usage,
   UserEntry,
+  VerifyAnswer,
+  VerifyContext,
 } from './types.js';

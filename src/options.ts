@@ -88,6 +88,7 @@ export const TOOL_KEYS = [
   'idempotent',
   'allowEdit',
   'timeoutMs',
+  'verify',
 ] as const;
 
 const tool = z.looseObject({
@@ -101,6 +102,7 @@ const tool = z.looseObject({
   needsApproval: z.union([z.boolean(), fn], { error: 'true, false or a function' }).optional(),
   idempotent: z.boolean({ error: 'true or false' }).optional(),
   timeoutMs: timerMs().optional(),
+  verify: fn.optional(),
 });
 
 const runtimeShape = {

@@ -7,7 +7,10 @@ import type { HistoryEntry, Json, JsonObject, Usage } from '../machines/types.js
 
 /** What a tool's `fn` receives beside its arguments. */
 export interface ToolContext {
-  /** Aborted when the call times out (`timeoutMs`, the active-time budget) or the run is cancelled. */
+  /**
+   * Aborted when the call times out (`timeoutMs`, the active-time budget), the run is cancelled,
+   * or this process loses the run's lease (another owner may take the run over).
+   */
   signal: AbortSignal;
   runId: string;
   /** The policy call that produced this tool call. */
@@ -16,7 +19,34 @@ export interface ToolContext {
   key: string;
   /** The pending-call id the human approved, or null for a call that needed no approval. */
   approvedCallId: string | null;
+  /**
+   * The run's fencing token (with a store; null without): it grows every time the run changes
+   * owner. A side effect starts only under a lease the store confirmed for it; hand the token to
+   * the system you write to, and have it refuse a token smaller than the largest it has seen, so
+   * that an owner paused past its lease cannot act late (docs/workers.md, "Fencing").
+   */
+  fence: number | null;
 }
+
+/** What a tool's `verify` is asked about: a call whose outcome is unknown. */
+export interface VerifyContext<Args = any> {
+  /** The call's idempotency key, as `fn` was given it. */
+  key: string;
+  /** The arguments the call ran with (an approver's edit, or the model's), as `fn` received them. */
+  args: Args;
+  /** The run's fencing token now (null without a store). */
+  fence: number | null;
+  runId: string;
+  step: number;
+  /** Aborted at the tool's `timeoutMs` (or 30 s), on cancel, or when the lease is lost. */
+  signal: AbortSignal;
+}
+
+/**
+ * What `verify` says of a call: it took effect (`{ done: result }`, the result recorded as if the
+ * call had returned it), it did not (`{ notDone: true }`), or it cannot tell (`{ unknown: true }`).
+ */
+export type VerifyAnswer = { done: unknown } | { notDone: true } | { unknown: true };
 
 /** What an approval rule is told beside the arguments. */
 export interface ApprovalContext {
@@ -75,6 +105,17 @@ export interface Tool<Args = any, Name extends string = string, Input = Args> {
   needsApproval?: boolean | ApprovalRule<Args>;
   /** The tool deduplicates by `key`: after a crash mid-call it is simply called again. @default false */
   idempotent?: boolean;
+  /**
+   * Says whether a call of this tool took effect, when Tollgate cannot know: a non-idempotent
+   * side effect that was in flight when its process died (or its owner lost the run), or that
+   * timed out. Look the key up where the effect lands (a payment provider's idempotency key, a
+   * row by key, a sent-mail log). After a crash, `{ done }` records the result and runs nothing,
+   * `{ notDone: true }` runs the call again under its approval while that is younger than the
+   * run's `approvalTtlMs` (else a human is asked again); after a timeout, `{ notDone: true }`
+   * leaves the timeout as the observation. `{ unknown: true }`, a throw, a timeout or any other
+   * answer: a human decides, as without `verify`. Never asked about a call that never started.
+   */
+  verify?(call: VerifyContext<Args>): VerifyAnswer | Promise<VerifyAnswer>;
   /**
    * An approver may replace the arguments when approving. The assistant entry keeps the model's
    * arguments; the tool entry's `approval.args` says what ran. @default true

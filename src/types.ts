@@ -33,6 +33,8 @@ export type {
   ToolContext,
   ToolInput,
   ToolName,
+  VerifyAnswer,
+  VerifyContext,
 } from './tool-types.js';
 
 /** What a policy receives beside the history. */
@@ -234,6 +236,17 @@ export interface LoadOptions<Tools extends readonly Tool[] = readonly Tool[]> ex
    * @default none: `Agent.load` claims the run itself
    */
   lease?: Lease;
+}
+
+/** Options of `agent.run(options)`. */
+export interface RunOptions {
+  /**
+   * Aborting it stops the run in this process exactly as a crash at that moment would: the
+   * policy's and tools' own signals abort, nothing more is saved, the lease is given up, and the
+   * call rejects with the signal's reason. The stored run stays resumable, under the crash rules
+   * (nothing runs twice). An already aborted signal rejects at once, changing nothing.
+   */
+  signal?: AbortSignal;
 }
 
 /** Options of `decide(approved, note, options)`. */

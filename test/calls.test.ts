@@ -44,17 +44,19 @@ describe('a step with several calls', () => {
     // Only the assistant entry so far: tool entries come in call order when the step ends.
     expect(agent.state.history).toHaveLength(2);
 
-    // Decide one: the other stays pending, and the policy is still not asked.
+    // Decide one: the other stays pending, and the policy is still not asked. The approved mail
+    // waits too: calls take effect in their order, and the payment before it is undecided.
     const [payCall, mailCall] = pendingCalls as [(typeof pendingCalls)[0], (typeof pendingCalls)[0]];
     expect(await agent.decide({ [mailCall.id]: { approve: true, note: 'ok' } }, { by: 'ann' })).toBe(
       'awaiting_approval',
     );
-    expect(mail.calls).toEqual([{ args: { to: 'ops' }, key: 'r:1.3' }]);
+    expect(mail.calls).toEqual([]);
     expect(agent.state.pendingCalls.map((p) => p.id)).toEqual([payCall.id]);
     expect(policy.calls).toHaveLength(1);
 
     expect(await agent.decide({ [payCall.id]: { approve: false, note: 'too much' } }, { by: 'bob' })).toBe('done');
     expect(pay.calls).toEqual([]);
+    expect(mail.calls).toEqual([{ args: { to: 'ops' }, key: 'r:1.3' }]);
     expect(policy.calls).toHaveLength(2);
     const h = agent.state.history;
     expect(h[1]).toEqual({

@@ -306,14 +306,15 @@ describe('a version-2 run goes on', () => {
       ['fx-2:1.3', 'email'],
     ]);
     const [refund, email] = idsOf(agent);
-    // The email first: a partial decision leaves the refund pending.
+    // The email first: a partial decision leaves the refund pending, and the email waits behind
+    // it (calls take effect in their order).
     expect(await agent.decide({ [email!]: { approve: true } })).toBe('awaiting_approval');
+    expect(w.made).toEqual([]);
+    expect(idsOf(agent)).toEqual([refund]);
+    expect(await agent.decide({ [refund!]: { approve: false, note: 'no' } })).toBe('done');
     expect(w.made).toEqual([
       { tool: 'email', args: { to: 'ops@example.com' }, key: 'fx-2:1.3', approvedCallId: email },
     ]);
-    expect(idsOf(agent)).toEqual([refund]);
-    expect(await agent.decide({ [refund!]: { approve: false, note: 'no' } })).toBe('done');
-    expect(w.made).toHaveLength(1);
     expect(w.asked).toHaveLength(1);
     expect(w.asked[0]?.history.slice(2).map((e) => [(e as { id?: string }).id, 'error' in e ? e.error : 'ok'])).toEqual(
       [
@@ -324,19 +325,21 @@ describe('a version-2 run goes on', () => {
     );
   });
 
-  it('several-running-and-queued: the refund in flight is asked again; the queued email runs', async () => {
+  it('several-running-and-queued: the refund in flight is asked again; the queued email waits for it, then runs', async () => {
     const w = world();
     const agent = Agent.resume(read('several-running-and-queued'), w.options);
     expect(agent.state.inflight).toEqual({ key: 'fx-2:1.1', tool: 'refund', step: 1 });
     expect(await agent.run()).toBe('awaiting_approval');
     const emailId = JSON.parse(read('several-running-and-queued')).snapshot.context.calls[1].id;
-    expect(w.made).toEqual([
-      { tool: 'email', args: { to: 'ops@example.com' }, key: 'fx-2:1.2', approvedCallId: emailId },
-    ]);
+    expect(w.made).toEqual([]); // calls take effect in their order: the refund's outcome is unknown
     expect(agent.state.pendingCalls).toEqual([
       expect.objectContaining({ key: 'fx-2:1.1', attempt: 2, outcome: 'unknown', id: idLike('fx-2:1.1#2') }),
     ]);
     expect(w.asked).toEqual([]);
+    expect(await agent.decide(false, 'it went through')).toBe('done');
+    expect(w.made).toEqual([
+      { tool: 'email', args: { to: 'ops@example.com' }, key: 'fx-2:1.2', approvedCallId: emailId },
+    ]);
   });
 
   it('several-running-and-queued: with an idempotent refund both run, in call order, once each', async () => {
@@ -489,7 +492,8 @@ describe('every deliberately broken fixture is refused with a CheckpointError', 
     },
     'inflight-while-awaiting': {
       path: 'snapshot.context.calls',
-      message: 'invalid checkpoint: snapshot.context.calls: awaiting approval: calls pending, none queued or running',
+      message:
+        'invalid checkpoint: snapshot.context.calls: awaiting approval: the first call without an outcome is pending, none running',
     },
     'renamed-invoke': {
       path: 'snapshot.children',

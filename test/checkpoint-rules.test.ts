@@ -127,7 +127,7 @@ const rules: [string, Base, (c: any) => void, string, string][] = [
     'snapshot.context.calls',
     'exactly one call runs while executing',
   ],
-  // Awaiting approval: calls pending, none queued or running.
+  // Awaiting approval: the first call without an outcome pending, none running.
   [
     'awaiting approval with nothing pending',
     'awaiting',
@@ -137,14 +137,15 @@ const rules: [string, Base, (c: any) => void, string, string][] = [
       }
     },
     'snapshot.context.calls',
-    'awaiting approval: calls pending, none queued or running',
+    'awaiting approval: the first call without an outcome is pending, none running',
   ],
+  // A queued call may wait behind a pending one (calls take effect in their order), never before it.
   [
-    'awaiting approval with a call queued',
+    'awaiting approval with a call queued before the first pending one',
     'awaiting',
-    (c) => Object.assign(c.snapshot.context.calls[2], { state: 'queued', requestedAt: null, expiresAt: null }),
+    (c) => Object.assign(c.snapshot.context.calls[1], { state: 'queued', requestedAt: null, expiresAt: null }),
     'snapshot.context.calls',
-    'awaiting approval: calls pending, none queued or running',
+    'awaiting approval: the first call without an outcome is pending, none running',
   ],
   [
     'awaiting approval with a call in flight',
@@ -154,7 +155,7 @@ const rules: [string, Base, (c: any) => void, string, string][] = [
       c.snapshot.children = toolChild(call);
     },
     'snapshot.context.calls',
-    'awaiting approval: calls pending, none queued or running',
+    'awaiting approval: the first call without an outcome is pending, none running',
   ],
   // Tool-call ids are unique in a step.
   [
@@ -608,6 +609,8 @@ describe('consistency rules between state and context', () => {
       'r:2.3#1',
     ]);
     await agent.decide(true, 'ok', { callId: 'r:2.3#1' });
+    expect(send.calls).toEqual([]); // approved, waiting behind call 2: calls take effect in their order
+    await agent.decide(false, 'no', { callId: JSON.parse(blob).snapshot.context.calls[1].id });
     expect(send.calls).toEqual([{ args: { to: 'y' }, key: 'r:2.3' }]);
   });
 

@@ -149,7 +149,7 @@ describe('a bad checkpoint gets a CheckpointError, never a tool call', () => {
         edit(b, (c) =>
           Object.assign(c.snapshot.context.calls[2], { state: 'running', requestedAt: null, expiresAt: null }),
         ),
-      /awaiting approval: calls pending, none queued or running/,
+      /awaiting approval: the first call without an outcome is pending, none running/,
     ],
     ['executing without its tool actor', (b) => edit(b, toExecuting), /snapshot.children/],
     [

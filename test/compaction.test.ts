@@ -15,6 +15,7 @@ import {
   defineAgent,
   type HistoryEntry,
   isSummaryEntry,
+  LeaseLostError,
   OptionsError,
   type Policy,
   type RunEvent,
@@ -514,7 +515,8 @@ describe('a crash mid-summary', () => {
         },
       },
     });
-    void agent.start('go');
+    const first = agent.start('go');
+    first.catch(() => {}); // it rejects once the process is cut off: asserted below
     await until(() => asked === 1);
     dying.die();
     const stored = await store.load('r');
@@ -535,6 +537,8 @@ describe('a crash mid-summary', () => {
     const tos = summaries.map((e) => JSON.parse(e).covers.to);
     expect(new Set(tos).size).toBe(tos.length);
     expect(tos[0]).toBe(4);
+    // The dead process's own call gave up once its lease could no longer be renewed.
+    await expect(first).rejects.toBeInstanceOf(LeaseLostError);
   });
 });
 

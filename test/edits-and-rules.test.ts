@@ -203,7 +203,7 @@ describe('standing approvals', () => {
 });
 
 describe('crashes between the calls of a step', () => {
-  it('call 1 done, call 2 in flight, call 3 queued: resume keeps 1, follows the crash rule for 2, runs 3', async () => {
+  it('call 1 done, call 2 in flight, call 3 queued: resume keeps 1, asks again for 2, and runs 3 only after 2 is decided', async () => {
     const held = gate();
     const look = recorder('look', {}, () => 'seen');
     const slowPay = recorder('pay', { sideEffect: true }, () => held.promise);
@@ -227,12 +227,14 @@ describe('crashes between the calls of a step', () => {
     expect(await resumed.run()).toBe('awaiting_approval');
     expect(look2.calls).toEqual([]); // call 1 had its result: not run again
     expect(pay2.calls).toEqual([]); // call 2: not idempotent, outcome unknown: a human again
-    expect(mail2.calls).toEqual([{ args: {}, key: 'r:1.3' }]); // call 3 ran with its approval
+    // Call 3 is approved but waits: calls take effect in their order, and call 2's is unknown.
+    expect(mail2.calls).toEqual([]);
     expect(resumed.state.pendingCalls).toEqual([
       expect.objectContaining({ key: 'r:1.2', attempt: 2, outcome: 'unknown' }),
     ]);
     const again = resumed.state.pending?.id as string;
     expect(await resumed.decide({ [again]: { approve: false, note: 'it went through' } })).toBe('done');
+    expect(mail2.calls).toEqual([{ args: {}, key: 'r:1.3' }]); // then it ran, with its approval
     expect(resumed.state.history.slice(2, 5)).toEqual([
       { role: 'tool', tool: 'look', id: 'r:1.1', result: 'seen' },
       expect.objectContaining({

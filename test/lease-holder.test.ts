@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LeaseLostError, RunBusyError } from '../src/index.js';
-import { LeaseHolder } from '../src/runtime/lease.js';
+import { LeaseHolder, monotonic } from '../src/runtime/lease.js';
 import type { Lease } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
 
@@ -102,11 +102,11 @@ describe('LeaseHolder', () => {
       calls++;
       inFlight++;
       most = Math.max(most, inFlight);
-      await pause(120); // four periods of a 90 ms lease
+      await pause(70); // over a period of a 150 ms lease (50 ms), within the lease
       inFlight--;
       return renew(lease, ms);
     };
-    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 90, waitMs: 0 }, () => {});
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 150, waitMs: 0 }, () => {});
     await holder.current();
     await pause(400);
     expect(calls).toBeGreaterThanOrEqual(2);
@@ -238,5 +238,81 @@ describe('LeaseHolder', () => {
     await holder.current();
     await holder.release();
     expect(releases).toBe(1);
+  });
+
+  describe('the lease a side effect starts under', () => {
+    /** Blocks this process for `ms` (nothing runs meanwhile), as SIGSTOP or a long GC pause would. */
+    const freeze = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+    it('is the one the last save confirmed when that save was sent for the call; else a renewal is made first', async () => {
+      const { store, seen } = counting();
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, () => {});
+      const since = monotonic();
+      const lease = await holder.current(); // claimed after `since`: that confirms it
+      expect(await holder.fence(since)).toBe(lease);
+      expect(seen.renewals).toBe(0);
+      // A call whose write-ahead save was skipped (nothing changed): confirmed by a renewal now.
+      const later = monotonic() + 1;
+      while (monotonic() < later) await pause(1);
+      const renewed = await holder.fence(later);
+      expect(seen.renewals).toBe(1);
+      expect(renewed.token).toBe(lease.token);
+      expect(holder.fenceNow()).toBe(renewed);
+      holder.saved(renewed, monotonic()); // a save, sent now, confirms it too
+      expect(holder.left).toBeGreaterThan(59_000);
+      await holder.release();
+    });
+
+    it('paused past its lease after the check: the check right before the call refuses, the run is told once, nothing is held', async () => {
+      const store = new MemoryStore();
+      const lost: unknown[] = [];
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 150, waitMs: 0 }, (e) => lost.push(e));
+      const since = monotonic();
+      await holder.current();
+      await holder.fence(since);
+      freeze(160); // frozen after the write-ahead save was confirmed: the lease may be anyone's now
+      expect(() => holder.fenceNow()).toThrow(LeaseLostError);
+      expect(() => holder.fenceNow()).toThrow(/a side effect was not started/);
+      expect(holder.lease).toBeNull();
+      expect(lost).toHaveLength(2); // each refusal tells the run (stopping it twice is harmless)
+      expect(lost[0]).toBeInstanceOf(LeaseLostError);
+    });
+
+    it('paused for less than two thirds of it: the call may start; past that, the margin refuses it', async () => {
+      const store = new MemoryStore();
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 600, waitMs: 0 }, () => {});
+      const since = monotonic();
+      await holder.current();
+      await holder.fence(since);
+      freeze(100);
+      expect(holder.fenceNow().owner).toBe('a');
+      freeze(350); // 450 of 600 ms gone: less than a third left
+      expect(() => holder.fenceNow()).toThrow(/only \d+ ms of its 600 ms lease was left/);
+    });
+
+    it('a renewal the store never answers: the holder gives the run up once the lease has run out on its clock', async () => {
+      const store = new MemoryStore();
+      const lost: unknown[] = [];
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 90, waitMs: 0 }, (e) => lost.push(e));
+      await holder.current();
+      store.renew = () => new Promise<Lease>(() => {}); // the connection hangs
+      for (let i = 0; i < 50 && lost.length === 0; i++) await pause(10);
+      expect(lost).toHaveLength(1);
+      expect(String(lost[0])).toMatch(/was not renewed in time/);
+      expect(holder.lease).toBeNull();
+      await holder.release();
+    });
+
+    it('a lease taken by another owner: fence() throws LeaseLostError and the run is told', async () => {
+      const store = new MemoryStore();
+      const lost: unknown[] = [];
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, (e) => lost.push(e));
+      const lease = await holder.current();
+      await store.release(lease);
+      await store.claim('r', { owner: 'b', leaseMs: 60_000 });
+      await expect(holder.fence(monotonic() + 1)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(lost).toHaveLength(1);
+      expect(holder.lease).toBeNull();
+    });
   });
 });

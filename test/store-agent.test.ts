@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Agent, CheckpointError, ConflictError, RunNotFoundError, type Tool } from '../src/index.js';
+import { Agent, CheckpointError, ConflictError, LeaseLostError, RunNotFoundError, type Tool } from '../src/index.js';
 import { joinRun } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { scriptedPolicy } from '../src/testing/index.js';
@@ -197,7 +197,8 @@ describe('an agent with a store', () => {
       tools: [hanging],
     });
     await agent.start('go');
-    void agent.decide(true);
+    const deciding = agent.decide(true);
+    deciding.catch(() => {}); // it rejects once the process is cut off: asserted below
     await until(() => calls === 1);
     // The process "dies" here: the store has the write-ahead record; its lease lapses.
     dying.die();
@@ -211,5 +212,7 @@ describe('an agent with a store', () => {
     expect(resumed.state.pending).toMatchObject({ outcome: 'unknown', id: idLike('r:1#2') });
     expect(pay.calls).toEqual([]);
     expect((await store.list({ status: 'awaiting_approval' }))[0]?.pending?.outcome).toBe('unknown');
+    // The dead process's own call gave up once its lease could no longer be renewed.
+    await expect(deciding).rejects.toBeInstanceOf(LeaseLostError);
   });
 });

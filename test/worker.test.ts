@@ -351,6 +351,50 @@ describe('the worker loop', () => {
     held.resolve('late');
   });
 
+  it('stop({ graceful: false }) between the write-ahead save and the call: the side effect never starts', async () => {
+    const store = new MemoryStore();
+    const calls: string[] = [];
+    const inRule = gate<void>();
+    const release = gate<void>();
+    let rules = 0;
+    const pay: Tool = {
+      name: 'pay',
+      sideEffect: true,
+      // Asked when the step starts (no approval needed), and again right before the call, after
+      // its write-ahead save: the second time it waits, holding the run in that window.
+      needsApproval: async () => {
+        if (++rules === 2) {
+          inRule.resolve();
+          await release.promise;
+        }
+        return false;
+      },
+      fn: (_args, key) => {
+        calls.push(key);
+        return 'paid';
+      },
+    };
+    const def = defineAgent({ name: 'p', policy: scriptedPolicy([{ tool: 'pay' }, { final: 'ok' }]), tools: [pay] });
+    await submitRun(store, { agent: def, goal: 'go', runId: 'a' });
+    const worker = new Worker({ store, agents: [def] });
+    const events: WorkerEvent[] = [];
+    worker.observe((e) => events.push(e));
+    await worker.start();
+    await inRule.promise;
+    expect((await store.load('a'))?.status).toBe('running'); // the write-ahead record is stored
+    const stopping = worker.stop({ graceful: false });
+    await until(() => events.some((e) => e.type === 'released'));
+    release.resolve();
+    await stopping;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toEqual([]);
+    expect(events.filter((e) => e.type === 'error')).toEqual([]);
+    // Another worker takes the run up under the crash rules: the effect was in flight, a human decides.
+    expect(await new Worker({ store, agents: [def] }).drain()).toBe(1);
+    expect((await store.load('a'))?.pendingCalls[0]).toMatchObject({ key: 'a:1', outcome: 'unknown' });
+    expect(calls).toEqual([]);
+  });
+
   it('an error in one run is reported and the worker goes on', async () => {
     const store = new MemoryStore();
     const good = defineAgent({ name: 'g', policy: scriptedPolicy([{ final: 'ok' }]), tools: [] });

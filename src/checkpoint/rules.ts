@@ -78,8 +78,10 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
     ];
   }
   if (executing && count('running') !== 1) return ['snapshot.context.calls', 'exactly one call runs while executing'];
-  if (status === 'awaiting_approval' && (count('pending') === 0 || count('running') + count('queued') > 0)) {
-    return ['snapshot.context.calls', 'awaiting approval: calls pending, none queued or running'];
+  // A queued call waits only behind a pending one: calls take effect in their order.
+  const firstOpen = calls.find((c) => c.state !== 'done');
+  if (status === 'awaiting_approval' && (firstOpen?.state !== 'pending' || count('running') > 0)) {
+    return ['snapshot.context.calls', 'awaiting approval: the first call without an outcome is pending, none running'];
   }
   if (new Set(calls.map((c) => c.toolCallId)).size !== calls.length) {
     return ['snapshot.context.calls', 'two calls of the step share a tool-call id'];

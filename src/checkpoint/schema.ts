@@ -57,6 +57,7 @@ export const entrySchema = z.union([
     result: json,
     id: z.string().optional(),
     approval: approvalSchema.optional(),
+    verified: z.literal(true).optional(),
   }),
   z.looseObject({
     role: z.literal('tool'),
@@ -75,7 +76,7 @@ export const entrySchema = z.union([
 ]);
 
 const outcome = z.union([
-  z.strictObject({ result: json, approval: approvalSchema.optional() }),
+  z.strictObject({ result: json, approval: approvalSchema.optional(), verified: z.literal(true).optional() }),
   z.strictObject({ error: z.string(), approval: approvalSchema.optional(), outcome: z.literal('unknown').optional() }),
 ]);
 

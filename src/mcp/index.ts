@@ -8,4 +8,4 @@ export { MAX_PAGES } from './list.js';
 export type { McpToolsOptions } from './options.js';
 export { resultOf } from './result.js';
 export { MAX_SCHEMA_LENGTH, type McpInputSchema } from './schema.js';
-export { IDEMPOTENCY_KEY_META, MAX_DESCRIPTION_LENGTH, mcpTools } from './tools.js';
+export { FENCE_META, IDEMPOTENCY_KEY_META, MAX_DESCRIPTION_LENGTH, mcpTools } from './tools.js';

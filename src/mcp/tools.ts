@@ -22,6 +22,13 @@ import { compile, inputSchemaOf, readSchema } from './schema.js';
  */
 export const IDEMPOTENCY_KEY_META = 'tollgate/idempotencyKey';
 
+/**
+ * The `_meta` key that carries the run's fencing token (`ctx.fence`), when the run has a store: a
+ * server that keeps the largest token it has seen for a record and refuses smaller ones turns away
+ * an owner that lost the run (docs/workers.md, "Fencing").
+ */
+export const FENCE_META = 'tollgate/fence';
+
 /** A description longer than this is cut (with `…`): it goes to the model on every request. */
 export const MAX_DESCRIPTION_LENGTH = 4_000;
 
@@ -71,7 +78,8 @@ function makeTool(raw: unknown, { client, options, limits }: Context): Made {
     needsApproval: readOnly && options.recheck ? () => changed(client, mcpName, callLimits) : !readOnly,
     idempotent: !readOnly && idempotent,
     async fn(args, key, ctx) {
-      const params = { name: mcpName, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: key } };
+      const meta = { [IDEMPOTENCY_KEY_META]: key, ...(ctx.fence === null ? {} : { [FENCE_META]: ctx.fence }) };
+      const params = { name: mcpName, arguments: args, _meta: meta };
       return resultOf(await client.callTool(params, undefined, { ...callLimits, signal: ctx.signal }), mcpName);
     },
   };

@@ -1,5 +1,21 @@
+/**
+ * A run's side of its lease: claimed before the first save, renewed by a third of the lease while
+ * the run is worked, given up when it settles. It also knows how much of the lease is left for
+ * sure: every claim, renewal and save the store accepted confirms the lease until the moment it
+ * was *sent* plus the lease's length, on this process's monotonic clock — a lower bound whatever
+ * the store's clock says, and one that a pause of this process (SIGSTOP, a long GC, a VM moved)
+ * runs down. A side effect starts only while at least `EFFECT_MARGIN` of the lease is left that
+ * way (docs/workers.md, "Fencing").
+ */
+import { LeaseLostError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
+
+/** This process's monotonic clock in ms: a pause does not stop it, a change of the wall clock does not move it. */
+export const monotonic = (): number => performance.now();
+
+/** The share of the lease that must be left, by this process's clock, when a side effect starts. */
+export const EFFECT_MARGIN = 1 / 3;
 
 export class LeaseHolder {
   readonly #store: CheckpointStore;
@@ -9,6 +25,9 @@ export class LeaseHolder {
   #lease: Lease | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
   #renewing: Promise<void> | null = null;
+  /** When (monotonic) the last statement the store accepted for this lease was sent, and for how long it holds. */
+  #confirmedAt = Number.NEGATIVE_INFINITY;
+  #confirmedFor = 0;
 
   constructor(store: CheckpointStore, runId: string, terms: LeaseTerms, onLost: (error: unknown) => void) {
     this.#store = store;
@@ -25,8 +44,10 @@ export class LeaseHolder {
   async current(): Promise<Lease> {
     if (this.#lease) return this.#lease;
     const { owner, leaseMs, waitMs } = this.#terms;
+    const sent = monotonic();
     const lease = await this.#store.claim(this.#runId, { owner, leaseMs, ...(waitMs > 0 ? { wait: waitMs } : {}) });
     this.#lease = lease;
+    this.#confirmed(sent, lease.leaseMs);
     this.#keepRenewed();
     return lease;
   }
@@ -55,6 +76,7 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease || this.#timer) return;
     let renewed: Lease;
+    const sent = monotonic();
     try {
       renewed = await this.#store.renew(lease, this.#terms.leaseMs);
     } catch (error) {
@@ -63,12 +85,91 @@ export class LeaseHolder {
     }
     if (this.#lease !== lease) return; // given up meanwhile: nothing to keep
     this.#lease = renewed;
+    this.#confirmed(sent, renewed.leaseMs);
     this.#keepRenewed();
+  }
+
+  /** A save made with `lease`, sent at `sent` (monotonic), was accepted: it extended the lease. */
+  saved(lease: Lease, sent: number): void {
+    if (this.#lease && this.#lease.token === lease.token) this.#confirmed(sent, lease.leaseMs);
   }
 
   /** A save extended the lease: remember its new end. */
   extended(lease: Lease): void {
     if (this.#lease && this.#lease.token === lease.token) this.#lease = lease;
+  }
+
+  /** Milliseconds of the lease left for sure, by this process's clock (negative once it may have lapsed). */
+  get left(): number {
+    return this.#confirmedAt + this.#confirmedFor - monotonic();
+  }
+
+  /**
+   * The lease a side effect may start under: confirmed by the store by a statement sent at or
+   * after `since` (the call's write-ahead save, or else a renewal made now), with at least
+   * `EFFECT_MARGIN` of it left. A lease that cannot be confirmed so is given up as lost (the run
+   * stops in this process) and the call must not start.
+   * @throws LeaseLostError (or the store's error) when the lease is not confirmed.
+   */
+  async fence(since: number): Promise<Lease> {
+    const lease = this.#lease;
+    if (lease && (this.#confirmedAt < since || !this.#enoughLeft())) {
+      const sent = monotonic();
+      try {
+        const renewed = await this.#store.renew(lease, this.#terms.leaseMs);
+        if (this.#lease === lease) {
+          this.#lease = renewed;
+          this.#confirmed(sent, renewed.leaseMs);
+        }
+      } catch (error) {
+        throw this.#lose(error);
+      }
+    }
+    return this.fenceNow();
+  }
+
+  /**
+   * The lease, checked again right before the effect starts (synchronously: nothing can run
+   * between this check and the call but the process being paused, which is what the fence
+   * token is for downstream).
+   * @throws LeaseLostError when it is gone or too close to its end: the run stops in this process.
+   */
+  fenceNow(): Lease {
+    const lease = this.#lease;
+    if (lease && this.#enoughLeft()) return lease;
+    const left = Math.round(this.left);
+    const why = lease
+      ? `only ${left} ms of its ${lease.leaseMs} ms lease was left for sure on this process's clock (a side effect needs a third)`
+      : 'this process holds no lease on the run';
+    const token = lease?.token ?? 0;
+    throw this.#lose(
+      new LeaseLostError(
+        `run ${JSON.stringify(this.#runId)}: a side effect was not started: ${why}; the run stops in this process, and whoever claims it next applies the crash rules`,
+        token,
+        lease ? token : null,
+        lease?.owner ?? null,
+        { runId: this.#runId },
+      ),
+    );
+  }
+
+  #enoughLeft(): boolean {
+    return this.left >= (this.#lease?.leaseMs ?? this.#terms.leaseMs) * EFFECT_MARGIN;
+  }
+
+  #confirmed(sent: number, leaseMs: number): void {
+    if (sent + leaseMs >= this.#confirmedAt + this.#confirmedFor) {
+      this.#confirmedAt = sent;
+      this.#confirmedFor = leaseMs;
+    }
+  }
+
+  /** The lease is lost (or cannot be trusted): stop renewing, hold nothing, tell the run once. */
+  #lose(error: unknown): unknown {
+    this.#stop();
+    this.#lease = null;
+    this.#onLost(error);
+    return error;
   }
 
   /** Renewed by duration, a third of the lease each time: two renewals may fail before it lapses. */
@@ -80,17 +181,35 @@ export class LeaseHolder {
 
   async #renew(): Promise<void> {
     const lease = this.#lease;
-    if (!lease || this.#renewing) return;
+    if (!lease) return;
+    // No renewal was accepted within the lease (the store hangs, or this process was paused past
+    // it): another owner may hold the run now. Given up, so the calls in flight are told (their
+    // signals abort) and nothing more starts here.
+    if (this.left <= 0) {
+      this.#lose(
+        new LeaseLostError(
+          `run ${JSON.stringify(this.#runId)}: the lease of ${JSON.stringify(lease.owner)} (token ${lease.token}) was not renewed in time and may have been taken; the run stops in this process`,
+          lease.token,
+          null,
+          null,
+          { runId: this.#runId },
+        ),
+      );
+      return;
+    }
+    if (this.#renewing) return;
+    const sent = monotonic();
     this.#renewing = this.#store
       .renew(lease, this.#terms.leaseMs)
       .then((renewed) => {
-        if (this.#lease === lease) this.#lease = renewed;
+        if (this.#lease === lease) {
+          this.#lease = renewed;
+          this.#confirmed(sent, renewed.leaseMs);
+        }
       })
       .catch((error) => {
         // Lost (or the store unreachable past the lease): this process may not work the run.
-        this.#stop();
-        this.#lease = null;
-        this.#onLost(error);
+        if (this.#lease === lease) this.#lose(error);
       })
       .finally(() => {
         this.#renewing = null;
@@ -108,6 +227,7 @@ export class LeaseHolder {
     this.#stop();
     const lease = this.#lease;
     this.#lease = null;
+    this.#confirmedAt = Number.NEGATIVE_INFINITY;
     if (!lease) return;
     await this.#renewing?.catch(() => {});
     await this.#store.release(lease).catch(() => false);

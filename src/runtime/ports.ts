@@ -17,6 +17,8 @@ export interface ActorPorts extends Runtime {
   history(): readonly HistoryEntry[];
   /** What the policy is given: the model's view of the history (a fresh array; machines/compaction.ts). */
   view(): HistoryEntry[];
+  /** The run's approval TTL (ms), or null: approvals never expire. */
+  approvalTtlMs(): number | null;
   /** The budgets left as the run stands now (before the call about to be made). */
   remaining(): Remaining;
   /**
@@ -27,6 +29,17 @@ export interface ActorPorts extends Runtime {
    * mode; false: relaxed under `durability: 'points'`.
    */
   beforeCall(point?: boolean): Promise<void>;
+  /**
+   * The fencing token a side effect starts under, confirmed by the store by a statement sent at or
+   * after `since` (monotonic ms: the call's write-ahead save, or a renewal made now) with enough of
+   * the lease left; null without a store. When it cannot be confirmed the run stops in this
+   * process (as after a failed save) and this throws: the call must not start.
+   */
+  fence(since: number): Promise<number | null>;
+  /** The same check again, synchronously, right before the effect starts. */
+  fenceNow(): number | null;
+  /** The run's current fencing token, unconfirmed (for calls that change nothing); null without a store. */
+  token(): number | null;
   /**
    * True once for each key that was in flight in the checkpoint the run was resumed from: a
    * non-idempotent side effect among them is not called again (its outcome is unknown).

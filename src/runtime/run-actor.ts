@@ -86,6 +86,8 @@ export class RunActor {
   #actor: Actor<RuntimeMachine>;
   #started = false;
   #fault: unknown = undefined;
+  /** The fault is the reason a caller's signal gave (`abandon`), rethrown as it is. */
+  #abandoned = false;
   #settling: Promise<Status> | null = null;
   #saver: Saver | null = null;
   readonly #observers = new Observers();
@@ -141,8 +143,12 @@ export class RunActor {
         return modelView(history, latestSummaryGrowing(history));
       },
       remaining: () => remainingOf(this.#actor.getSnapshot().context),
+      approvalTtlMs: () => this.#actor.getSnapshot().context.approvalTtlMs,
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       beforeCall: (point) => this.#saver?.flush(point) ?? Promise.resolve(),
+      fence: async (since) => (this.#saver ? (await this.#saver.fence(since)).token : null),
+      fenceNow: () => (this.#saver ? this.#saver.fenceNow().token : null),
+      token: () => this.#saver?.lease?.token ?? null,
       takeRecovered: (key) => this.#recovering.delete(key),
       delta: (step, delta) => this.#observers.delta(step, delta),
       runSpan: () => this.#drives.span,
@@ -275,9 +281,21 @@ export class RunActor {
     return this.status;
   }
 
+  /**
+   * Stops the run in this process as a crash at this moment would (the caller's signal was
+   * aborted): the actor stops (its calls' signals abort), nothing more is saved, the lease is given
+   * up, and every operation rejects with `reason` from now on.
+   */
+  async abandon(reason: unknown): Promise<void> {
+    if (this.#fault === undefined) this.#abandoned = true;
+    this.#halt(reason);
+    await this.#saver?.releaseOnly();
+  }
+
   throwIfFaulted(): void {
     const fault = this.#fault;
     if (fault === undefined) return;
+    if (this.#abandoned) throw fault;
     if (fault instanceof TollgateError) throw fault;
     throw new SystemError(`the run cannot go on in this process: ${String(fault)}`, {
       ...this.#details(),

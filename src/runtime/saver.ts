@@ -26,7 +26,7 @@ import {
 import type { Durability, LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { groupBudgetsOf } from '../stores/groups.js';
-import { LeaseHolder } from './lease.js';
+import { LeaseHolder, monotonic } from './lease.js';
 
 /** The part of a machine snapshot the journal reads. */
 export interface RunView {
@@ -130,6 +130,20 @@ export class Saver {
     return this.#lease.unconfirmed;
   }
 
+  /**
+   * The lease a side effect starts under (`LeaseHolder.fence`): confirmed by a statement sent at
+   * or after `since` — the call's write-ahead save, or a renewal made now — with enough left.
+   * @throws LeaseLostError (the run stops in this process) when it cannot be.
+   */
+  fence(since: number): Promise<Lease> {
+    return this.#lease.fence(since);
+  }
+
+  /** The lease checked again right before the effect, synchronously (`LeaseHolder.fenceNow`). */
+  fenceNow(): Lease {
+    return this.#lease.fenceNow();
+  }
+
   /** The run is about to be worked: a lease adopted at load is confirmed, and renewed from now on. */
   working(): Promise<void> {
     return this.#lease.keep();
@@ -189,6 +203,7 @@ export class Saver {
       const lease = await this.#lease.current();
       if (this.#version === 0 && this.#group !== null)
         await groupBudgetsOf(this.store)?.joinGroup(this.runId, this.#group);
+      const sent = monotonic();
       this.#version = await this.store.save(
         this.runId,
         {
@@ -204,6 +219,8 @@ export class Saver {
         this.#version,
         lease,
       );
+      // The save extended the lease: it is the confirmation a side effect after it starts under.
+      this.#lease.saved(lease, sent);
     } catch (error) {
       // This process may not work the run any more: give the lease up (best effort), so another
       // worker can take it at once and read what the store holds, instead of after a lapse.

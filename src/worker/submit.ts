@@ -77,6 +77,10 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     // A run holding its goal alone has nothing to summarise: it stops before its first policy call.
     view: () => actor.getSnapshot().context.history.slice(),
     remaining: () => remainingOf(actor.getSnapshot().context),
+    approvalTtlMs: () => parsed.approvalTtlMs,
+    fence: async () => null,
+    fenceNow: () => null,
+    token: () => null,
     // The write-ahead point of the first policy call: the run stops here, before any call.
     beforeCall: () => new Promise<void>(() => {}),
     takeRecovered: () => false,

@@ -28,9 +28,12 @@ export async function workClaimed(
   lease: Lease,
   definition: AgentDefinition<any>,
   terms: { owner: string; leaseMs: number; inspect?: InspectOption; tracer?: TracerLike },
+  signal?: AbortSignal,
 ): Promise<Worked> {
   const agent = await Agent.load(store, lease.runId, { ...resumeOptionsOf(definition), ...terms, lease });
   const before = agent.version;
-  const status = await agent.run();
+  // Aborted when the worker stops without waiting: the run stops here as a crash would, before
+  // its lease is given up, so nothing starts in this process after another worker may take it.
+  const status = await agent.run(signal ? { signal } : {});
   return { status, progressed: agent.version !== before };
 }

@@ -34,9 +34,16 @@ export type WorkerEvent =
   | { type: 'idle' }
   | { type: 'stopped' };
 
+/** The reason a run in hand is stopped with when its worker stops without waiting. */
+class WorkerStoppedError extends Error {
+  override name = 'WorkerStoppedError';
+}
+
 interface InHand {
   lease: Lease;
   done: Promise<void>;
+  /** Stops the run in this process (as a crash would): `stop` without waiting. */
+  abort: AbortController;
 }
 
 /**
@@ -159,8 +166,14 @@ export class Worker {
         timer.abort();
       }
     }
-    for (const [runId, { lease }] of this.#inHand) {
-      if (await this.#store.release(lease).catch(() => false)) this.#emit({ type: 'released', runId });
+    // What has not settled stops here first, as a crash would (nothing more starts from it), then
+    // its lease is given up: another worker takes the run up under the crash rules.
+    const left = [...this.#inHand];
+    for (const [, hand] of left) hand.abort.abort(new WorkerStoppedError('the worker stopped without waiting'));
+    await Promise.all(left.map(([, hand]) => hand.done));
+    for (const [runId, { lease }] of left) {
+      await this.#store.release(lease).catch(() => false);
+      this.#emit({ type: 'released', runId });
     }
     this.#state = 'stopped';
     this.#emit({ type: 'stopped' });
@@ -223,6 +236,7 @@ export class Worker {
   #take(lease: Lease, agent: string, status: Status): void {
     const { runId } = lease;
     const definition = this.#agents.get(agent);
+    const abort = new AbortController();
     const done = (async () => {
       this.#emit({ type: 'claimed', runId, agent, status });
       try {
@@ -230,11 +244,17 @@ export class Worker {
           throw new OptionsError(
             `Worker: run ${JSON.stringify(runId)} is of agent ${JSON.stringify(agent)}, which this worker was not given`,
           );
-        const worked = await workClaimed(this.#store, lease, definition, {
-          owner: this.owner,
-          leaseMs: this.#leaseMs,
-          ...this.#runOptions,
-        });
+        const worked = await workClaimed(
+          this.#store,
+          lease,
+          definition,
+          {
+            owner: this.owner,
+            leaseMs: this.#leaseMs,
+            ...this.#runOptions,
+          },
+          abort.signal,
+        );
         this.#emit({ type: 'settled', runId, agent, status: worked.status });
         // A run worked for nothing (the store found it runnable, the run's clock did not) is
         // claimed again at the next poll, not at once: no busy loop on it.
@@ -244,12 +264,12 @@ export class Worker {
         }
       } catch (error) {
         // The lease is left to lapse (see workClaimed): the run is retried, by any worker, after it.
-        this.#emit({ type: 'error', runId, error });
+        if (!abort.signal.aborted) this.#emit({ type: 'error', runId, error });
       } finally {
         this.#inHand.delete(runId);
       }
     })();
-    this.#inHand.set(runId, { lease, done });
+    this.#inHand.set(runId, { lease, done, abort });
   }
 
   #emit(event: WorkerEvent): void {

@@ -3,7 +3,7 @@
 // 13) make a run's live owner the only one that may work it; reproduced here in one process, on
 // every store: memory, file and SQLite always, Postgres when TOLLGATE_PG_URL is set.
 import { afterAll, describe, expect, it } from 'vitest';
-import { Agent, type CheckpointStore, RunBusyError, type Tool } from '../../src/index.js';
+import { Agent, type CheckpointStore, LeaseLostError, RunBusyError, type Tool } from '../../src/index.js';
 import { gate, idLike, mortal, sequence } from '../support/helpers.js';
 import { storesUnderTest } from '../support/stores.js';
 
@@ -61,6 +61,7 @@ for (const entry of stores) {
           const a = new Agent({ runId: 'inv', store, policy: policy(), tools: [pay], owner: 'worker-a' });
           expect(await a.start('pay')).toBe('awaiting_approval');
           const deciding = a.decide(true, 'ok', { callId: a.state.pending?.id as string });
+          deciding.catch(() => {}); // it rejects once the process is cut off: asserted below
           await until(() => calls() === 1); // A has saved "inv:1 in flight" and is paying
 
           // B, a second worker, tries every 'running' run it finds: this one is A's.
@@ -101,7 +102,7 @@ for (const entry of stores) {
           const { ledger, pay, calls } = payWorld();
           const a = new Agent({ runId: 'inv', store: dying.store, policy: policy(), tools: [pay], leaseMs: 200 });
           await a.start('pay');
-          void a.decide(true, 'ok', { callId: a.state.pending?.id as string });
+          const deciding = a.decide(true, 'ok', { callId: a.state.pending?.id as string });
           await until(() => calls() === 1);
           dying.die(); // killed while paying: it never renews its lease again
 
@@ -110,6 +111,8 @@ for (const entry of stores) {
           expect(await b.run()).toBe('awaiting_approval');
           expect(b.state.pending).toMatchObject({ id: idLike('inv:1#2'), outcome: 'unknown' });
           expect(ledger).toEqual([]);
+          // The dead owner's own call gave up once its lease could no longer be renewed.
+          await expect(deciding).rejects.toBeInstanceOf(LeaseLostError);
         });
       });
     },

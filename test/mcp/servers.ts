@@ -8,13 +8,15 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { IDEMPOTENCY_KEY_META } from '../../src/mcp/index.js';
+import { FENCE_META, IDEMPOTENCY_KEY_META } from '../../src/mcp/index.js';
 
 /** What the server saw of one call. */
 export interface Seen {
   tool: string;
   /** The idempotency key in the call's `_meta`, as the server received it. */
   key: unknown;
+  /** The fencing token in the call's `_meta`, when the run sent one. */
+  fence?: unknown;
   args: unknown;
   /** The server saw the request cancelled. */
   cancelled?: boolean;
@@ -30,7 +32,7 @@ export function ordersServer(
 ): { server: McpServer; lookup: RegisteredTool } {
   const server = new McpServer({ name: 'orders', version: '1.0.0' });
   const saw = (tool: string, args: unknown, meta: Record<string, unknown> | undefined) =>
-    seen({ tool, key: meta?.[IDEMPOTENCY_KEY_META], args });
+    seen({ tool, key: meta?.[IDEMPOTENCY_KEY_META], fence: meta?.[FENCE_META], args });
   const order = { order: z.string() };
   const lookup = server.registerTool(
     'lookup',

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { OptionsError, type Tool, toolDeclarations } from '../../src/index.js';
-import { IDEMPOTENCY_KEY_META, McpToolError, McpToolsError, mcpTools } from '../../src/mcp/index.js';
+import { FENCE_META, IDEMPOTENCY_KEY_META, McpToolError, McpToolsError, mcpTools } from '../../src/mcp/index.js';
 import { ordersServer, type Seen } from './servers.js';
 import { type Connected, inMemory } from './support.js';
 
@@ -21,9 +21,15 @@ async function orders(): Promise<{ client: Connected['client']; seen: Seen[] }> 
 }
 
 const byName = (tools: Tool[]) => new Map(tools.map((t) => [t.name, t]));
-const call = (tool: Tool | undefined, args: object, key = 'run-1:1', signal = new AbortController().signal) => {
+const call = (
+  tool: Tool | undefined,
+  args: object,
+  key = 'run-1:1',
+  signal = new AbortController().signal,
+  fence: number | null = null,
+) => {
   if (!tool) throw new Error('no such tool');
-  return tool.fn(args, key, { signal, runId: 'run-1', step: 1, key, approvedCallId: null });
+  return tool.fn(args, key, { signal, runId: 'run-1', step: 1, key, approvedCallId: null, fence });
 };
 const gate = (tool: Tool | undefined) => ({
   sideEffect: tool?.sideEffect,
@@ -86,6 +92,14 @@ describe('the call', () => {
       { tool: 'refund', key: 'run-7:3.1', args: { order: 'A-1', cents: 500 } },
       { tool: 'note', key: 'run-7:4', args: { order: 'A-1', text: 'hi' } },
     ]);
+    expect(seen.map((s) => s.fence)).toEqual([undefined, undefined]); // no store: no fence
+  });
+
+  it(`passes the run's fencing token in the call's _meta (${FENCE_META}) when it has one`, async () => {
+    const { client, seen } = await orders();
+    const tools = byName(await mcpTools(client));
+    await call(tools.get('refund'), { order: 'A-1', cents: 500 }, 'run-7:3', undefined, 7);
+    expect(seen).toEqual([{ tool: 'refund', key: 'run-7:3', fence: 7, args: { order: 'A-1', cents: 500 } }]);
   });
 
   it('passes the abort signal: an aborted call rejects, and the server sees it cancelled', async () => {

@@ -180,13 +180,13 @@ describe('expiry at the machine level', () => {
 });
 
 describe('the calls of a step at the machine level', () => {
-  it('refuses, queues and asks per call, runs the queued ones in call order, then waits', () => {
+  it('refuses, queues and asks per call, runs them in call order, and runs nothing after a call that waits', () => {
     const s = run([
       { type: 'START', goal: 'g' },
       calls(
         [
-          call('send', { to: 'x' }, ask, 'm1'),
           call('lookup', { q: 1 }, runs),
+          call('send', { to: 'x' }, ask, 'm1'),
           call('teleport', {}, { kind: 'refuse', error: 'unknown tool teleport' }),
           call('lookup', { q: 2 }, runs),
         ],
@@ -196,40 +196,74 @@ describe('the calls of a step at the machine level', () => {
     ]);
     expect(s.value).toEqual({ running: 'executing' });
     expect(s.context.calls.map((c) => [c.key, c.state, c.toolCallId])).toEqual([
-      ['r:1.1', 'pending', 'm1'],
-      ['r:1.2', 'running', 'r:1.2'],
+      ['r:1.1', 'running', 'r:1.1'],
+      ['r:1.2', 'pending', 'm1'],
       ['r:1.3', 'done', 'r:1.3'],
       ['r:1.4', 'queued', 'r:1.4'],
     ]);
     expect(s.context.history.at(-1)).toEqual({
       role: 'assistant',
       calls: [
+        { id: 'r:1.1', tool: 'lookup', args: { q: 1 } },
         { id: 'm1', tool: 'send', args: { to: 'x' } },
-        { id: 'r:1.2', tool: 'lookup', args: { q: 1 } },
         { id: 'r:1.3', tool: 'teleport', args: {} },
         { id: 'r:1.4', tool: 'lookup', args: { q: 2 } },
       ],
       text: 'two lookups',
     });
-    const after = transition(agentMachine, s, result(3))[0];
-    expect(after.context.calls.map((c) => c.state)).toEqual(['pending', 'done', 'done', 'running']);
-    const waiting = transition(agentMachine, after, result(4))[0];
+    // Call 2 waits for a human: call 4, queued behind it, waits too (calls take effect in order).
+    const waiting = transition(agentMachine, s, result(3))[0];
     expect(waiting.value).toBe('awaiting_approval');
+    expect(waiting.context.calls.map((c) => c.state)).toEqual(['done', 'pending', 'done', 'queued']);
+    const sendId = callIdOf('r:1.2', 1, 'send', { to: 'x' });
+    const approved = transition(agentMachine, waiting, decide([yes(sendId)], 4))[0];
+    expect(approved.value).toEqual({ running: 'executing' });
+    expect(approved.context.calls.map((c) => c.state)).toEqual(['done', 'running', 'done', 'queued']);
+    const last = transition(agentMachine, approved, result(5))[0];
+    expect(last.context.calls.map((c) => c.state)).toEqual(['done', 'done', 'done', 'running']);
   });
 
-  it('asks again, outcome unknown, for a side effect in flight at a crash, and runs the next queued call first', () => {
+  it('a step whose first call waits for a human runs nothing until it is decided', () => {
+    const s = run([{ type: 'START', goal: 'g' }, calls([call('send', { to: 'x' }, ask), call('lookup', {}, runs)])]);
+    expect(s.value).toBe('awaiting_approval');
+    expect(s.context.calls.map((c) => c.state)).toEqual(['pending', 'queued']);
+  });
+
+  it('asks again, outcome unknown, for a side effect in flight at a crash, and runs nothing after it meanwhile', () => {
     const s = run([
       { type: 'START', goal: 'g' },
       calls([call('send', { to: 'x' }, runs), call('lookup', {}, runs)]),
       { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: at(50) } },
     ]);
-    expect(s.value).toEqual({ running: 'executing' });
+    expect(s.value).toBe('awaiting_approval');
     expect(s.context.calls.map((c) => [c.state, c.attempt, c.outcome])).toEqual([
       ['pending', 2, 'unknown'],
-      ['running', 1, null],
+      ['queued', 1, null],
     ]);
     expect(s.context.calls[0]?.id).toBe(callIdOf('r:1.1', 2, 'send', { to: 'x' }));
     expect(s.context.calls[0]?.requestedAt).toBe(at(50));
+  });
+
+  it('asked again because verify said not done but the approval is too old: pending, and not marked unknown', () => {
+    const s = run([
+      { type: 'START', goal: 'g' },
+      calls([call('send', { to: 'x' }, runs)]),
+      { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: at(50), notDone: true } },
+    ]);
+    expect(s.value).toBe('awaiting_approval');
+    expect(s.context.calls.map((c) => [c.state, c.attempt, c.outcome])).toEqual([['pending', 2, null]]);
+  });
+
+  it('records a result that verify found as verified', () => {
+    const s = run([
+      { type: 'START', goal: 'g' },
+      calls([call('send', { to: 'x' }, runs)]),
+      {
+        type: 'xstate.done.actor.tool',
+        output: { type: 'result', result: 'sent', verified: true, elapsedMs: 1, at: at(50) },
+      },
+    ]);
+    expect(s.context.history.at(-1)).toEqual({ role: 'tool', tool: 'send', result: 'sent', verified: true });
   });
 
   it('keeps a standing approval for later steps only, without the edit it was given with', () => {

@@ -211,6 +211,29 @@ export const leaseCases: ConformanceCase[] = [
       }),
   },
   {
+    name: 'the token fences, not the owner: an owner that claims its run again cannot renew, release, save or delete with its earlier lease',
+    requires: ['clock'],
+    run: (ctx) =>
+      withClock(ctx, async (store, clock) => {
+        const t = clock.now;
+        const first = await store.claim('r', { owner: 'worker-a', leaseMs: 1_000 });
+        assert.equal(await store.save('r', write(), 0, first), 1);
+        // The same owner claims again (a restarted worker with a fixed owner id, a second agent).
+        const second = await store.claim('r', { owner: 'worker-a', leaseMs: 1_000 });
+        assert.equal(second.token, first.token + 1);
+        clock.now += 100;
+        await assert.rejects(store.renew(first), lost('r', first.token, second.token, 'worker-a'));
+        await assert.rejects(store.renew(first, 60_000), lost('r', first.token, second.token, 'worker-a'));
+        await assert.rejects(store.save('r', write(), 1, first), lost('r', first.token, second.token, 'worker-a'));
+        await assert.rejects(store.delete('r', 1, first), lost('r', first.token, second.token, 'worker-a'));
+        assert.equal(await store.release(first), false);
+        // Nothing the earlier lease tried changed the current one: it still ends when it did.
+        await assert.rejects(store.claim('r', { owner: 'worker-b', leaseMs: 1_000 }), busy('r', 'worker-a', t + 1_000));
+        assert.deepEqual(await store.renew(second), { ...second, expiresAt: iso(t + 1_100) });
+        assert.equal(await store.save('r', write(), 1, second), 2);
+      }),
+  },
+  {
     name: 'concurrent claims in one process: exactly one owner wins, the others are told who',
     run: (ctx) =>
       withStore(ctx, async (store) => {

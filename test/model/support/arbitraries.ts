@@ -141,7 +141,9 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
       2,
       move({ kind: 'run' }, (m) => status(m) !== 'idle' && !isFinal(m)),
     ),
-    ...times(3, move({ kind: 'expire', first: true }, awaiting)),
+    // Weighted up since calls take effect in their order: fewer ways lead to calls of one step
+    // with different deadlines (a side effect asked again after a crash, beside a sibling still pending).
+    ...times(5, move({ kind: 'expire', first: true }, awaiting)),
     // Time passes while a human thinks (so that calls of one step come to have different
     // deadlines, and expire one by one), in a slot shared with (rarer) cancelling, which ends the run.
     wait,
@@ -155,7 +157,7 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
     ...times(2, fc.constant(new MoveCommand({ kind: 'crash' }, sideEffectInFlight))),
     // A side effect asked again after time passed: its deadline is now later than its siblings'.
     crashAfter((m) => isExecuting(state(m))),
-    ...times(2, crashAfter(sideEffectInFlight)),
+    ...times(3, crashAfter(sideEffectInFlight)),
     fc.integer({ min: 0, max: 12 }).map((maxSteps) => new MoveCommand({ kind: 'crash', maxSteps }, (m) => !isFinal(m))),
     // Resumed with a lower (or higher) cost budget, possibly below what is spent already.
     fc

@@ -102,6 +102,8 @@ export function settle(d: LedgerData): void {
   const step = d.step;
   if (!step || step.calls.some((c) => c.state === 'running')) return;
   for (const call of step.calls) {
+    // Calls take effect in their order: nothing after a call that waits for a human starts.
+    if (call.state === 'waiting') break;
     if (call.state !== 'queued') continue;
     if (!budgetSpent(d)) return;
     call.state = 'done';
@@ -176,14 +178,14 @@ export function startCall(
     d.violations.push(`calls: a tool ran for key ${key}, which no call of the step in progress has`);
     return null;
   }
-  const next = d.step.calls.find((c) => c.state === 'running') ?? d.step.calls.find((c) => c.state === 'queued');
+  const next = nextToRun(d.step);
   if (call.state === 'waiting' || call.state === 'done') {
     d.violations.push(
       `calls: ${call.tool} key ${key} ran while ${call.state === 'done' ? 'it had its outcome' : 'waiting for a human'}`,
     );
   } else if (next !== call) {
     d.violations.push(
-      `calls: ${call.tool} key ${key} ran before ${next?.key} (calls run one at a time, in call order)`,
+      `calls: ${call.tool} key ${key} ran before ${next?.key ?? 'the call waiting for a human before it'} (calls run one at a time, in call order)`,
     );
   }
   if (budgetSpent(d)) d.violations.push(`inv3: ${call.tool} key ${key} started with the active-time budget spent`);
@@ -293,13 +295,22 @@ export function cancelStep(d: LedgerData): void {
   finish(d, true);
 }
 
+/**
+ * The call in flight, or the one to run next: the step's first call without an outcome, when it
+ * is queued. Calls take effect in their order: none starts while an earlier one waits for a human.
+ */
+function nextToRun(step: SpecStep): SpecCall | undefined {
+  const first = step.calls.find((c) => c.state !== 'done');
+  return first?.state === 'running' || first?.state === 'queued' ? first : undefined;
+}
+
 /** What the contract says must be happening now in the step. */
 export type Expectation = { kind: 'none' } | { kind: 'run'; call: SpecCall } | { kind: 'await'; waiting: SpecCall[] };
 
 export function expectation(d: LedgerData): Expectation {
   const step = d.step;
   if (!step) return { kind: 'none' };
-  const next = step.calls.find((c) => c.state === 'running') ?? step.calls.find((c) => c.state === 'queued');
+  const next = nextToRun(step);
   if (next) return { kind: 'run', call: next };
   return { kind: 'await', waiting: step.calls.filter((c) => c.state === 'waiting') };
 }
