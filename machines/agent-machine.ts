@@ -35,17 +35,21 @@ function withOutcome(context: AgentContext, change: (call: StepCall) => StepCall
  */
 function spend(
   context: AgentContext,
-  d: { usage: TokenCount | null; cost?: CallCost; elapsedMs: number },
+  d: { usage: TokenCount | null; cost?: CallCost; elapsedMs: number; estimated?: true; note?: string },
 ): Partial<AgentContext> {
   const unknown = d.cost !== undefined && 'unknown' in d.cost && context.limits.maxCostUsd !== null;
+  const tokens = (d.usage?.inputTokens ?? 0) + (d.usage?.outputTokens ?? 0);
+  const estimated = (context.usage.estimatedTokens ?? 0) + (d.estimated ? tokens : 0);
+  const error = unknown ? `cost unknown: ${(d.cost as { unknown: string }).unknown}` : (d.note ?? null);
   return {
     activeMs: context.activeMs + d.elapsedMs,
     usage: {
       inputTokens: context.usage.inputTokens + (d.usage?.inputTokens ?? 0),
       outputTokens: context.usage.outputTokens + (d.usage?.outputTokens ?? 0),
       costUsd: spentAfter(context, d.cost),
+      ...(estimated > 0 ? { estimatedTokens: estimated } : {}),
     },
-    ...(unknown ? { error: `cost unknown: ${(d.cost as { unknown: string }).unknown}` } : {}),
+    ...(error === null ? {} : { error }),
   };
 }
 
@@ -100,7 +104,12 @@ export const agentMachine = setup({
     markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
     markCostExhausted: assign({ stoppedBy: 'cost' as const }),
     markTimeExhausted: assign({ stoppedBy: 'time' as const }),
-    markGroupExhausted: assign({ stoppedBy: 'group' as const }),
+    // The runtime did not make the call: it does not fit a budget (the run's, or its group's in the store).
+    markNoRoom: assign(({ event }) => {
+      assertEvent(event, ['xstate.done.actor.policy', 'xstate.done.actor.summary']);
+      const o = event.output;
+      return o.type === 'exhausted' ? { stoppedBy: o.budget, error: o.why ?? null } : {};
+    }),
     // Whatever stops the run now (after a change of limits), so stoppedBy is never stale.
     markExhausted: assign(({ context }) => ({ stoppedBy: exhaustedBudget(context) ?? context.stoppedBy })),
     clearStop: assign({ stoppedBy: null, error: null }),
@@ -270,8 +279,8 @@ export const agentMachine = setup({
             src: 'policy',
             input: ({ context }) => ({ runId: context.runId, step: context.steps + 1 }),
             onDone: [
-              // The policy was not called: the run's group is out of budget (the runtime checked the store).
-              { guard: 'isOutsideStop', target: '#agent.budget_exhausted', actions: 'markGroupExhausted' },
+              // The policy was not called: the call does not fit a budget (the run's, or its group's in the store).
+              { guard: 'isOutsideStop', target: '#agent.budget_exhausted', actions: 'markNoRoom' },
               { guard: 'isFinal', target: '#agent.done', actions: ['countDecision', 'recordFinal'] },
               // The step's first call that needs nobody goes in flight at once (its write-ahead record).
               {
@@ -303,8 +312,8 @@ export const agentMachine = setup({
             onDone: [
               { guard: 'isSummary', target: 'deciding', actions: ['countSummary', 'recordSummary'] },
               { guard: 'isSummaryFailure', target: 'deciding', actions: ['countSummary', 'recordSummaryFailure'] },
-              // Not summarised: the run's group is out of budget (the runtime checked the store).
-              { guard: 'isSummaryOutsideStop', target: '#agent.budget_exhausted', actions: 'markGroupExhausted' },
+              // Not summarised: the call does not fit a budget (the run's, or its group's in the store).
+              { guard: 'isSummaryOutsideStop', target: '#agent.budget_exhausted', actions: 'markNoRoom' },
               // Nothing to summarise (resumed without the option): deciding asks the policy.
               { target: 'deciding' },
             ],

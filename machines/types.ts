@@ -34,6 +34,11 @@ export interface TokenCount {
 export interface RunUsage extends TokenCount {
   /** Dollars spent on policy calls, a whole number of micro-dollars (6 decimal places). */
   costUsd: number;
+  /**
+   * Of the tokens counted, those estimated because a call's usage was missing or could not be
+   * read (counted all the same: a budget never counts such a call as free). Absent when none.
+   */
+  estimatedTokens?: number;
 }
 
 /**
@@ -236,6 +241,10 @@ export interface AgentInput {
 /** Fields every policy outcome carries: what it cost and when it ended. */
 interface DecisionCost {
   usage: TokenCount | null;
+  /** The token counts of `usage` are the runtime's estimate (the call reported none it could read). */
+  estimated?: true;
+  /** Why the charge is not the usage as reported (unreadable, or more than the call could spend): kept in the run's `error`. */
+  note?: string;
   /** What the call cost; absent: nothing is added (a decision made without the runtime's pricing). */
   cost?: CallCost;
   elapsedMs: number;
@@ -271,10 +280,11 @@ export type Decision = DecisionCost &
     | { type: 'calls'; calls: ClassifiedCall[]; text: string | null }
     | { type: 'malformed'; tool: string; error: string }
     /**
-     * The runtime found a budget kept outside the run spent (its group's, in the store) and did
-     * not call the policy: no step is counted, and the run stops `budget_exhausted`.
+     * The runtime found that the call does not fit a budget — the run's own (its estimated request
+     * and least output are more than is left), or its group's (in the store) — and did not call
+     * the policy: no step is counted, and the run stops `budget_exhausted`, `why` in its `error`.
      */
-    | { type: 'exhausted'; budget: 'group' }
+    | { type: 'exhausted'; budget: 'tokens' | 'cost' | 'group'; why?: string }
   );
 
 /**
@@ -288,7 +298,7 @@ export type SummaryOutcome =
   | (DecisionCost & { type: 'summary'; text: string; covers: { from: number; to: number } })
   | (DecisionCost & { type: 'failed'; error: string })
   | { type: 'skipped' }
-  | { type: 'exhausted'; budget: 'group' };
+  | { type: 'exhausted'; budget: 'tokens' | 'cost' | 'group'; why?: string };
 
 /** The tool actor's output. */
 export type ToolOutcome =

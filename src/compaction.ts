@@ -18,6 +18,8 @@ export interface SummaryContext {
   signal: AbortSignal;
   /** What the run's budgets leave (as `PolicyContext.remaining`): a model call caps its output to `tokens`. */
   remaining: { steps: number; tokens: number | null; activeMs: number | null; costUsd: number | null };
+  /** The most output tokens the summary may produce (the budgets, after its estimated input): a model call's output limit. null: none. */
+  maxOutputTokens: number | null;
   /** The journal indices the summary will stand for (both included). */
   covers: { from: number; to: number };
 }

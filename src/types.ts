@@ -57,6 +57,13 @@ export interface PolicyContext {
    */
   remaining: { steps: number; tokens: number | null; activeMs: number | null; costUsd?: number | null };
   /**
+   * The most output tokens this call may produce: what the budgets (run and group) leave after
+   * the request's estimated input, and the adapter's own limit. A model adapter passes it as the
+   * API's output limit (`max_tokens`, `maxOutputTokens`), so that the call cannot spend more than
+   * was reserved for it. null: no budget limits it. (Optional in the type, as `costUsd` is.)
+   */
+  maxOutputTokens?: number | null;
+  /**
    * Reports what a streaming model has produced so far (text, tool-call pieces): observers see it
    * as `{ type: 'delta' }` events as it arrives. The history still records only the final action.
    * Never throws; calls after the policy call ended are ignored.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Action, Agent, OptionsError, RunStateError } from '../src/index.js';
+import { type Action, Agent, estimateTokens, OptionsError, RunStateError } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
 import { gate, recorder, sequence, until } from './support/helpers.js';
 
@@ -107,25 +107,89 @@ describe('step budget', () => {
 });
 
 describe('token budget', () => {
-  it('sums usage and stops before the call that would start over the limit', async () => {
-    const policy = loop();
-    const agent = new Agent({ policy, tools: [recorder('t').tool], maxTokens: 40 });
+  it('reserves before each call: a call whose estimated request does not fit is not made, and usage never passes the limit', async () => {
+    const policy = loop(); // 15 tokens a step as reported
+    const agent = new Agent({ policy, tools: [recorder('t').tool], maxTokens: 100, maxSteps: 50 });
     expect(await agent.start('go')).toBe('budget_exhausted');
-    // 15 tokens a step: after 3 steps 45 >= 40.
-    expect(agent.state).toMatchObject({ steps: 3, usage: { inputTokens: 30, outputTokens: 15 }, stoppedBy: 'tokens' });
-    agent.extendBudget({ maxTokens: 60 });
+    const { usage, steps, stoppedBy, error } = agent.state;
+    expect(stoppedBy).toBe('tokens');
+    expect(usage.inputTokens + usage.outputTokens).toBe(15 * steps);
+    expect(usage.inputTokens + usage.outputTokens).toBeLessThanOrEqual(100);
+    // The next call's request (the view, a quarter token a character) did not fit what was left.
+    const left = 100 - 15 * steps;
+    expect(estimateTokens(agent.view())).toBeGreaterThan(left - 1);
+    expect(error).toMatch(/^the next call does not fit the token budget: its request is estimated at \d+ tokens/);
+    expect(policy.calls).toHaveLength(steps);
+    agent.extendBudget({ maxTokens: 200 });
     expect(await agent.run()).toBe('budget_exhausted');
-    expect(agent.state.steps).toBe(4);
+    expect(agent.state.steps).toBeGreaterThan(steps);
   });
 
-  it('ignores invalid usage rather than failing the run', async () => {
+  it('the model is told the output it may produce: what is left after the estimated request', async () => {
+    const seen: (number | null | undefined)[] = [];
     const agent = new Agent({
-      policy: sequence({ tool: 't', usage: { inputTokens: -1, outputTokens: 'x' } }, { final: 1 }),
-      tools: [recorder('t').tool],
-      maxTokens: 1,
+      policy: (_view, ctx) => {
+        seen.push(ctx.maxOutputTokens);
+        return { final: 'ok', usage: { inputTokens: 10, outputTokens: 2 } };
+      },
+      tools: [],
+      maxTokens: 100,
     });
     expect(await agent.start('go')).toBe('done');
-    expect(agent.state.usage).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 });
+    expect(seen).toEqual([100 - estimateTokens([{ role: 'user', content: 'go' }])]);
+    const free = new Agent({ policy: (_v, ctx) => ({ final: ctx.maxOutputTokens ?? 'none' }), tools: [] });
+    await free.start('go');
+    expect(free.state.answer).toBe('none'); // no budget: no cap
+  });
+
+  it('usage it cannot read is charged at the estimate, never 0: the run stops for tokens, not at its step budget', async () => {
+    const agent = new Agent({
+      policy: () => ({ tool: 't', usage: { inputTokens: -1, outputTokens: 'x' } }) as unknown as Action,
+      tools: [recorder('t').tool],
+      maxTokens: 100,
+      maxSteps: 50,
+    });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    const { usage, steps, stoppedBy, error } = agent.state;
+    expect(stoppedBy).toBe('tokens');
+    expect(steps).toBeLessThan(10);
+    expect(usage.inputTokens + usage.outputTokens).toBeGreaterThan(0);
+    expect(usage.inputTokens + usage.outputTokens).toBeLessThanOrEqual(100);
+    expect(usage.estimatedTokens).toBe(usage.inputTokens + usage.outputTokens);
+    expect(agent.state.history.length).toBeGreaterThan(1);
+    expect(error).toMatch(/does not fit|could not be read/);
+  });
+
+  it('usage that is missing is estimated and marked; hostile counts (1e300, -1, "lots") are not read', async () => {
+    for (const usage of [
+      undefined,
+      { inputTokens: 1e300, outputTokens: 1 },
+      { inputTokens: -1, outputTokens: 1 },
+      { inputTokens: 'lots', outputTokens: 2 },
+    ]) {
+      const agent = new Agent({
+        policy: sequence({ final: 'ok', ...(usage === undefined ? {} : { usage }) }),
+        tools: [],
+        maxTokens: 1_000,
+      });
+      expect(await agent.start('go')).toBe('done');
+      const u = agent.state.usage;
+      const estimate = estimateTokens([{ role: 'user', content: 'go' }]) + Math.ceil(JSON.stringify('ok').length / 4);
+      expect([u.inputTokens + u.outputTokens, u.estimatedTokens]).toEqual([estimate, estimate]);
+      if (usage === undefined) expect(agent.state.error).toBeNull();
+      else expect(agent.state.error).toMatch(/could not be read/);
+    }
+  });
+
+  it('a report of more than the call could spend is charged what it could, and the run says so', async () => {
+    const agent = new Agent({
+      policy: sequence({ final: 'ok', usage: { inputTokens: 5_000, outputTokens: 5_000 } }),
+      tools: [],
+      maxTokens: 1_000,
+    });
+    expect(await agent.start('go')).toBe('done');
+    expect(agent.state.usage).toMatchObject({ inputTokens: 1_000, outputTokens: 0 });
+    expect(agent.state.error).toBe('the call reported 10000 tokens, more than the 1000 it could spend: charged 1000');
   });
 });
 

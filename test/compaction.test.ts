@@ -268,9 +268,11 @@ describe('budgets', () => {
     expect(await agent.start('go')).toBe('budget_exhausted');
     expect(agent.state.stoppedBy).toBe('tokens');
     expect(agent.state.history.at(-1)?.role).toBe('summary');
-    // 2 steps of 2 tokens, then the summary's 100: no third policy call.
+    // 2 steps of 2 tokens, then the summary's 100 — charged at the 96 left, never past the budget:
+    // no third policy call.
     expect(agent.state.steps).toBe(2);
-    expect(agent.state.usage).toMatchObject({ inputTokens: 92, outputTokens: 12 });
+    expect(agent.state.usage).toMatchObject({ inputTokens: 92, outputTokens: 8 });
+    expect(agent.state.error).toBe('the call reported 100 tokens, more than the 96 it could spend: charged 96');
   });
 
   it('a summary whose cost cannot be known fails closed under a cost budget (it spends what is left)', async () => {
@@ -553,13 +555,13 @@ describe('limits given on resume', () => {
     const s = namer();
     const options = { policy: stepper(6).policy, tools: [recorder('t').tool] };
     const compaction = { when: { entries: 5 }, keep: 1, summarize: s.summarize };
-    // The policy reported no tokens: a budget of 0 tokens is spent already.
+    // A budget of 0 tokens is spent already.
     const again = Agent.resume(blob, { ...options, compaction, maxTokens: 0 });
     expect(again.status).toBe('budget_exhausted');
     expect(again.state.stoppedBy).toBe('tokens');
     expect(await again.run()).toBe('budget_exhausted');
     expect(s.calls).toEqual([]);
-    again.extendBudget({ maxTokens: 10 });
+    again.extendBudget({ maxTokens: 10_000 });
     expect(await again.run()).toBe('done');
     expect(s.calls[0]?.ctx.covers).toEqual({ from: 1, to: 4 });
   });

@@ -113,12 +113,13 @@ describe('the cost budget', () => {
     expect(policy.calls).toHaveLength(4);
   });
 
-  it('a call may cross the limit (its cost is known only after it); the next is not made', async () => {
+  it('a call that costs more than was left is charged what was left (the budget is never passed), the run says so, and the next is not made', async () => {
     const policy = loop({ inputTokens: 0, outputTokens: 0, costUsd: 0.75 });
     const agent = new Agent({ policy, tools: [recorder('t').tool], maxCostUsd: 1 });
     expect(await agent.start('go')).toBe('budget_exhausted');
     expect(policy.calls).toHaveLength(2);
-    expect(agent.state.usage.costUsd).toBe(1.5);
+    expect(agent.state.usage.costUsd).toBe(1);
+    expect(agent.state.error).toBe('the call cost $0.75, more than the $0.25 it could spend: charged $0.25');
   });
 
   it('tells the policy what it has left (ctx.remaining.costUsd), null without a cost budget', async () => {
@@ -361,7 +362,11 @@ describe('an unknown cost fails closed', () => {
       price,
     });
     expect(await agent.start('go')).toBe('done');
-    expect(agent.state).toMatchObject({ usage: { inputTokens: 1000, outputTokens: 100, costUsd: 0 }, error: null });
+    // The final answer reported no usage: its tokens are estimated (and marked), its cost unknown.
+    const { usage, error } = agent.state;
+    expect([usage.costUsd, error]).toEqual([0, null]);
+    expect(usage.inputTokens + usage.outputTokens - (usage.estimatedTokens ?? 0)).toBe(1100);
+    expect(usage.estimatedTokens).toBeGreaterThan(0);
   });
 });
 
@@ -404,7 +409,12 @@ describe('options', () => {
       maxCostUsd: 1,
     });
     expect(await agent.start('go')).toBe('budget_exhausted');
-    expect(agent.state).toMatchObject({ steps: 3, usage: { costUsd: 1.2 }, error: null });
+    // The third call reported $0.4 with $0.2 left: charged $0.2, never past the budget.
+    expect(agent.state).toMatchObject({
+      steps: 3,
+      usage: { costUsd: 1 },
+      error: 'the call cost $0.4, more than the $0.2 it could spend: charged $0.2',
+    });
   });
 
   it('a price table changed after the agent was made does not change what calls cost', async () => {
@@ -434,7 +444,7 @@ describe('options', () => {
       status: 'budget_exhausted',
       stoppedBy: 'cost',
       steps: 3,
-      usage: { costUsd: 0.06 },
+      usage: { costUsd: 0.05 }, // the third call's $0.02 charged at the $0.01 left
     });
     expect(agent.state.limits.maxCostUsd).toBe(0.05);
     await expect(submitRun(store, { agent: def, goal: 'x', limits: { maxCostUsd: -1 } })).rejects.toThrow(OptionsError);

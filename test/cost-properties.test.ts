@@ -1,13 +1,14 @@
 /**
- * Property (issue 16, the cost budget): for random sequences of reported usages — hostile ones
- * included — and random prices, no policy call starts once the spent cost reaches `maxCostUsd`,
- * the total never exceeds `maxCostUsd` by more than the last call's own cost (a call's cost is
- * known only after it), and the run counts exactly what an independent, written-out pricing
- * says (whole micro-dollars, each call rounded up; an unknown cost spends what was left).
+ * Property (the cost budget, reserve then settle): for random sequences of reported usages —
+ * hostile ones included — and random prices, no policy call starts once the spent cost reaches
+ * `maxCostUsd` or when its estimated request does not fit what is left, the total **never**
+ * exceeds `maxCostUsd` (a call reporting more than was left is charged what was left), and the
+ * run counts exactly what an independent, written-out pricing says (whole micro-dollars, each
+ * call rounded up, at most what was left; an unknown cost spends what was left).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Agent, type Policy, type PriceTable } from '../src/index.js';
+import { Agent, estimateTokens, type Policy, type PriceTable } from '../src/index.js';
 import { recorder } from './support/helpers.js';
 
 const SEED = 20261203;
@@ -108,7 +109,7 @@ function microOf(r: Reported, table: Record<string, Rates>): number | null {
 }
 
 describe('the cost budget, for random usages and prices', () => {
-  it(`never starts a call once spent; overshoots by at most the last call; counts what the oracle says (seed ${SEED})`, async () => {
+  it(`never starts a call once spent or that cannot fit; never overshoots; counts what the oracle says (seed ${SEED})`, async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 2_000_000 }),
@@ -141,25 +142,29 @@ describe('the cost budget, for random usages and prices', () => {
           });
           await agent.start('go');
 
-          // The oracle's run: stop before a call when spent ≥ max; an unknown cost spends the rest.
+          // The oracle, over the calls that were made: each charged its cost, at most what was
+          // left; an unknown cost spends the rest.
+          const calls = startedWith.length;
           let spent = 0;
-          let calls = 0;
-          let last = 0;
-          for (const r of script) {
-            if (spent >= maxMicro) break;
-            calls++;
+          for (const r of script.slice(0, calls)) {
             const micro = microOf(r, table);
-            last = micro === null ? maxMicro - spent : micro;
-            spent = Math.min(spent + last, 1e15);
+            spent += micro === null ? maxMicro - spent : Math.min(micro, maxMicro - spent);
           }
-          expect(startedWith).toHaveLength(calls);
           // No policy call started with the budget spent: each was told it had something left.
           for (const left of startedWith) expect(left).toBeGreaterThan(0);
           const total = Math.round(agent.state.usage.costUsd * 1e6);
           expect(total).toBe(spent);
-          expect(total).toBeLessThanOrEqual(maxMicro + last);
-          if (agent.status === 'budget_exhausted' && agent.state.stoppedBy === 'cost') {
-            expect(total).toBeGreaterThanOrEqual(maxMicro);
+          expect(total).toBeLessThanOrEqual(maxMicro);
+          if (calls < script.length) {
+            expect(agent.state).toMatchObject({ status: 'budget_exhausted', stoppedBy: 'cost' });
+            if (total < maxMicro) {
+              // Stopped with money left: the next request, priced at the dearest model (the policy
+              // names none in advance), did not leave room for one output token.
+              const dearest = (k: 'input' | 'output') => Math.max(table['gpt-a'][k], table['gpt-b'][k]) / 100;
+              const request = estimateTokens(agent.view());
+              expect(maxMicro - total - request * dearest('input')).toBeLessThan(dearest('output') + 1e-6);
+              expect(agent.state.error).toMatch(/^the next call does not fit the cost budget/);
+            }
           }
           // The run always loads back: the spending is a number the checkpoint can hold.
           expect(Agent.resume(agent.checkpoint(), { policy, tools: [recorder('t').tool] }).state.usage).toEqual(

@@ -1,6 +1,7 @@
 /**
  * Group budgets at the Agent (issue 16): `budgetGroup` puts a run in a group whose budget lives in
- * the store; the group is checked before every policy call and charged after it; a run over its
+ * the store; every policy call holds what it may spend there before it is made and settles after
+ * it (reserve, then settle: the group is never overshot); a run over its
  * group's budget stops `budget_exhausted` with `stoppedBy: 'group'`; the run's own `extendBudget`
  * does not lift that, raising the group's budget does; `Agent.load` keeps the group; a store that
  * cannot answer stops the policy from being called (fail closed). On the memory store; SQLite and
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resumeOptionsOf } from '../src/define.js';
-import { Agent, defineAgent, OptionsError, type Policy } from '../src/index.js';
+import { Agent, defineAgent, estimateTokens, OptionsError, type Policy } from '../src/index.js';
 import { FileStore } from '../src/stores/file.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { submitRun, Worker } from '../src/worker/index.js';
@@ -75,13 +76,16 @@ describe('budgetGroup: the option', () => {
 });
 
 describe('a run in a group', () => {
-  it('is charged after every policy call and stops with stoppedBy group once the group has spent its budget', async () => {
+  it('holds before every policy call, settles after it, and stops with stoppedBy group once the group has spent its budget', async () => {
     const store = new MemoryStore();
     await store.setGroupBudget('acme', { maxCostUsd: 0.3 });
     const policy = spending(0.1);
     const agent = new Agent(base(store, policy, 'r1'));
     expect(await agent.start('go')).toBe('budget_exhausted');
-    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 3, usage: { costUsd: 0.3 }, error: null });
+    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 3, usage: { costUsd: 0.3 } });
+    expect(agent.state.error).toMatch(
+      /^the group "acme" has spent \$0\.3 of its cost budget for \d{4}-\d{2}-\d{2}: the next call does not fit$/,
+    );
     expect(policy.calls).toBe(3);
     const spend = await store.groupSpend('acme');
     expect(spend).toMatchObject({ tokens: 30, costUsd: 0.3, exhausted: 'cost' });
@@ -99,12 +103,17 @@ describe('a run in a group', () => {
     expect((await store.groupSpend('other')).costUsd).toBe(0.2);
   });
 
-  it('a token limit stops it too; the run’s own budgets still apply first', async () => {
+  it('a token limit stops it too — before a call whose estimated request the group cannot fit; the run’s own budgets still apply first', async () => {
     const store = new MemoryStore();
-    await store.setGroupBudget('acme', { maxTokens: 25 });
+    await store.setGroupBudget('acme', { maxTokens: 60 });
     const agent = new Agent(base(store, spending(0), 'r1'));
     expect(await agent.start('go')).toBe('budget_exhausted');
-    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 3 });
+    expect(agent.state.stoppedBy).toBe('group');
+    const spent = (await store.groupSpend('acme')).tokens;
+    expect(spent).toBe(10 * agent.state.steps);
+    // The next request (the view, a quarter token a character) and one output token did not fit what was left.
+    expect(estimateTokens(agent.view()) + 1).toBeGreaterThan(60 - spent);
+    expect(agent.state.error).toMatch(/of its tokens budget/);
     const own = new Agent({ ...base(store, spending(0), 'r2'), budgetGroup: 'roomy', maxSteps: 1 });
     expect(await own.start('go')).toBe('budget_exhausted');
     expect(own.state.stoppedBy).toBe('steps');
@@ -174,6 +183,54 @@ describe('a run in a group', () => {
     expect(await store.groupOf('r1')).toBe('other');
   });
 
+  it('a run id created in a group stays in it: made again without budgetGroup (after a delete), it spends from that group', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 0.2 });
+    const first = new Agent(base(store, spending(0.1), 'r1'));
+    expect(await first.start('go')).toBe('budget_exhausted');
+    expect(first.state.stoppedBy).toBe('group');
+    expect(await store.delete('r1')).toBe(true); // the run is gone; its membership is not
+    const policy = spending(0.1);
+    const again = new Agent({ store, policy, tools, runId: 'r1', maxSteps: 100 });
+    expect(await again.start('go')).toBe('budget_exhausted');
+    expect(again.state.stoppedBy).toBe('group');
+    expect(policy.calls).toBe(0);
+    expect(await store.groupOf('r1')).toBe('acme');
+    // And through the worker API: a run submitted without a group under an id that is in one.
+    expect(await store.delete('r1')).toBe(true);
+    const def = defineAgent({ name: 'spender', policy: spending(0.1), tools, maxSteps: 50 });
+    await submitRun(store, { agent: def, goal: 'x', runId: 'r1' });
+    await new Worker({ store, agents: [def] }).drain();
+    expect((await store.load('r1'))?.status).toBe('budget_exhausted');
+    expect((await store.groupSpend('acme')).costUsd).toBe(0.2);
+  });
+
+  it("a call waits while other runs hold the group's room, and goes on once they settle", async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxCostUsd: 1 });
+    let release: (value: unknown) => void = () => {};
+    const slow = (() =>
+      new Promise((resolve) => {
+        release = resolve;
+      })) as unknown as Policy;
+    // Unpriced: a call holds all the group has left until it settles.
+    const a = new Agent({ ...base(store, slow, 'a'), maxSteps: 1 });
+    const first = a.start('go');
+    await new Promise((r) => setTimeout(r, 20));
+    const policy = spending(0.1);
+    const b = new Agent({ ...base(store, policy, 'b'), maxSteps: 1 });
+    const second = b.start('go');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(policy.calls).toBe(0); // waiting for a's hold, not stopped: the group is not spent
+    expect(b.status).toBe('running');
+    release({ tool: 't', usage: { inputTokens: 1, outputTokens: 1, costUsd: 0.3 } });
+    expect(await first).toBe('budget_exhausted');
+    expect(await second).toBe('budget_exhausted');
+    expect(policy.calls).toBe(1);
+    expect([a.state.stoppedBy, b.state.stoppedBy]).toEqual(['steps', 'steps']);
+    expect((await store.groupSpend('acme')).costUsd).toBe(0.4);
+  });
+
   it('a run loaded with its policy call in flight checks its group before making that call again', async () => {
     const store = new MemoryStore();
     const def = defineAgent({ name: 'spender', policy: spending(), tools, maxSteps: 50 });
@@ -202,15 +259,17 @@ describe('a run in a group', () => {
     expect(await store.groupSpend('acme')).toMatchObject({ costUsd: 5, exhausted: 'cost' });
   });
 
-  it('a hostile usage cannot jam the charge: counts are capped as the store caps them', async () => {
+  it('a hostile usage cannot overshoot the group: each call is charged at most what it held; costs are capped as the store caps them', async () => {
     const store = new MemoryStore();
-    await store.setGroupBudget('acme', { maxTokens: 1e15 });
+    await store.setGroupBudget('acme', { maxTokens: 10_000 });
     const huge = Number.MAX_SAFE_INTEGER;
     const policy = (() => ({ tool: 't', usage: { inputTokens: huge, outputTokens: huge, costUsd: 1e12 } })) as Policy;
     const agent = new Agent(base(store, policy, 'r1'));
     expect(await agent.start('go')).toBe('budget_exhausted');
-    expect(agent.state).toMatchObject({ stoppedBy: 'group', steps: 1, error: null });
-    expect(await store.groupSpend('acme')).toMatchObject({ tokens: huge, costUsd: 1e9, exhausted: 'tokens' });
+    expect(agent.state.stoppedBy).toBe('group');
+    expect(agent.state.steps).toBeGreaterThan(1);
+    expect(await store.groupSpend('acme')).toMatchObject({ tokens: 10_000, costUsd: 1e9, exhausted: 'tokens' });
+    expect(agent.state.usage.inputTokens + agent.state.usage.outputTokens).toBe(10_000);
   });
 
   it('a daily budget starts again at 00:00 UTC on the store’s clock', async () => {
@@ -227,19 +286,19 @@ describe('a run in a group', () => {
   });
 });
 
-/** A memory store whose group methods fail while `down` is set. */
+/** A memory store whose group holds (`check`) or settlements (`spend`) fail while `down` says so. */
 function flaky() {
   const store = new MemoryStore();
   const state = { down: { check: false, spend: false } };
-  const spend = store.spendGroup.bind(store);
-  const read = store.groupSpend.bind(store);
-  store.groupSpend = async (group) => {
+  const hold = store.holdGroup.bind(store);
+  const settle = store.settleGroup.bind(store);
+  store.holdGroup = async (group, request) => {
     if (state.down.check) throw new Error('connection refused');
-    return read(group);
+    return hold(group, request);
   };
-  store.spendGroup = async (group, charge) => {
+  store.settleGroup = async (group, settlement) => {
     if (state.down.spend) throw new Error('connection reset');
-    return spend(group, charge);
+    return settle(group, settlement);
   };
   return { store, state };
 }
@@ -253,7 +312,7 @@ describe('fail closed', () => {
     expect(await agent.start('go')).toBe('failed');
     expect(policy.calls).toBe(0);
     expect(agent.state.error).toBe(
-      'StoreUnavailableError: the budget of group "acme" could not be checked, so the policy was not called: Error: connection refused',
+      'StoreUnavailableError: the budget of group "acme" could not be checked, so the call was not made: Error: connection refused',
     );
     state.down.check = false;
     expect(await agent.run()).toBe('budget_exhausted');
@@ -270,7 +329,7 @@ describe('fail closed', () => {
     // The first call's charge fails, and so does the check before the second (it must add it first).
     expect(await agent.start('go')).toBe('failed');
     expect(policy.calls).toBe(1);
-    expect(agent.state.error).toMatch(/could not be checked, so the policy was not called: Error: connection reset/);
+    expect(agent.state.error).toMatch(/could not be checked, so the call was not made: Error: connection reset/);
     expect((await store.groupSpend('acme')).costUsd).toBe(0);
     state.down.spend = false;
     expect(await agent.run()).toBe('budget_exhausted');
@@ -334,7 +393,7 @@ describe('budgetGroup with compaction', () => {
 
   it('a group out of budget pays for no summary: the run stops for the group before summarising', async () => {
     const store = new MemoryStore();
-    await store.setGroupBudget('acme', { maxTokens: 30 });
+    await store.setGroupBudget('acme', { maxTokens: 300 });
     let summaries = 0;
     const agent = new Agent({
       store,
@@ -342,7 +401,7 @@ describe('budgetGroup with compaction', () => {
       runId: 'r',
       budgetGroup: 'acme',
       maxSteps: 50,
-      policy: looping,
+      policy: () => ({ tool: 't', usage: { inputTokens: 90, outputTokens: 10 } }),
       compaction: {
         when: { entries: 6 },
         keep: 1,
@@ -354,9 +413,9 @@ describe('budgetGroup with compaction', () => {
     });
     expect(await agent.start('go')).toBe('budget_exhausted');
     expect(agent.state.stoppedBy).toBe('group');
-    // Three policy calls spend the 30 tokens; the history then asks for a summary, but the group is out.
+    // Three policy calls spend the 300 tokens; the history then asks for a summary, but the group is out.
     expect(agent.state.steps).toBe(3);
     expect(summaries).toBe(0);
-    expect((await store.groupSpend('acme')).tokens).toBe(30);
+    expect((await store.groupSpend('acme')).tokens).toBe(300);
   });
 });

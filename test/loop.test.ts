@@ -137,7 +137,10 @@ describe('malformed policy output', () => {
 
   it('still counts the tokens a malformed action reports', async () => {
     const agent = new Agent({
-      policy: sequence({ usage: { inputTokens: 5, outputTokens: 2 } }, { final: 1 }),
+      policy: sequence(
+        { usage: { inputTokens: 5, outputTokens: 2 } },
+        { final: 1, usage: { inputTokens: 0, outputTokens: 0 } },
+      ),
       tools: [],
     });
     await agent.start('go');

@@ -617,19 +617,40 @@ describe('spans of a run', () => {
     }
   });
 
-  it('the adapters mark their policies with their model', () => {
+  it("the adapters mark their policies with their model, and their calls' bounds for the budgets", () => {
     const openai = new OpenAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:9' });
     const anthropic = new Anthropic({ apiKey: 'k', baseURL: 'http://127.0.0.1:9' });
+    // Nothing carried beside the history: the declarations of no tools and no instructions.
+    const bare = Math.ceil(JSON.stringify({ instructions: '', tools: [] }).length / 4);
     expect(modelOf(openaiPolicy({ client: openai, model: 'gpt-5-mini', tools: [] }))).toEqual({
       provider: 'openai',
       model: 'gpt-5-mini',
+      requestTokens: bare,
     });
-    expect(modelOf(anthropicPolicy({ client: anthropic, model: 'claude-x', tools: [] }))).toEqual({
+    expect(
+      modelOf(openaiPolicy({ client: openai, model: 'gpt-5-mini', tools: [], api: 'responses', maxOutputTokens: 900 })),
+    ).toEqual({
+      provider: 'openai',
+      model: 'gpt-5-mini',
+      requestTokens: bare,
+      maxOutputTokens: 900,
+      minOutputTokens: 16,
+    });
+    const instructed = modelOf(
+      anthropicPolicy({ client: anthropic, model: 'claude-x', tools: [], instructions: 'x'.repeat(400) }),
+    );
+    expect(instructed).toEqual({
       provider: 'anthropic',
       model: 'claude-x',
+      requestTokens: bare + 100,
+      maxOutputTokens: 4096, // the adapter's default max_tokens
     });
     const model = createOpenAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:9' }).chat('gpt-y');
-    expect(modelOf(aiSdkPolicy({ model, tools: [] }))).toEqual({ provider: 'openai', model: 'gpt-y' });
+    expect(modelOf(aiSdkPolicy({ model, tools: [] }))).toEqual({
+      provider: 'openai',
+      model: 'gpt-y',
+      requestTokens: bare,
+    });
     expect(modelOf(() => 1)).toBeNull();
   });
 });

@@ -112,7 +112,12 @@ const context = z.strictObject({
   runId: z.string().min(1),
   history: z.array(entrySchema),
   steps: count,
-  usage: z.strictObject({ inputTokens: count, outputTokens: count, costUsd: spentUsd }),
+  usage: z.strictObject({
+    inputTokens: count,
+    outputTokens: count,
+    costUsd: spentUsd,
+    estimatedTokens: z.number().int().positive().optional(),
+  }),
   activeMs: z.number().nonnegative(),
   limits: z.strictObject({ maxSteps: count, maxTokens: limitOrNull, maxActiveMs: limitOrNull, maxCostUsd: costLimit }),
   approvalTtlMs: z.number().positive().nullable(),

@@ -93,11 +93,13 @@ export function actionOf(response: { text: string; calls: RawCall[]; usage: Mode
 }
 
 /**
- * The output-token limit of one call: the configured one, capped by what the token budget leaves
- * (`ctx.remaining.tokens`), and at least `floor` (an API's minimum).
+ * The output-token limit of one call: the configured one, capped by what the runtime reserved for
+ * the call's output (`ctx.maxOutputTokens`: the budgets less the request's estimated input; or,
+ * from a context made without it, what the token budget leaves), and at least `floor` (an API's
+ * minimum, which the runtime knows from the policy's marks and reserves).
  */
 export function outputLimit(configured: number | undefined, ctx: PolicyContext, floor = 1): number | undefined {
-  const left = ctx.remaining.tokens;
+  const left = ctx.maxOutputTokens !== undefined ? ctx.maxOutputTokens : ctx.remaining.tokens;
   const limit = left === null ? configured : Math.min(configured ?? left, left);
   return limit === undefined ? undefined : Math.max(floor, Math.floor(limit));
 }

@@ -172,33 +172,37 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
     client: model,
     model: `${model.provider}:${model.modelId}`,
   });
-  return policyOf<Tools>(async (history: HistoryEntry[], ctx: PolicyContext) => {
-    const maxOutputTokens = outputLimit(call.maxOutputTokens, ctx);
-    const callOptions: LanguageModelV3CallOptions = {
-      ...(call.request as Partial<LanguageModelV3CallOptions>),
-      prompt: aiSdkPrompt(turnsOf(history), call.instructions),
-      abortSignal: ctx.signal,
-      ...(call.declarations.length > 0 ? { tools: aiSdkTools(call.declarations) } : {}),
-      ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
-    };
-    const asked = String(model.modelId);
-    if (!call.stream) {
-      const result = await call.client.doGenerate(callOptions);
-      const action = readSafely(
-        () => contentAction(result.content, result.usage),
-        () => usageOfModel(result?.usage),
-      );
+  return policyOf<Tools>(
+    async (history: HistoryEntry[], ctx: PolicyContext) => {
+      const maxOutputTokens = outputLimit(call.maxOutputTokens, ctx);
+      const callOptions: LanguageModelV3CallOptions = {
+        ...(call.request as Partial<LanguageModelV3CallOptions>),
+        prompt: aiSdkPrompt(turnsOf(history), call.instructions),
+        abortSignal: ctx.signal,
+        ...(call.declarations.length > 0 ? { tools: aiSdkTools(call.declarations) } : {}),
+        ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
+      };
+      const asked = String(model.modelId);
+      if (!call.stream) {
+        const result = await call.client.doGenerate(callOptions);
+        const action = readSafely(
+          () => contentAction(result.content, result.usage),
+          () => usageOfModel(result?.usage),
+        );
+        return withModel(
+          action,
+          answeringModel(() => result.response?.modelId, asked),
+        );
+      }
+      const { stream } = await call.client.doStream(callOptions);
+      const answered: { model?: unknown } = {};
+      const action = await streamedAction(stream, ctx, answered);
       return withModel(
         action,
-        answeringModel(() => result.response?.modelId, asked),
+        answeringModel(() => answered.model, asked),
       );
-    }
-    const { stream } = await call.client.doStream(callOptions);
-    const answered: { model?: unknown } = {};
-    const action = await streamedAction(stream, ctx, answered);
-    return withModel(
-      action,
-      answeringModel(() => answered.model, asked),
-    );
-  }, modelNamed(model));
+    },
+    modelNamed(model),
+    call,
+  );
 }

@@ -235,5 +235,7 @@ export function anthropicPolicy<const Tools extends readonly Tool[]>(
       );
     },
     { provider: 'anthropic', model: call.model },
+    call,
+    { defaultOutputTokens: DEFAULT_MAX_TOKENS },
   );
 }

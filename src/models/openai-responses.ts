@@ -27,7 +27,7 @@ type Item = OpenAI.Responses.ResponseInputItem;
 type Body = OpenAI.Responses.ResponseCreateParamsNonStreaming;
 
 /** The Responses API refuses a `max_output_tokens` below 16. */
-const MIN_OUTPUT_TOKENS = 16;
+export const MIN_OUTPUT_TOKENS = 16;
 
 /** The turns as Responses input items. */
 export function responsesInput(turns: Turn[]): Item[] {

@@ -7,7 +7,7 @@ import type OpenAI from 'openai';
 import { OptionsError } from '../errors.js';
 import type { Policy, Tool } from '../types.js';
 import { chatCall } from './openai-chat.js';
-import { responsesCall } from './openai-responses.js';
+import { MIN_OUTPUT_TOKENS, responsesCall } from './openai-responses.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
 
 export type { ModelUsage } from './actions.js';
@@ -48,5 +48,7 @@ export function openaiPolicy<const Tools extends readonly Tool[]>(options: OpenA
   return policyOf<Tools>(
     (history, ctx) => (api === 'chat' ? chatCall(call, history, ctx) : responsesCall(call, history, ctx)),
     { provider: 'openai', model: call.model },
+    call,
+    api === 'responses' ? { minOutputTokens: MIN_OUTPUT_TOKENS } : {},
   );
 }

@@ -68,12 +68,25 @@ export function modelCall<Client>(
   };
 }
 
-/** Wraps an adapter's call as a policy of `Tools`, marked with its model (for the policy call's span). */
+/**
+ * Wraps an adapter's call as a policy of `Tools`, marked with its model (for the policy call's
+ * span) and its call's bounds (for the budgets' reservations): the most and fewest output tokens
+ * it asks for, and what its requests carry beside the history (instructions, declarations).
+ */
 export function policyOf<Tools extends readonly Tool[]>(
-  call: (history: HistoryEntry[], ctx: PolicyContext) => Promise<unknown>,
-  model: PolicyModel,
+  fn: (history: HistoryEntry[], ctx: PolicyContext) => Promise<unknown>,
+  model: Pick<PolicyModel, 'provider' | 'model'>,
+  call: Pick<ModelCall<unknown>, 'instructions' | 'declarations' | 'maxOutputTokens'>,
+  bounds: { minOutputTokens?: number; defaultOutputTokens?: number } = {},
 ): Policy<Tools> {
-  return markModel(call, model) as unknown as Policy<Tools>;
+  const carried = JSON.stringify({ instructions: call.instructions ?? '', tools: call.declarations });
+  const maxOutputTokens = call.maxOutputTokens ?? bounds.defaultOutputTokens;
+  return markModel(fn, {
+    ...model,
+    requestTokens: Math.ceil(carried.length / 4),
+    ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
+    ...(bounds.minOutputTokens === undefined ? {} : { minOutputTokens: bounds.minOutputTokens }),
+  }) as unknown as Policy<Tools>;
 }
 
 export type { ModelUsage };

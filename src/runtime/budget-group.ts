@@ -1,66 +1,153 @@
 /**
- * A run's side of its group budget (docs/group-budgets.md): before every policy call the group's
- * spending is read from the store, and the call is not made when a limit is reached; after it,
- * what the call spent is added to the group, atomically, in the store.
+ * A run's side of its group budget (docs/group-budgets.md): before every model call it holds the
+ * most the call may spend in the store, atomically against the group's limits and the other runs'
+ * holds — a call that cannot fit the group's spending is not made; one that waits only for other
+ * runs' holds waits for them — and after the call it settles the hold to what the call spent.
  *
- * Fail closed: when the store cannot answer the check, the policy is not called (the check
- * throws, and the run ends `failed` with the reason: `run()` tries again). When it cannot take a
- * charge, the charge is kept here and added by the next check, which fails until it is added:
- * the run makes no further call while its group's spending is not up to date. Only a process
- * that dies holding such a charge loses it (at most one call's cost per run).
+ * Fail closed: when the store cannot answer a hold, the call is not made (the hold throws, and the
+ * run ends `failed` with the reason: `run()` tries again). When it cannot take a settlement, the
+ * charge is kept here and settled before the next hold, which fails until it is: the run makes no
+ * further call while its group's spending is not up to date. A process that dies holding such a
+ * charge loses it, but not its hold: that lapses with its lease, so the group never counts less
+ * than was held in the meantime.
  */
 import { microUsd } from '../../machines/budget.js';
 import { describeError } from '../../machines/describe-error.js';
 import type { CallCost, TokenCount } from '../../machines/types.js';
+import type { Clock } from '../clock.js';
 import { StoreUnavailableError } from '../errors.js';
 import { type GroupBudgetStore, type GroupCharge, MAX_GROUP_MICRO_USD, MAX_GROUP_TOKENS } from '../stores/groups.js';
+
+/** The first pause while other runs' holds fill the group, doubling up to the last. */
+const FIRST_WAIT_MS = 20;
+const MAX_WAIT_MS = 1_000;
+
+/** What a call asks to hold: its estimated input, its output cap, the fewest output tokens, and its price. */
+export interface HoldAsk {
+  input: number;
+  output: number;
+  least: number;
+  /** Micro-dollars for so many tokens in and out, made when first needed; null: the call cannot be priced in advance (it holds all the room). */
+  price: () => ((input: number, output: number) => number) | null;
+}
+
+/** What was held under each limit the group has (null: the group does not limit it, and nothing caps the call there). */
+export interface Held {
+  tokens: number | null;
+  costMicroUsd: number | null;
+}
 
 export class GroupPort {
   readonly group: string;
   readonly #store: GroupBudgetStore;
   readonly #runId: string;
-  /** Spent by calls whose charge the store has not taken yet. */
-  #owed: Required<GroupCharge> | null = null;
+  readonly #token: () => number | null;
+  readonly #clock: Clock;
+  /** The hold of the call in flight, until it is settled. */
+  #held: { token: number } | null = null;
+  /** A settlement the store did not take: made before the next hold. */
+  #owed: { token: number; charge: Required<GroupCharge> } | null = null;
 
-  constructor(store: GroupBudgetStore, group: string, runId: string) {
+  /** `token`: the run's lease token now (a hold lives as long as that lease does). */
+  constructor(store: GroupBudgetStore, group: string, runId: string, token: () => number | null, clock: Clock) {
     this.#store = store;
     this.group = group;
     this.#runId = runId;
+    this.#token = token;
+    this.#clock = clock;
+  }
+
+  #unavailable(error: unknown): StoreUnavailableError {
+    return new StoreUnavailableError(
+      `the budget of group ${JSON.stringify(this.group)} could not be checked, so the call was not made: ${describeError(error)}`,
+      { runId: this.#runId, cause: error },
+    );
   }
 
   /**
-   * Whether the group's budget is spent (at or over a limit), adding any charge still owed first.
-   * @throws StoreUnavailableError when the store cannot say: the policy must not be called.
+   * Holds what a call may spend; waits while other runs' holds fill the group's room. A group
+   * whose spending leaves no room for the call is reported as `{ budget: 'group' }`.
+   * @throws StoreUnavailableError when the store cannot answer: the call must not be made.
    */
-  async exhausted(): Promise<boolean> {
-    try {
-      const owed = this.#owed;
-      const spend = owed ? await this.#store.spendGroup(this.group, owed) : await this.#store.groupSpend(this.group);
-      if (owed === this.#owed) this.#owed = null;
-      return spend.exhausted !== null;
-    } catch (error) {
-      throw new StoreUnavailableError(
-        `the budget of group ${JSON.stringify(this.group)} could not be checked, so the policy was not called: ${describeError(error)}`,
-        { runId: this.#runId, cause: error },
-      );
+  async hold(
+    ask: HoldAsk,
+    abort: { aborted: boolean; signal: AbortSignal },
+  ): Promise<Held | { budget: 'group'; why: string }> {
+    const token = this.#token() ?? 0;
+    const tokens = Math.min(ask.input + ask.output, MAX_GROUP_TOKENS);
+    const minTokens = Math.min(ask.input + ask.least, tokens);
+    const price = ask.price();
+    const cost = price === null ? null : Math.min(price(ask.input, ask.output), MAX_GROUP_MICRO_USD);
+    const minCost = price === null ? 1 : Math.min(price(ask.input, ask.least), cost ?? MAX_GROUP_MICRO_USD);
+    let wait = FIRST_WAIT_MS;
+    for (;;) {
+      let result: Awaited<ReturnType<GroupBudgetStore['holdGroup']>>;
+      try {
+        await this.#settleOwed();
+        result = await this.#store.holdGroup(this.group, {
+          runId: this.#runId,
+          token,
+          tokens,
+          costMicroUsd: cost,
+          minTokens,
+          minCostMicroUsd: minCost,
+        });
+      } catch (error) {
+        throw this.#unavailable(error);
+      }
+      if (result.held) {
+        this.#held = { token };
+        const { budget } = result.spend;
+        return {
+          tokens: budget.maxTokens === null ? null : result.held.tokens,
+          costMicroUsd: budget.maxCostUsd === null ? null : result.held.costMicroUsd,
+        };
+      }
+      if (result.exhausted !== null) {
+        const spent = result.exhausted === 'cost' ? `$${result.spend.costUsd}` : `${result.spend.tokens} tokens`;
+        return {
+          budget: 'group',
+          why: `the group ${JSON.stringify(this.group)} has spent ${spent} of its ${result.exhausted} budget for ${result.spend.window}: the next call does not fit`,
+        };
+      }
+      // Other runs' holds fill the room: they settle (or lapse with their owners' leases) soon.
+      if (abort.aborted) throw abort.signal.reason;
+      await this.#clock.sleep(wait, abort.signal);
+      wait = Math.min(wait * 2, MAX_WAIT_MS);
     }
   }
 
-  /** Adds one policy call's spending to the group; kept for the next check if the store fails. Never throws. */
-  async charge(tokens: TokenCount | null, cost: CallCost): Promise<void> {
-    const owed = this.#owed ?? { tokens: 0, costMicroUsd: 0, costUnknown: false };
-    // Capped as a window is: a usage of 2 × 2^53 tokens must not make a charge no store takes.
+  /** Settles the call's hold to what it spent; kept to settle before the next hold if the store fails. Never throws. */
+  async settle(tokens: TokenCount, cost: CallCost): Promise<void> {
+    const token = this.#held?.token ?? this.#token() ?? 0;
+    this.#held = null;
     const charge = {
-      tokens: Math.min(owed.tokens + (tokens ? tokens.inputTokens + tokens.outputTokens : 0), MAX_GROUP_TOKENS),
-      costMicroUsd: Math.min(owed.costMicroUsd + ('usd' in cost ? microUsd(cost.usd) : 0), MAX_GROUP_MICRO_USD),
-      costUnknown: owed.costUnknown || 'unknown' in cost,
+      tokens: Math.min(tokens.inputTokens + tokens.outputTokens, MAX_GROUP_TOKENS),
+      costMicroUsd: 'usd' in cost ? Math.min(microUsd(cost.usd), MAX_GROUP_MICRO_USD) : 0,
+      costUnknown: 'unknown' in cost,
     };
-    this.#owed = charge;
+    const owed = this.#owed;
+    // A charge still owed from an earlier call is added to this one (its hold is long gone).
+    const total = owed
+      ? {
+          tokens: Math.min(owed.charge.tokens + charge.tokens, MAX_GROUP_TOKENS),
+          costMicroUsd: Math.min(owed.charge.costMicroUsd + charge.costMicroUsd, MAX_GROUP_MICRO_USD),
+          costUnknown: owed.charge.costUnknown || charge.costUnknown,
+        }
+      : charge;
+    this.#owed = { token, charge: total };
     try {
-      await this.#store.spendGroup(this.group, charge);
-      if (this.#owed === charge) this.#owed = null;
+      await this.#store.settleGroup(this.group, { runId: this.#runId, token, charge: total });
+      this.#owed = null;
     } catch {
-      // Kept: the next check adds it first, and fails (no policy call) until the store takes it.
+      // Kept: the next hold settles it first, and fails (no call) until the store takes it.
     }
+  }
+
+  async #settleOwed(): Promise<void> {
+    const owed = this.#owed;
+    if (!owed) return;
+    await this.#store.settleGroup(this.group, { runId: this.#runId, token: owed.token, charge: owed.charge });
+    if (this.#owed === owed) this.#owed = null;
   }
 }

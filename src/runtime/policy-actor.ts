@@ -9,10 +9,10 @@ import type { Decision, HistoryEntry } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
 import type { PolicyDelta } from '../types.js';
 import { readAction } from './classify.js';
-import { readUsage } from './cost.js';
 import { earliest, type SignalSource, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
 import { type ActorPorts, portsOf } from './ports.js';
+import { answerTokens, chargedFields, chargeOf, policyCallShape, type Reservation, reserve } from './reserve.js';
 import { retryAfterMs } from './retry-after.js';
 import { unwrap, withElapsed } from './returned.js';
 import { endPolicySpan, startPolicySpan } from './spans.js';
@@ -26,14 +26,17 @@ export const policyActor = fromTask<Decision, PolicyInput>(async ({ input, abort
   // Not a durable point: under `durability: 'points'` a power cut may make this call again.
   await run.beforeCall(false);
   if (abort.aborted) throw abort.signal.reason;
-  // The group's budget, read from the store before every call like the run's own (fail closed).
-  if (run.group && (await run.group.exhausted())) {
-    return { type: 'exhausted', budget: 'group', usage: null, elapsedMs: 0, at: isoTime(run.clock.now()) };
+  // What the call may spend, held against the run's budgets and its group's before it is made:
+  // a call that does not fit is not made (reserve.ts).
+  const reservation = await reserve(run, policyCallShape(run, run.view()), abort);
+  if ('budget' in reservation) {
+    const { budget, why } = reservation;
+    return { type: 'exhausted', budget, why, usage: null, elapsedMs: 0, at: isoTime(run.clock.now()) };
   }
   const span = startPolicySpan(run.tracer, run.runSpan(), run.policy, input, run.remaining());
   const tries = { count: 0 };
   try {
-    const { decision, model } = await decide(run, input, abort, span, tries);
+    const { decision, model } = await decide(run, input, abort, span, tries, reservation);
     endPolicySpan(span, decision, tries.count, model);
     return decision;
   } catch (error) {
@@ -54,6 +57,7 @@ async function decide(
   abort: CallAbort,
   span: Span,
   tries: { count: number },
+  reservation: Reservation,
 ): Promise<{ decision: Decision; model: string | null }> {
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
@@ -76,6 +80,7 @@ async function decide(
       step: input.step,
       attempt,
       remaining: { ...remaining, activeMs: left },
+      maxOutputTokens: reservation.maxOutputTokens,
       stream,
       get signal() {
         return source.signal;
@@ -126,13 +131,15 @@ async function decide(
     const history = () => (copy ??= run.history().slice());
     const site = { runId: input.runId, step: input.step, tools: run.tools, history, abort };
     const { decision, usage: reported } = await readAction(raw, site);
-    // Priced here, not in the machine: the machine holds no functions and only adds the numbers.
-    const { tokens, cost, model } = readUsage(reported, run.price);
-    await run.group?.charge(tokens, cost);
+    // Priced and settled here, not in the machine: the machine holds no functions and only adds
+    // the numbers. Missing or unreadable usage is charged at the estimate; never past the hold.
+    const output = answerTokens(decision as never);
+    const charge = chargeOf(reported, reported !== undefined, run.price, reservation, output, run.remaining());
+    await run.group()?.settle(charge.tokens, charge.cost);
     const now = run.clock.now();
     return {
-      decision: { ...decision, usage: tokens, cost, elapsedMs: Math.max(0, now - started), at: isoTime(now) },
-      model,
+      decision: { ...decision, ...chargedFields(charge), elapsedMs: Math.max(0, now - started), at: isoTime(now) },
+      model: charge.model,
     };
   }
 }

@@ -49,8 +49,8 @@ export interface ActorPorts extends Runtime {
   delta(step: number, delta: PolicyDelta): void;
   /** The span of the run's drive in progress, which parents the policy and tool calls' spans; null: none. */
   runSpan(): Span | null;
-  /** The run's group budget in the store (checked before, charged after each policy call); absent or null: no group. */
-  group?: GroupPort | null;
+  /** The run's group budget in the store (held before, settled after each model call); null: no group. */
+  group(): GroupPort | null;
 }
 
 const registry = new WeakMap<object, ActorPorts>();

@@ -97,7 +97,7 @@ export class RunActor {
   /** Its drives' spans, with a tracer. */
   readonly #drives: Drives;
   /** The run's group budget in the store; null: no group. */
-  readonly #group: GroupPort | null;
+  #group: GroupPort | null = null;
   /** The canonical text of each history entry, made once for the saves and the checkpoints. */
   readonly #texts = new EntryTexts();
 
@@ -109,14 +109,13 @@ export class RunActor {
     if ('run' in origin) {
       for (const call of origin.run.context.calls) if (call.state === 'running') this.#recovering.add(call.key);
     }
-    const groups = place?.group ? groupBudgetsOf(place.store) : null;
-    if (place?.group && !groups) throw new SystemError('a run in a group needs a store with group budgets');
-    this.#group = groups && place?.group ? new GroupPort(groups, place.group, runId) : null;
+    if (place?.group) this.#joined(place.store, place.group);
     this.#actor = this.#create(origin);
     if (place) {
       this.#saver = new Saver({
         ...place,
         group: place.group ?? null,
+        onGroup: (group) => this.#joined(place.store, group),
         runId,
         agent: runtime.agent,
         durability: runtime.durability,
@@ -152,9 +151,22 @@ export class RunActor {
       takeRecovered: (key) => this.#recovering.delete(key),
       delta: (step, delta) => this.#observers.delta(step, delta),
       runSpan: () => this.#drives.span,
-      group: this.#group,
+      group: () => this.#group,
     });
     return actor;
+  }
+
+  /** The run is in `group`: its calls hold and settle their spending there. */
+  #joined(store: CheckpointStore, group: string): void {
+    const groups = groupBudgetsOf(store);
+    if (!groups) throw new SystemError('a run in a group needs a store with group budgets');
+    this.#group = new GroupPort(
+      groups,
+      group,
+      this.runId,
+      () => this.#saver?.lease?.token ?? null,
+      this.#runtime.clock,
+    );
   }
 
   get started(): boolean {

@@ -55,7 +55,8 @@ export class Saver {
   readonly #lease: LeaseHolder;
   readonly #agent: string | null;
   /** The budget group the run joins before its first save (so a crash cannot leave it out); null: none. */
-  readonly #group: string | null;
+  #group: string | null;
+  readonly #onGroup: ((group: string) => void) | undefined;
   /** The next save writes even if nothing changed (to clear a recorded decision it dropped). */
   #touched = false;
   #givenUp: Promise<void> = Promise.resolve();
@@ -82,6 +83,8 @@ export class Saver {
     agent: string | null;
     /** The run's budget group, joined in the store before the first save; absent or null: none. */
     group?: string | null;
+    /** Told of the group a new run without one turns out to be in (its id was in a group before). */
+    onGroup?: (group: string) => void;
     /** Which saves are durable before the store answers. @default 'full' */
     durability?: Durability;
     /** The run's entry texts (shared with `checkpoint()`); absent: the saver's own. */
@@ -106,6 +109,7 @@ export class Saver {
     this.#onFailure = options.onFailure;
     this.#agent = options.agent;
     this.#group = options.group ?? null;
+    this.#onGroup = options.onGroup;
     this.#durability = options.durability ?? 'full';
     this.#texts = options.texts ?? new EntryTexts();
     this.#lease = new LeaseHolder(options.store, options.runId, options.lease, (error) => options.onFailure(error));
@@ -201,8 +205,7 @@ export class Saver {
     try {
       // Fenced: the save is refused in the same statement if this lease is no longer the run's.
       const lease = await this.#lease.current();
-      if (this.#version === 0 && this.#group !== null)
-        await groupBudgetsOf(this.store)?.joinGroup(this.runId, this.#group);
+      if (this.#version === 0) await this.#joinGroup();
       const sent = monotonic();
       this.#version = await this.store.save(
         this.runId,
@@ -236,6 +239,24 @@ export class Saver {
     if (base) this.#base = base;
     this.#touched = false;
     this.#relaxedLeft = !durable;
+  }
+
+  /**
+   * Before a run's first save: it joins its group, so that a crash cannot leave it out. A run made
+   * without a group whose id the store has in one (made before, and deleted) stays in that group:
+   * a run id never runs outside the group it was created in.
+   */
+  async #joinGroup(): Promise<void> {
+    const groups = groupBudgetsOf(this.store);
+    if (!groups) return;
+    if (this.#group !== null) {
+      await groups.joinGroup(this.runId, this.#group);
+      return;
+    }
+    const found = await groups.groupOf(this.runId);
+    if (found === null) return;
+    this.#group = found;
+    this.#onGroup?.(found);
   }
 
   /**

@@ -9,13 +9,13 @@ import { MAX_SUMMARY_LENGTH, nextCover } from '../../machines/compaction.js';
 import { describeError } from '../../machines/describe-error.js';
 import type { PolicyInput } from '../../machines/events.js';
 import { wellFormed } from '../../machines/strings.js';
-import type { CallCost, SummaryOutcome, TokenCount } from '../../machines/types.js';
+import type { SummaryOutcome } from '../../machines/types.js';
 import { isoTime } from '../clock.js';
 import { isPlainObject, safeString } from '../json.js';
-import { readUsage } from './cost.js';
 import { earliest, TimeoutError, withDeadline } from './deadline.js';
 import { activeLeft } from './limits.js';
-import { portsOf } from './ports.js';
+import { type ActorPorts, portsOf } from './ports.js';
+import { type Charge, chargedFields, chargeOf, type Reservation, reserve } from './reserve.js';
 import { unwrap } from './returned.js';
 import { fromTask } from './task-actor.js';
 
@@ -74,11 +74,11 @@ function check(text: string, usage: unknown, reported: boolean): Read {
   return { text: wellFormed(cut), why: '', usage, reported };
 }
 
-/** The usage of a summary, priced as a policy call's is. A summary that reports none has an unknown cost. */
-function costOf(read: Read, price: Parameters<typeof readUsage>[1]): { usage: TokenCount | null; cost: CallCost } {
-  if (!read.reported) return { usage: null, cost: { unknown: 'the summariser reported no usage' } };
-  const { tokens, cost } = readUsage(read.usage, price);
-  return { usage: tokens, cost };
+/** The charge of a summary, as a policy call's: a summary that reports no usage is estimated, and has an unknown cost. */
+function summaryCharge(read: Read, run: ActorPorts, r: Reservation): Charge {
+  const output = Math.max(1, Math.ceil((read.text ?? '').length / 4));
+  const charge = chargeOf(read.reported ? read.usage : undefined, read.reported, run.price, r, output, run.remaining());
+  return read.reported ? charge : { ...charge, cost: { unknown: 'the summariser reported no usage' } };
 }
 
 export const summaryActor = fromTask<SummaryOutcome, PolicyInput>(async ({ input, abort, system }) => {
@@ -89,8 +89,11 @@ export const summaryActor = fromTask<SummaryOutcome, PolicyInput>(async ({ input
   if (compaction === null || cover === null) return { type: 'skipped' };
   await run.beforeCall(false);
   if (abort.aborted) throw abort.signal.reason;
-  // A group out of budget: no summary is paid for, and the run stops for it (as the policy call would).
-  if (run.group && (await run.group.exhausted())) return { type: 'exhausted', budget: 'group' };
+  // What the summary may spend, held as a policy call's is: one that does not fit is not paid for,
+  // and the run stops for it (as the policy call would).
+  const shape = { request: cover.entries, requestTokens: 0, maxOutputTokens: null, minOutputTokens: 1, model: null };
+  const reservation = await reserve(run, shape, abort);
+  if ('budget' in reservation) return { type: 'exhausted', budget: reservation.budget, why: reservation.why };
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
   const remaining = run.remaining();
@@ -105,6 +108,7 @@ export const summaryActor = fromTask<SummaryOutcome, PolicyInput>(async ({ input
             step: input.step,
             signal: callSignal,
             remaining: { ...remaining },
+            maxOutputTokens: reservation.maxOutputTokens,
             covers: { ...cover.covers },
           }),
         ),
@@ -123,14 +127,15 @@ export const summaryActor = fromTask<SummaryOutcome, PolicyInput>(async ({ input
     // Cancelled: the machine has left this state; nothing is recorded.
     if (abort.aborted) throw error;
     const now = run.clock.now();
+    // Nothing is known of what it spent; its hold in the group is replaced by the run's next call's.
     return { type: 'failed', error: describeError(error), usage: null, elapsedMs: spent(), at: isoTime(now) };
   }
-  const { usage, cost } = costOf(read, run.price);
-  // Spent by the group too, as a policy call's usage is (kept for the next check if the store fails).
-  await run.group?.charge(usage, cost);
+  const charge = summaryCharge(read, run, reservation);
+  // Spent by the group too, as a policy call's usage is (kept for the next hold if the store fails).
+  await run.group()?.settle(charge.tokens, charge.cost);
   const at = isoTime(run.clock.now());
   const elapsedMs = spent();
-  if (read.text === null)
-    return { type: 'failed', error: wellFormed(`Error: ${read.why}`), usage, cost, elapsedMs, at };
-  return { type: 'summary', text: read.text, covers: cover.covers, usage, cost, elapsedMs, at };
+  const charged = chargedFields(charge);
+  if (read.text === null) return { type: 'failed', error: wellFormed(`Error: ${read.why}`), ...charged, elapsedMs, at };
+  return { type: 'summary', text: read.text, covers: cover.covers, ...charged, elapsedMs, at };
 });

@@ -53,9 +53,50 @@ export interface GroupCharge {
 }
 
 /**
+ * What a run asks to hold of its group's budget before a model call (reserve, then settle): the
+ * most the call may spend. A hold counts against the group while the run's lease `token` is its
+ * live lease — a holder that died frees its hold when its lease lapses — and until it is settled.
+ */
+export interface GroupHoldRequest {
+  runId: string;
+  /** The lease the run holds (`Lease.token`): the hold lives as long as this lease does. */
+  token: number;
+  /** Tokens to hold. */
+  tokens: number;
+  /** Micro-dollars to hold; null: all the group has left under its cost limit (a call that cannot be priced in advance). */
+  costMicroUsd: number | null;
+  /** A hold smaller than this is worthless (the call's estimated input and one output token). */
+  minTokens: number;
+  /** Likewise in micro-dollars. */
+  minCostMicroUsd: number;
+}
+
+/** What `holdGroup` gave. */
+export interface GroupHoldResult {
+  /** What is held now (at most what was asked, at least the minimum), or null: nothing held. */
+  held: { tokens: number; costMicroUsd: number } | null;
+  /**
+   * Why nothing is held: the group's spending alone leaves less than the minimum under this limit
+   * (it is spent: the call must not be made), or null — when `held` is null too, other runs' holds
+   * fill the room for now (ask again once they settle).
+   */
+  exhausted: 'cost' | 'tokens' | null;
+  /** The group's spending in its current window (without any hold). */
+  spend: GroupSpend;
+}
+
+/** The end of a hold: what the call spent, added to the group as the hold is dropped. */
+export interface GroupSettlement {
+  runId: string;
+  token: number;
+  charge: GroupCharge;
+}
+
+/**
  * Group budgets in a store: an optional capability of a `CheckpointStore` (memory, SQLite and
- * Postgres have it; the file store does not). A run in a group is checked before every policy
- * call and charged after it (docs/group-budgets.md).
+ * Postgres have it; the file store does not). A run in a group holds what each model call may
+ * spend before the call, atomically against the group's limits and the other runs' holds, and
+ * settles to what it spent after it (docs/group-budgets.md).
  */
 export interface GroupBudgetStore {
   /** Sets (replaces) a group's budget; `null` removes it (no limits, daily). Missing fields: no limit, daily. */
@@ -64,6 +105,17 @@ export interface GroupBudgetStore {
   groupSpend(group: string): Promise<GroupSpend>;
   /** Adds one call's spending to the group's current window, atomically; returns the totals after it. */
   spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend>;
+  /**
+   * Holds room in the group's current window for run `request.runId`, atomically: what fits under
+   * each limit beside the spending and the live holds of other runs, up to what was asked, if at
+   * least the minimum fits (`groupHold` says how). Replaces the run's own earlier hold.
+   */
+  holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult>;
+  /**
+   * Drops run `runId`'s hold (when its token is `token`) and adds `charge` to the current window,
+   * in one atomic step (a charge without a hold is added all the same). Returns the totals after it.
+   */
+  settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend>;
   /**
    * Puts run `runId` in `group` for good (the run need not exist yet, and the record outlives a
    * delete of the run). Joining the group it is in does nothing.
@@ -77,7 +129,15 @@ export interface GroupBudgetStore {
 /** The store's group methods, or null when it has not got all of them. */
 export function groupBudgetsOf(store: object): GroupBudgetStore | null {
   const s = store as Partial<GroupBudgetStore>;
-  const methods = ['setGroupBudget', 'groupSpend', 'spendGroup', 'joinGroup', 'groupOf'] as const;
+  const methods = [
+    'setGroupBudget',
+    'groupSpend',
+    'spendGroup',
+    'holdGroup',
+    'settleGroup',
+    'joinGroup',
+    'groupOf',
+  ] as const;
   return methods.every((m) => typeof s[m] === 'function') ? (s as GroupBudgetStore) : null;
 }
 
@@ -218,4 +278,88 @@ export function groupAfterJoin(runId: string, stored: string | null, group: stri
     );
   }
   return group;
+}
+
+/** A hold request, checked: whole numbers ≥ 0, minimums within what is asked. */
+export function checkGroupHold(call: string, request: unknown): GroupHoldRequest {
+  if (typeof request !== 'object' || request === null || Array.isArray(request)) {
+    throw new OptionsError(
+      `${call}: the request must be an object { runId, token, tokens, costMicroUsd, minTokens, minCostMicroUsd }, got ${showValue(request)}`,
+    );
+  }
+  checkKeys(call, request, ['runId', 'token', 'tokens', 'costMicroUsd', 'minTokens', 'minCostMicroUsd']);
+  const r = request as GroupHoldRequest;
+  if (typeof r.runId !== 'string' || r.runId === '')
+    throw new OptionsError(`${call}: runId must be a run id, got ${showValue(r.runId)}`);
+  const whole = (name: string, value: unknown, max: number) => {
+    if (!(Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= max)) {
+      throw new OptionsError(`${call}: ${name} must be a whole number from 0 to ${max}, got ${showValue(value)}`);
+    }
+  };
+  whole('token', r.token, Number.MAX_SAFE_INTEGER);
+  whole('tokens', r.tokens, MAX_GROUP_TOKENS);
+  if (r.costMicroUsd !== null) whole('costMicroUsd', r.costMicroUsd, MAX_GROUP_MICRO_USD);
+  whole('minTokens', r.minTokens, r.tokens);
+  whole('minCostMicroUsd', r.minCostMicroUsd, r.costMicroUsd ?? MAX_GROUP_MICRO_USD);
+  return {
+    runId: r.runId,
+    token: r.token,
+    tokens: r.tokens,
+    costMicroUsd: r.costMicroUsd,
+    minTokens: r.minTokens,
+    minCostMicroUsd: r.minCostMicroUsd,
+  };
+}
+
+/** A settlement, checked (its charge as `checkGroupCharge` checks one). */
+export function checkGroupSettlement(
+  call: string,
+  settlement: unknown,
+): Required<GroupSettlement> & { charge: Required<GroupCharge> } {
+  if (typeof settlement !== 'object' || settlement === null || Array.isArray(settlement)) {
+    throw new OptionsError(
+      `${call}: the settlement must be an object { runId, token, charge }, got ${showValue(settlement)}`,
+    );
+  }
+  checkKeys(call, settlement, ['runId', 'token', 'charge']);
+  const s = settlement as GroupSettlement;
+  if (typeof s.runId !== 'string' || s.runId === '')
+    throw new OptionsError(`${call}: runId must be a run id, got ${showValue(s.runId)}`);
+  if (!(Number.isSafeInteger(s.token) && s.token >= 0)) {
+    throw new OptionsError(`${call}: token must be a whole number ≥ 0, got ${showValue(s.token)}`);
+  }
+  return { runId: s.runId, token: s.token, charge: checkGroupCharge(call, s.charge) };
+}
+
+/**
+ * The rule of a hold, the same in every store: for each limit the group has (cost first), the
+ * room is the limit less the window's spending less the other runs' live holds. When the
+ * spending alone leaves less than the minimum, the group is `exhausted` under that limit; when the
+ * holds leave less, nothing is held yet; else the hold is what was asked, up to the room (a cost
+ * of null asks for all the room). A dimension without a limit holds what was asked (0 for a null cost).
+ */
+export function groupHold(
+  budget: GroupBudget | null,
+  spent: { tokens: number; cost: number },
+  others: { tokens: number; cost: number },
+  request: GroupHoldRequest,
+): Pick<GroupHoldResult, 'held' | 'exhausted'> {
+  const costLimit = budget?.maxCostUsd == null ? null : microOf(budget.maxCostUsd);
+  const tokenLimit = budget?.maxTokens ?? null;
+  // Spent: the spending alone leaves less than the least worth holding (whatever others hold).
+  if (costLimit !== null && costLimit - spent.cost < request.minCostMicroUsd) return { held: null, exhausted: 'cost' };
+  if (tokenLimit !== null && tokenLimit - spent.tokens < request.minTokens) return { held: null, exhausted: 'tokens' };
+  const costRoom = costLimit === null ? null : costLimit - spent.cost - others.cost;
+  const tokenRoom = tokenLimit === null ? null : tokenLimit - spent.tokens - others.tokens;
+  // Busy: the other runs' holds fill the room for now.
+  if (
+    (costRoom !== null && costRoom < request.minCostMicroUsd) ||
+    (tokenRoom !== null && tokenRoom < request.minTokens)
+  ) {
+    return { held: null, exhausted: null };
+  }
+  const asked = request.costMicroUsd;
+  const costMicroUsd = costRoom === null ? (asked ?? 0) : asked === null ? costRoom : Math.min(asked, costRoom);
+  const tokens = tokenRoom === null ? request.tokens : Math.min(request.tokens, tokenRoom);
+  return { held: { tokens, costMicroUsd }, exhausted: null };
 }

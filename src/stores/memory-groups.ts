@@ -6,27 +6,47 @@
 import {
   checkGroupBudget,
   checkGroupCharge,
+  checkGroupHold,
   checkGroupId,
+  checkGroupSettlement,
   costAfter,
   type GroupBudget,
   type GroupBudgetStore,
   type GroupCharge,
+  type GroupHoldRequest,
+  type GroupHoldResult,
+  type GroupSettlement,
   type GroupSpend,
   groupAfterJoin,
+  groupHold,
   spendOf,
   windowOf,
 } from './groups.js';
+import { isLive, type LeaseRecord } from './leases.js';
 import { checkRunId, nowOf } from './rules.js';
+
+/** One run's hold on its group, in one window, under one lease. */
+interface Hold {
+  token: number;
+  window: string;
+  tokens: number;
+  cost: number;
+}
 
 export class MemoryGroups implements GroupBudgetStore {
   readonly #budgets = new Map<string, GroupBudget>();
   /** Spending by group, then by window: tokens and micro-dollars. */
   readonly #spent = new Map<string, Map<string, { tokens: number; cost: number }>>();
   readonly #members = new Map<string, string>();
+  /** Holds by group, then by run. */
+  readonly #holds = new Map<string, Map<string, Hold>>();
   readonly #now: () => number;
+  readonly #leaseOf: (runId: string) => LeaseRecord | null;
 
-  constructor(now: () => number) {
+  /** `leaseOf`: a run's lease record, which says whether its hold is live. */
+  constructor(now: () => number, leaseOf: (runId: string) => LeaseRecord | null = () => null) {
     this.#now = now;
+    this.#leaseOf = leaseOf;
   }
 
   async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
@@ -46,6 +66,38 @@ export class MemoryGroups implements GroupBudgetStore {
     return this.#spend('spendGroup', group, checkGroupCharge('spendGroup', charge));
   }
 
+  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    checkGroupId('holdGroup', group);
+    const r = checkGroupHold('holdGroup', request);
+    checkRunId('holdGroup', r.runId);
+    const now = nowOf(this.#now, 'holdGroup');
+    const { budget, window, spent } = this.#window(group, now);
+    const spend = spendOf(group, budget, window, spent.tokens, spent.cost);
+    const holds = this.#holds.get(group) ?? new Map<string, Hold>();
+    const others = { tokens: 0, cost: 0 };
+    for (const [runId, hold] of holds) {
+      if (runId === r.runId || hold.window !== window) continue;
+      const lease = this.#leaseOf(runId);
+      if (lease === null || lease.token !== hold.token || !isLive(lease, now)) continue;
+      others.tokens += hold.tokens;
+      others.cost += hold.cost;
+    }
+    const { held, exhausted } = groupHold(budget, spent, others, r);
+    holds.delete(r.runId);
+    if (held) holds.set(r.runId, { token: r.token, window, tokens: held.tokens, cost: held.costMicroUsd });
+    this.#holds.set(group, holds);
+    return { held, exhausted, spend };
+  }
+
+  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
+    checkGroupId('settleGroup', group);
+    const s = checkGroupSettlement('settleGroup', settlement);
+    checkRunId('settleGroup', s.runId);
+    const holds = this.#holds.get(group);
+    if (holds?.get(s.runId)?.token === s.token) holds.delete(s.runId);
+    return this.#spend('settleGroup', group, s.charge);
+  }
+
   async joinGroup(runId: string, group: string): Promise<void> {
     checkRunId('joinGroup', runId);
     checkGroupId('joinGroup', group);
@@ -57,11 +109,17 @@ export class MemoryGroups implements GroupBudgetStore {
     return this.#members.get(runId) ?? null;
   }
 
-  #spend(call: string, group: string, charge: Required<GroupCharge> | null): GroupSpend {
+  /** The group's budget, its window at `now`, and what that window has spent. */
+  #window(group: string, now: number) {
     const budget = this.#budgets.get(group) ?? null;
-    const window = windowOf(budget?.period ?? 'day', nowOf(this.#now, call));
+    const window = windowOf(budget?.period ?? 'day', now);
+    const spent = this.#spent.get(group)?.get(window) ?? { tokens: 0, cost: 0 };
+    return { budget, window, spent };
+  }
+
+  #spend(call: string, group: string, charge: Required<GroupCharge> | null): GroupSpend {
+    const { budget, window, spent: before } = this.#window(group, nowOf(this.#now, call));
     const windows = this.#spent.get(group) ?? new Map<string, { tokens: number; cost: number }>();
-    const before = windows.get(window) ?? { tokens: 0, cost: 0 };
     if (charge === null) return spendOf(group, budget, window, before.tokens, before.cost);
     const after = {
       tokens: Math.min(before.tokens + charge.tokens, Number.MAX_SAFE_INTEGER),

@@ -17,7 +17,15 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
-import type { GroupBudget, GroupBudgetStore, GroupCharge, GroupSpend } from './groups.js';
+import type {
+  GroupBudget,
+  GroupBudgetStore,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSettlement,
+  GroupSpend,
+} from './groups.js';
 import {
   checkClaim,
   checkLease,
@@ -72,7 +80,10 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   constructor(options?: MemoryStoreOptions) {
     const o = checkStoreOptions('new MemoryStore', options, ['now']);
     this.#now = checkClock('new MemoryStore', o.now) ?? Date.now;
-    this.#groups = new MemoryGroups(() => this.#now());
+    this.#groups = new MemoryGroups(
+      () => this.#now(),
+      (runId) => this.#leases.get(runId) ?? null,
+    );
   }
 
   async load(runId: string): Promise<StoredRun | null> {
@@ -229,6 +240,14 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
 
   spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
     return this.#groups.spendGroup(group, charge);
+  }
+
+  holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    return this.#groups.holdGroup(group, request);
+  }
+
+  settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
+    return this.#groups.settleGroup(group, settlement);
   }
 
   joinGroup(runId: string, group: string): Promise<void> {

@@ -47,10 +47,15 @@ import {
 import {
   checkGroupBudget,
   checkGroupCharge,
+  checkGroupHold,
   checkGroupId,
+  checkGroupSettlement,
   type GroupBudget,
   type GroupBudgetStore,
   type GroupCharge,
+  type GroupHoldRequest,
+  type GroupHoldResult,
+  type GroupSettlement,
   type GroupSpend,
 } from './groups.js';
 import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, leaseOf } from './leases.js';
@@ -159,7 +164,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
       at: () => this.#at(),
       sqlState: sqlStateOf,
     });
-    this.#groups = groupsOn(this.#query, groupStatements(`"${schema}"`));
+    this.#groups = groupsOn(this.#query, groupStatements(`"${schema}"`), (op, work) => this.#run(op, work));
     this.#watch = new Watch(() => this.#connections.acquire('PostgresStore.watch'), schema);
     if (isPool(connection)) {
       this.#pool = connection;
@@ -394,6 +399,20 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
     checkGroupId('spendGroup', group);
     return this.#groups.spend(group, checkGroupCharge('spendGroup', charge), this.#at());
+  }
+
+  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    checkGroupId('holdGroup', group);
+    const checked = checkGroupHold('holdGroup', request);
+    checkRunId('holdGroup', checked.runId);
+    return this.#groups.hold(group, checked, this.#at());
+  }
+
+  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
+    checkGroupId('settleGroup', group);
+    const checked = checkGroupSettlement('settleGroup', settlement);
+    checkRunId('settleGroup', checked.runId);
+    return this.#groups.settle(group, checked, this.#at());
   }
 
   async joinGroup(runId: string, group: string): Promise<void> {

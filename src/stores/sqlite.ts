@@ -41,10 +41,15 @@ import {
 import {
   checkGroupBudget,
   checkGroupCharge,
+  checkGroupHold,
   checkGroupId,
+  checkGroupSettlement,
   type GroupBudget,
   type GroupBudgetStore,
   type GroupCharge,
+  type GroupHoldRequest,
+  type GroupHoldResult,
+  type GroupSettlement,
   type GroupSpend,
 } from './groups.js';
 import {
@@ -363,6 +368,20 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     checkGroupId('spendGroup', group);
     const checked = checkGroupCharge('spendGroup', charge);
     return this.#guard('spendGroup', () => this.#groups.spend(group, checked, nowOf(this.#now, 'spendGroup')));
+  }
+
+  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    checkGroupId('holdGroup', group);
+    const checked = checkGroupHold('holdGroup', request);
+    checkRunId('holdGroup', checked.runId);
+    return this.#guard('holdGroup', () => this.#groups.hold(group, checked, nowOf(this.#now, 'holdGroup')));
+  }
+
+  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
+    checkGroupId('settleGroup', group);
+    const checked = checkGroupSettlement('settleGroup', settlement);
+    checkRunId('settleGroup', checked.runId);
+    return this.#guard('settleGroup', () => this.#groups.settle(group, checked, nowOf(this.#now, 'settleGroup')));
   }
 
   async joinGroup(runId: string, group: string): Promise<void> {

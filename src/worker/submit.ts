@@ -81,6 +81,7 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     fence: async () => null,
     fenceNow: () => null,
     token: () => null,
+    group: () => null,
     // The write-ahead point of the first policy call: the run stops here, before any call.
     beforeCall: () => new Promise<void>(() => {}),
     takeRecovered: () => false,

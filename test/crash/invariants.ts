@@ -5,7 +5,7 @@
 import type { HistoryEntry } from '../../src/index.js';
 import { joinRun } from '../../src/store.js';
 import type { World } from './ledger.js';
-import { type CrashReport, type DecisionMessage, LIMITS } from './scenario.js';
+import { type CrashReport, type DecisionMessage, LIMITS, TOKENS_PER_CALL } from './scenario.js';
 
 /** A decision the parent made, as it logged it. */
 export interface LoggedDecision extends DecisionMessage {
@@ -190,6 +190,9 @@ export async function checkInvariants(
     if (context.steps !== turns) v.push(`run ${runId}: ${context.steps} steps for ${turns} policy answers`);
     const tokens = context.usage.inputTokens + context.usage.outputTokens;
     if (tokens > LIMITS.maxTokens) v.push(`run ${runId}: ${tokens} tokens > ${LIMITS.maxTokens}`);
+    // Each answered call counted once, as it reported: a token counted twice across a crash shows.
+    const reported = turns * (TOKENS_PER_CALL.inputTokens + TOKENS_PER_CALL.outputTokens);
+    if (tokens !== reported) v.push(`run ${runId}: ${tokens} tokens for ${turns} answers of ${reported / turns}`);
     // Every approved call the run recorded as done has its effect in the ledger.
     for (const entry of history) {
       if (entry.role !== 'tool' || !('result' in entry) || !entry.approval?.approved) continue;

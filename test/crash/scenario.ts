@@ -3,8 +3,10 @@
  *
  * A run asks, in order: a pure lookup, a payment (non-idempotent, needs approval), a shipment
  * (idempotent, needs approval), another lookup, a second payment, then its final answer.
- * Six policy calls, and the budget is exactly six steps and six calls' tokens: a step or a
- * token counted twice across a crash leaves the run `budget_exhausted`, which the test sees.
+ * Six policy calls, and the budget is exactly six steps: a step counted twice across a crash
+ * leaves the run `budget_exhausted`, which the test sees. Tokens: each call reports 15, and the
+ * invariants hold the run to exactly 15 per answered call (a token budget must also leave room for
+ * each call's estimated request before it is made, so it is not the exact sum).
  * Policy and tools pause for a random moment around their effects, so kills land between
  * an effect and its record as well as everywhere else.
  */
@@ -24,7 +26,8 @@ const SCRIPT: readonly Action[] = [
 
 export const LIMITS = {
   maxSteps: SCRIPT.length,
-  maxTokens: SCRIPT.length * (TOKENS_PER_CALL.inputTokens + TOKENS_PER_CALL.outputTokens),
+  // The calls' own tokens, and room for the last call's estimated request (its whole history).
+  maxTokens: SCRIPT.length * (TOKENS_PER_CALL.inputTokens + TOKENS_PER_CALL.outputTokens) + 400,
 };
 
 export const GOAL = 'pay the order and ship it';

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type CheckpointStore, defineAgent } from '../../src/index.js';
+import { type CheckpointStore, defineAgent, RunBusyError } from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 import { recordDecision, submitRun } from '../../src/worker/index.js';
@@ -85,12 +85,17 @@ async function zombie(store: CheckpointStore, args: string[], ledger: string): P
   // B takes the run over once A's lease lapsed: the call was in flight, so a human is asked again.
   const b = await startWorker(args, false);
   await until(async () => (await store.load(runId))?.pendingCalls[0]?.outcome === 'unknown', 'the call asked again');
-  await recordDecision(
-    store,
-    runId,
-    { [(await pendingId()) as string]: { approve: true, note: 'again' } },
-    { by: 'dana' },
-  );
+  // B may not have given the run up yet (RunBusyError: try again shortly, as an inbox does).
+  await until(async () => {
+    const id = (await pendingId()) as string;
+    return recordDecision(store, runId, { [id]: { approve: true, note: 'again' } }, { by: 'dana' }).then(
+      () => true,
+      (error) => {
+        if (error instanceof RunBusyError) return false;
+        throw error;
+      },
+    );
+  }, 'the second decision recorded');
   await until(async () => (await store.load(runId))?.status === 'done', 'B to finish the run');
   expect(attempts(ledger)).toHaveLength(1);
   expect(attempts(ledger)[0]).toContain(`pid ${b.child.pid}`);

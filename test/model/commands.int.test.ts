@@ -20,7 +20,7 @@ const SOAK = process.env.TOLLGATE_SOAK === '1';
 /** Under mutation testing each mutant reruns this: fewer cases, no child process. */
 const MUTATION = process.env.TOLLGATE_MUTATION === '1';
 const SEED = process.env.TOLLGATE_SEED ? Number(process.env.TOLLGATE_SEED) : SOAK ? Date.now() % 2 ** 31 : 20_260_101;
-const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 100 : 300));
+const RUNS = Number(process.env.TOLLGATE_RUNS ?? (SOAK ? 3_000 : MUTATION ? 100 : 500));
 const PATH = process.env.TOLLGATE_PATH;
 /** The commands' own replay path, printed with a failure (`replayPath` in the counterexample). */
 const REPLAY = process.env.TOLLGATE_REPLAY;
@@ -42,6 +42,10 @@ const COST_COUNTS = [
   'stops for an unknown cost',
   'cost budgets raised after a stop for cost',
   'resumes with a lower maxCostUsd',
+  // Reserve, then settle: the token budget held before each call, usage estimated or capped after.
+  'stops for a request the token budget cannot fit',
+  'calls charged at the estimate',
+  'calls charged at what was left',
 ];
 
 describe('command sequences on the real Agent, against the machine as model', () => {

@@ -4,8 +4,9 @@
  * the abort signal.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Agent, type AgentOptions, type Policy, type RunEvent } from '../../src/index.js';
+import { Agent, type AgentOptions, estimateTokens, type Policy, type RunEvent } from '../../src/index.js';
 import { SUMMARY_PREFIX } from '../../src/models/turns.js';
+import { modelOf } from '../../src/policy-model.js';
 import { type FakeServer, fakeServer, fixture } from './fake-server.js';
 import { joinDeltas, tools } from './support.js';
 
@@ -190,13 +191,18 @@ export function adapterScenarios(api: ApiUnderTest): void {
       expect(await agent.run()).toBe('done');
     });
 
-    it('caps the output tokens to the token budget left', async () => {
+    it('caps the output tokens to what the token budget leaves after the estimated request', async () => {
       server.reply(f('parallel-calls.json'), f('final.json'));
-      const agent = agentOf({ maxTokens: 3000, maxOutputTokens: 4096 });
+      const policy = api.policy(server.url, { stream: false, maxOutputTokens: 4096 });
+      const agent = new Agent({ tools, policy, policyRetries: 0, maxTokens: 3000 });
       await agent.start('go');
-      expect(api.maxTokensOf(server.requests[0]?.body)).toBe(3000);
-      const used = server.requests.length > 1 ? 3000 - api.maxTokensOf(server.requests[1]?.body)! : 0;
-      expect(used).toBeGreaterThan(0);
+      // The request: the goal, and what the adapter adds (instructions, tool declarations).
+      const request = estimateTokens([{ role: 'user', content: 'go' }]) + (modelOf(policy)?.requestTokens ?? 0);
+      expect(modelOf(policy)?.requestTokens).toBeGreaterThan(0);
+      expect(api.maxTokensOf(server.requests[0]?.body)).toBe(3000 - request);
+      const next = server.requests.length > 1 ? api.maxTokensOf(server.requests[1]?.body)! : 0;
+      expect(next).toBeGreaterThan(0);
+      expect(next).toBeLessThan(3000 - request);
     });
 
     it('passes the signal: a timed-out call aborts its request', async () => {

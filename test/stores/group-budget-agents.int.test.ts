@@ -1,9 +1,9 @@
 /**
- * Group budgets with real stores (issue 16): runs of one group working at once, each through its
- * own connection (SQLite: its own `SqliteStore` on one file; Postgres: its own pool), stop with
- * `stoppedBy: 'group'` once the group's budget is reached. What the group spent is exactly what
- * its runs spent, and at most the limit plus one call per run working at once (the bound
- * docs/group-budgets.md states). A run loaded again stays in its group. Postgres is skipped,
+ * Group budgets with real stores: runs of one group working at once, each through its own
+ * connection (SQLite: its own `SqliteStore` on one file; Postgres: its own pool), stop with
+ * `stoppedBy: 'group'` once the group's budget is reached. Each call holds what it may spend
+ * before it is made (reserve, then settle), so what the group spent is exactly what its runs spent
+ * and never more than the limit. A run loaded again stays in its group. Postgres is skipped,
  * saying why, without a server.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -62,27 +62,33 @@ const CALL_USD = 0.01;
 const LIMIT_USD = 0.1;
 const RUNS = 4;
 
-/** A policy that calls tool `t` forever, each call costing `CALL_USD`, answering after a short, varied wait. */
+/**
+ * A policy that calls tool `t` forever, answering after a short, varied wait; each call reports
+ * 2,000 input and 1,500 output tokens of model `m`: $0.01 at `PRICE`. Priced in advance, a call
+ * holds only what it may cost, so the runs' calls overlap.
+ */
 function spending(seed: number) {
   let n = 0;
   const policy = (async () => {
     n++;
     policy.calls++;
     await new Promise((resolve) => setTimeout(resolve, (seed * 7 + n * 3) % 5));
-    return { tool: 't', usage: { inputTokens: 3, outputTokens: 2, costUsd: CALL_USD } };
+    return { tool: 't', usage: { inputTokens: 2_000, outputTokens: 1_500, model: 'm' } };
   }) as unknown as Policy & { calls: number };
   policy.calls = 0;
   return policy;
 }
 
 const tools = [{ name: 't', fn: async () => 'ok' }];
+/** $2 and $4 per million tokens: 2,000 in and 1,500 out cost $0.01. */
+const PRICE = { m: { inputUsdPerMTok: 2, outputUsdPerMTok: 4 } };
 const micro = (usd: number) => Math.round(usd * 1e6);
 
 for (const kind of kinds) {
   describe.skipIf(kind.skip !== null)(
     `group budgets under concurrent runs: ${kind.name}${kind.skip ? ` [skipped — ${kind.skip}]` : ''}`,
     () => {
-      it(`${RUNS} runs of one group, each on its own connection, stop for the group within limit + ${RUNS} calls`, async () => {
+      it(`${RUNS} runs of one group, each on its own connection, stop for the group and never overshoot it`, async () => {
         const connect = kind.storage();
         const admin = connect();
         await admin.setGroupBudget('team-1', { maxCostUsd: LIMIT_USD });
@@ -95,6 +101,7 @@ for (const kind of kinds) {
               runId: `run-${i}`,
               policy: spending(i),
               tools,
+              price: PRICE,
               maxSteps: 1000,
             }),
         );
@@ -108,10 +115,11 @@ for (const kind of kinds) {
         expect(spend.tokens).toBe(
           agents.reduce((sum, a) => sum + a.state.usage.inputTokens + a.state.usage.outputTokens, 0),
         );
-        expect(spend.exhausted).toBe('cost');
-        // Each run checks before each call: at most one call per run lands after the limit is reached.
-        expect(micro(spend.costUsd)).toBeGreaterThanOrEqual(micro(LIMIT_USD));
-        expect(micro(spend.costUsd)).toBeLessThanOrEqual(micro(LIMIT_USD + RUNS * CALL_USD));
+        // Each call held what it may cost before it was made, and was charged at most that: never
+        // over the limit; and the runs stopped only when the next call could not fit what was left.
+        expect(micro(spend.costUsd)).toBeLessThanOrEqual(micro(LIMIT_USD));
+        expect(micro(spend.costUsd)).toBeGreaterThan(micro(LIMIT_USD - CALL_USD));
+        for (const a of agents) expect(a.state.error).toMatch(/^the group "team-1" has spent /);
         // They did work at once: more than one run made calls.
         expect(agents.filter((a) => a.state.steps > 0).length).toBeGreaterThan(1);
         for (let i = 0; i < RUNS; i++) expect(await admin.groupOf(`run-${i}`)).toBe('team-1');
@@ -120,11 +128,13 @@ for (const kind of kinds) {
         // budget lets it go on, up to the new limit, and no further.
         await admin.setGroupBudget('team-1', { maxCostUsd: 0.2 });
         const policy = spending(9);
-        const loaded = await Agent.load(connect(), 'run-0', { policy, tools });
+        const loaded = await Agent.load(connect(), 'run-0', { policy, tools, price: PRICE });
         expect(await loaded.run()).toBe('budget_exhausted');
         expect(loaded.state.stoppedBy).toBe('group');
-        expect((await admin.groupSpend('team-1')).costUsd).toBe(0.2);
-        expect(policy.calls).toBe((0.2 * 1e6 - micro(spend.costUsd)) / (CALL_USD * 1e6));
+        const after = micro((await admin.groupSpend('team-1')).costUsd);
+        expect(after).toBeLessThanOrEqual(micro(0.2));
+        expect(after).toBeGreaterThan(micro(0.2 - CALL_USD));
+        expect(policy.calls).toBe(Math.ceil((after - micro(spend.costUsd)) / micro(CALL_USD)));
       }, 60_000);
     },
   );
@@ -140,7 +150,7 @@ describe('group budgets on a database made before them', () => {
     old.close();
     const store = SqliteStore.open(path);
     opened.push(store);
-    expect(store.settings.schemaVersion).toBe(8);
+    expect(store.settings.schemaVersion).toBe(9);
     expect(sqlite.MIGRATIONS[5]).toMatchObject({ version: 6, name: 'group budgets' });
     expect(await store.groupOf('old')).toBeNull();
     await store.joinGroup('old', 'acme');
@@ -159,7 +169,7 @@ describe('group budgets on a database made before them', () => {
     }
     const store = new PostgresStore(target.url ?? '', { schema, maxConnections: 2 });
     opened.push(store);
-    expect(await store.migrate()).toBe(8);
+    expect(await store.migrate()).toBe(9);
     expect((await store.load('old'))?.status).toBe('done');
     expect(await store.groupOf('old')).toBeNull();
     await store.joinGroup('old', 'acme');

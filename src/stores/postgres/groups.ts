@@ -10,14 +10,22 @@ import { MICRO_USD } from '../../../machines/budget.js';
 import {
   type GroupBudget,
   type GroupCharge,
+  type GroupHoldRequest,
+  type GroupHoldResult,
+  type GroupSettlement,
   type GroupSpend,
   groupAfterJoin,
+  groupHold,
   MAX_GROUP_MICRO_USD,
   MAX_GROUP_TOKENS,
   microOf,
   spendOf,
 } from '../groups.js';
+import type { StoreSql } from './connections.js';
 import type { Query } from './queue.js';
+
+/** The advisory lock class of group holds: holds of one group are decided one at a time. */
+const HOLD_LOCK = 0x74_6c_68; // 'tlh'
 
 /** bigints come back as text: exact, and below 2^53 by the caps. */
 interface SpendRow {
@@ -64,6 +72,37 @@ export function groupStatements(s: string) {
     join: `INSERT INTO ${s}.run_groups AS m (run_id, grp) VALUES ($1, $2)
       ON CONFLICT (run_id) DO UPDATE SET grp = m.grp RETURNING grp`,
     groupOf: `SELECT grp FROM ${s}.run_groups WHERE run_id = $1`,
+    /** $1 group (and the schema's name in the key): the holds of a group take turns. */
+    holdLock: `SELECT pg_advisory_xact_lock(${HOLD_LOCK}, hashtext('${s}' || $1))`,
+    /**
+     * $1 group, $2 run, $3 now: the window, its spending, and the live holds of the other runs —
+     * one statement, one snapshot (a settle that commits meanwhile is seen whole or not at all).
+     */
+    holdRead: `WITH ${budget}, ${window('$3')}
+      SELECT w.win, COALESCE(g.tokens, 0)::text AS tokens, COALESCE(g.cost_micro, 0)::text AS cost_micro, ${limits},
+        (SELECT COALESCE(SUM(h.tokens), 0)::text FROM ${s}.group_holds h JOIN ${s}.leases l ON l.run_id = h.run_id
+          WHERE h.grp = $1 AND h.win = w.win AND h.run_id <> $2 AND l.token = h.token AND l.owner IS NOT NULL
+            AND l.expires_at > ${now('$3')}) AS held_tokens,
+        (SELECT COALESCE(SUM(h.cost_micro), 0)::text FROM ${s}.group_holds h JOIN ${s}.leases l ON l.run_id = h.run_id
+          WHERE h.grp = $1 AND h.win = w.win AND h.run_id <> $2 AND l.token = h.token AND l.owner IS NOT NULL
+            AND l.expires_at > ${now('$3')}) AS held_cost
+        FROM w LEFT JOIN ${s}.group_spend g ON g.grp = $1 AND g.win = w.win LEFT JOIN b ON true`,
+    /** $1 group, $2 run. */
+    holdDrop: `DELETE FROM ${s}.group_holds WHERE grp = $1 AND run_id = $2`,
+    /** $1 group, $2 run, $3 token, $4 window, $5 tokens, $6 micro-dollars. */
+    holdPut: `INSERT INTO ${s}.group_holds (grp, run_id, token, win, tokens, cost_micro) VALUES ($1, $2, $3, $4, $5, $6)`,
+    /** As `spend`, with $6 run and $7 token: that hold is dropped in the same statement. */
+    settle: `WITH dropped AS (DELETE FROM ${s}.group_holds WHERE grp = $1 AND run_id = $6 AND token = $7),
+      ${budget}, ${window('$4')}, up AS (
+        INSERT INTO ${s}.group_spend AS g (grp, win, tokens, cost_micro)
+        SELECT $1, w.win, $2::bigint, GREATEST($3::bigint, ${floor}) FROM w
+        ON CONFLICT (grp, win) DO UPDATE SET
+          tokens = LEAST(g.tokens + $2::bigint, ${MAX_GROUP_TOKENS}),
+          cost_micro = GREATEST(LEAST(g.cost_micro + $3::bigint, ${MAX_GROUP_MICRO_USD}), ${floor})
+        RETURNING win, tokens, cost_micro
+      )
+      SELECT up.win, up.tokens::text AS tokens, up.cost_micro::text AS cost_micro, ${limits}
+        FROM up LEFT JOIN b ON true`,
   };
 }
 
@@ -81,9 +120,64 @@ function spendOfRow(group: string, row: SpendRow): GroupSpend {
   return spendOf(group, budget, row.win, Number(row.tokens), Number(row.cost_micro));
 }
 
-/** The group operations, run by the store's `query` (arguments already checked). */
-export function groupsOn(query: Query, sql: GroupStatements) {
+/** The group operations, run by the store's `query` (arguments already checked); holds by `run` in a transaction. */
+export function groupsOn(
+  query: Query,
+  sql: GroupStatements,
+  run: <T>(op: string, work: (sql: StoreSql) => Promise<T>) => Promise<T>,
+) {
   return {
+    async hold(group: string, request: GroupHoldRequest, at: string | null): Promise<GroupHoldResult> {
+      return run('holdGroup', async (client) => {
+        await client.query('BEGIN', []);
+        try {
+          await client.query(sql.holdLock, [group]);
+          const { rows } = await client.query<SpendRow & { held_tokens: string; held_cost: string }>(sql.holdRead, [
+            group,
+            request.runId,
+            at,
+          ]);
+          const row = rows[0] as SpendRow & { held_tokens: string; held_cost: string };
+          const spend = spendOfRow(group, row);
+          const spent = { tokens: Number(row.tokens), cost: Number(row.cost_micro) };
+          const others = { tokens: Number(row.held_tokens), cost: Number(row.held_cost) };
+          const { held, exhausted } = groupHold(spend.budget, spent, others, request);
+          await client.query(sql.holdDrop, [group, request.runId]);
+          if (held) {
+            await client.query(sql.holdPut, [
+              group,
+              request.runId,
+              request.token,
+              row.win,
+              held.tokens,
+              held.costMicroUsd,
+            ]);
+          }
+          await client.query('COMMIT', []);
+          return { held, exhausted, spend };
+        } catch (error) {
+          await client.query('ROLLBACK', []);
+          throw error;
+        }
+      });
+    },
+    async settle(
+      group: string,
+      s: Required<GroupSettlement> & { charge: Required<GroupCharge> },
+      at: string | null,
+    ): Promise<GroupSpend> {
+      const c = s.charge;
+      const { rows } = await query<SpendRow>('settleGroup', sql.settle, [
+        group,
+        c.tokens,
+        c.costMicroUsd,
+        at,
+        c.costUnknown,
+        s.runId,
+        s.token,
+      ]);
+      return spendOfRow(group, rows[0] as SpendRow);
+    },
     async setBudget(group: string, budget: GroupBudget | null): Promise<void> {
       if (budget === null) await query('setGroupBudget', sql.dropBudget, [group]);
       else {

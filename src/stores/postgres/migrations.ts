@@ -149,6 +149,24 @@ async function dropEntriesKey(client: Sql, s: string): Promise<void> {
   await client.query(`ALTER TABLE ${s}.entries DROP CONSTRAINT IF EXISTS entries_run_id_fkey`);
 }
 
+/**
+ * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
+ * for the model call it is making. A hold counts while the run's lease with its token is live, so
+ * it is read joined with `leases`; one per group and run.
+ */
+async function createGroupHolds(client: Sql, s: string): Promise<void> {
+  await client.query(`
+    CREATE TABLE ${s}.group_holds (
+      grp        text NOT NULL,
+      run_id     text NOT NULL,
+      token      bigint NOT NULL,
+      win        text NOT NULL,
+      tokens     bigint NOT NULL CHECK (tokens >= 0),
+      cost_micro bigint NOT NULL CHECK (cost_micro >= 0),
+      PRIMARY KEY (grp, run_id)
+    );`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -158,6 +176,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'group budgets', up: createGroups },
   { version: 7, name: 'head base', up: addBase },
   { version: 8, name: 'entries without a foreign key', up: dropEntriesKey },
+  { version: 9, name: 'group holds', up: createGroupHolds },
 ];
 
 /** The schema version this code writes and reads. */

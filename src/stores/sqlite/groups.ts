@@ -10,8 +10,12 @@ import {
   costAfter,
   type GroupBudget,
   type GroupCharge,
+  type GroupHoldRequest,
+  type GroupHoldResult,
+  type GroupSettlement,
   type GroupSpend,
   groupAfterJoin,
+  groupHold,
   MAX_GROUP_TOKENS,
   microOf,
   spendOf,
@@ -29,6 +33,14 @@ export interface GroupTransactions {
   setBudget(group: string, budget: GroupBudget | null): void;
   /** Reads (`charge` null) or adds to the group's current window at `now` (the store's clock). */
   spend(group: string, charge: Required<GroupCharge> | null, now: number): GroupSpend;
+  /** Holds room for a run's call (`groupHold`), replacing its earlier hold. */
+  hold(group: string, request: GroupHoldRequest, now: number): GroupHoldResult;
+  /** Drops a run's hold (of that token) and adds its charge. */
+  settle(
+    group: string,
+    settlement: Required<GroupSettlement> & { charge: Required<GroupCharge> },
+    now: number,
+  ): GroupSpend;
   join(runId: string, group: string): void;
   groupOf(runId: string): string | null;
 }
@@ -47,6 +59,18 @@ export function groupTransactions(db: Database): GroupTransactions {
      ON CONFLICT (grp, win) DO UPDATE SET tokens = excluded.tokens, cost_micro = excluded.cost_micro`,
   );
   const memberRow = db.prepare('SELECT grp FROM run_groups WHERE run_id = ?').pluck();
+  // The live holds of the other runs in the window: their lease still has the hold's token and time left.
+  const othersHeld = db.prepare(
+    `SELECT COALESCE(SUM(h.tokens), 0) AS tokens, COALESCE(SUM(h.cost_micro), 0) AS cost
+       FROM group_holds h JOIN leases l ON l.run_id = h.run_id
+      WHERE h.grp = ? AND h.win = ? AND h.run_id <> ?
+        AND l.token = h.token AND l.owner IS NOT NULL AND l.expires_at > ?`,
+  );
+  const dropHold = db.prepare('DELETE FROM group_holds WHERE grp = ? AND run_id = ?');
+  const dropHoldOf = db.prepare('DELETE FROM group_holds WHERE grp = ? AND run_id = ? AND token = ?');
+  const putHold = db.prepare(
+    'INSERT INTO group_holds (grp, run_id, token, win, tokens, cost_micro) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const putMember = db.prepare('INSERT INTO run_groups (run_id, grp) VALUES (?, ?) ON CONFLICT (run_id) DO NOTHING');
 
   const budgetOf = (group: string): GroupBudget | null => {
@@ -68,6 +92,25 @@ export function groupTransactions(db: Database): GroupTransactions {
     return spendOf(group, budget, window, tokens, cost);
   });
 
+  const hold = db.transaction((group: string, request: GroupHoldRequest, now: number): GroupHoldResult => {
+    const budget = budgetOf(group);
+    const window = windowOf(budget?.period ?? 'day', now);
+    const row = spentRow.get(group, window) as { tokens: number; cost_micro: number } | undefined;
+    const spent = { tokens: row?.tokens ?? 0, cost: row?.cost_micro ?? 0 };
+    const others = othersHeld.get(group, window, request.runId, now) as { tokens: number; cost: number };
+    const { held, exhausted } = groupHold(budget, spent, others, request);
+    dropHold.run(group, request.runId);
+    if (held) putHold.run(group, request.runId, request.token, window, held.tokens, held.costMicroUsd);
+    return { held, exhausted, spend: spendOf(group, budget, window, spent.tokens, spent.cost) };
+  });
+
+  const settle = db.transaction(
+    (group: string, s: Required<GroupSettlement> & { charge: Required<GroupCharge> }, now: number) => {
+      dropHoldOf.run(group, s.runId, s.token);
+      return spend(group, s.charge, now);
+    },
+  );
+
   const join = db.transaction((runId: string, group: string) => {
     groupAfterJoin(runId, (memberRow.get(runId) as string | undefined) ?? null, group);
     putMember.run(runId, group);
@@ -83,6 +126,8 @@ export function groupTransactions(db: Database): GroupTransactions {
     },
     // IMMEDIATE: the write lock before the read, so no other writer adds between read and write.
     spend: (group, charge, now) => (charge === null ? spend(group, null, now) : spend.immediate(group, charge, now)),
+    hold: (group, request, now) => hold.immediate(group, request, now),
+    settle: (group, settlement, now) => settle.immediate(group, settlement, now),
     join: (runId, group) => join.immediate(runId, group),
     groupOf: (runId) => (memberRow.get(runId) as string | undefined) ?? null,
   };

@@ -135,6 +135,24 @@ function partialListingIndexes(db: Database): void {
     CREATE INDEX runs_by_agent ON runs (agent, updated_at, run_id) WHERE agent IS NOT NULL;`);
 }
 
+/**
+ * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
+ * for the model call it is making. A hold counts while the run's lease with its token is live, so
+ * it is read joined with `leases`; one per group and run.
+ */
+function createGroupHolds(db: Database): void {
+  db.exec(`
+    CREATE TABLE group_holds (
+      grp        TEXT NOT NULL,
+      run_id     TEXT NOT NULL,
+      token      INTEGER NOT NULL,
+      win        TEXT NOT NULL,
+      tokens     INTEGER NOT NULL CHECK (tokens >= 0),
+      cost_micro INTEGER NOT NULL CHECK (cost_micro >= 0),
+      PRIMARY KEY (grp, run_id)
+    ) WITHOUT ROWID;`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -144,6 +162,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'group budgets', up: createGroups },
   { version: 7, name: 'head bases', up: addBase },
   { version: 8, name: 'partial listing indexes', up: partialListingIndexes },
+  { version: 9, name: 'group holds', up: createGroupHolds },
 ];
 
 /** The schema version this code writes and reads. */

@@ -10,9 +10,10 @@ import type { GroupBudgetStore } from '../../stores/groups.js';
 import { optionsError, withClock, withStore, write } from './fixtures.js';
 import type { ConformanceCase, GroupSpendRaceReport, WriterProcess } from './types.js';
 
-/** The store's group methods; a store under these cases must have all five. */
+/** The store's group methods; a store under these cases must have all seven. */
 function groups(store: CheckpointStore): GroupBudgetStore {
-  for (const m of ['setGroupBudget', 'groupSpend', 'spendGroup', 'joinGroup', 'groupOf'] as const) {
+  const methods = ['setGroupBudget', 'groupSpend', 'spendGroup', 'holdGroup', 'settleGroup', 'joinGroup', 'groupOf'];
+  for (const m of methods as (keyof GroupBudgetStore)[]) {
     assert.equal(typeof store[m], 'function', `a store with group budgets has ${m}`);
   }
   return store as CheckpointStore & GroupBudgetStore;
@@ -29,7 +30,127 @@ function assertSerial(totals: number[], each: number): void {
 
 const DAY = 86_400_000;
 
+/** A hold request of `tokens` (and `cost` micro-dollars), the least being `min` of each. */
+const ask = (runId: string, token: number, tokens: number, cost: number | null = 0, min = 1) => ({
+  runId,
+  token,
+  tokens,
+  costMicroUsd: cost,
+  minTokens: Math.min(min, tokens),
+  minCostMicroUsd: cost === null ? min : Math.min(min, cost),
+});
+
 export const groupCases: ConformanceCase[] = [
+  {
+    name: 'group holds: a hold takes room from the others until it is settled; the spending alone decides whether the group is spent',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxTokens: 1_000, maxCostUsd: 1 });
+        const a = await store.claim('a', { owner: 'worker-a', leaseMs: 60_000 });
+        const b = await store.claim('b', { owner: 'worker-b', leaseMs: 60_000 });
+        const first = await g.holdGroup('acme', ask('a', a.token, 600, 600_000));
+        assert.deepEqual(first.held, { tokens: 600, costMicroUsd: 600_000 });
+        assert.equal(first.exhausted, null);
+        assert.deepEqual([first.spend.tokens, first.spend.costUsd], [0, 0]); // a hold is not spending
+        // b gets what is left beside a's hold, up to what it asks…
+        const second = await g.holdGroup('acme', ask('b', b.token, 600, 300_000));
+        assert.deepEqual(second.held, { tokens: 400, costMicroUsd: 300_000 });
+        // …and nothing while the holds fill the room, though the group is not spent.
+        const full = await g.holdGroup('acme', ask('b', b.token, 600, 300_000, 500));
+        assert.deepEqual([full.held, full.exhausted], [null, null]);
+        // a settles lower than it held: the room comes back, less what a spent.
+        const settled = await g.settleGroup('acme', {
+          runId: 'a',
+          token: a.token,
+          charge: { tokens: 250, costMicroUsd: 250_000 },
+        });
+        assert.deepEqual([settled.tokens, settled.costUsd], [250, 0.25]);
+        const after = await g.holdGroup('acme', ask('b', b.token, 800, 800_000, 500));
+        assert.deepEqual(after.held, { tokens: 750, costMicroUsd: 750_000 });
+        // A minimum the spending alone cannot give: the group is spent under that limit (cost first).
+        const spent = await g.holdGroup('acme', ask('a', a.token, 800, 800_000, 760_000));
+        assert.deepEqual([spent.held, spent.exhausted], [null, 'cost']);
+        const tokens = await g.holdGroup('acme', ask('a', a.token, 800, 1, 751));
+        assert.deepEqual([tokens.held, tokens.exhausted], [null, 'tokens']);
+      }),
+  },
+  {
+    name: 'group holds: a hold lives with its lease — released, lapsed or claimed by another, it no longer takes room; settling with another token leaves it',
+    requires: ['groupBudgets', 'clock'],
+    run: (ctx) =>
+      withClock(ctx, async (store, clock) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxTokens: 100 });
+        const hold = async (runId: string, token: number, tokens: number, min = 1) =>
+          (await g.holdGroup('acme', ask(runId, token, tokens, 0, min))).held?.tokens ?? null;
+        const a = await store.claim('a', { owner: 'worker-a', leaseMs: 1_000 });
+        const b = await store.claim('b', { owner: 'worker-b', leaseMs: 60_000 });
+        assert.equal(await hold('a', a.token, 80), 80);
+        assert.equal(await hold('b', b.token, 80, 30), null); // 20 left beside a's hold
+        // A hold replaces the run's own earlier one: it is not counted against itself.
+        assert.equal(await hold('a', a.token, 90), 90);
+        clock.now += 1_000; // a's lease lapsed: its process is gone, and so is its hold
+        assert.equal(await hold('b', b.token, 80), 80);
+        const a2 = await store.claim('a', { owner: 'worker-c', leaseMs: 60_000 });
+        assert.equal(await hold('a', a2.token, 50, 30), null); // b holds 80
+        // b settles with a stale token: nothing is dropped, the charge is added.
+        await g.settleGroup('acme', { runId: 'b', token: b.token + 7, charge: { tokens: 5, costMicroUsd: 0 } });
+        assert.equal(await hold('a', a2.token, 50, 16), null); // 100 - 5 - 80 = 15
+        assert.equal(await store.release(b), true); // released: its hold is gone
+        assert.equal(await hold('a', a2.token, 50), 50);
+        // A group without limits holds what is asked (and a null cost is no cost).
+        const free = await g.holdGroup('other', ask('a', a2.token, 1_000_000, null));
+        assert.deepEqual(free.held, { tokens: 1_000_000, costMicroUsd: 0 });
+      }),
+  },
+  {
+    name: 'group holds: a null cost asks for all the room under the cost limit; concurrent holds never hold more than the limit',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxCostUsd: 0.01, maxTokens: 1_000 });
+        await g.spendGroup('acme', { tokens: 0, costMicroUsd: 4_000 });
+        const a = await store.claim('a', { owner: 'worker-a', leaseMs: 60_000 });
+        const all = await g.holdGroup('acme', ask('a', a.token, 10, null));
+        assert.deepEqual(all.held, { tokens: 10, costMicroUsd: 6_000 });
+        await g.settleGroup('acme', { runId: 'a', token: a.token, charge: { tokens: 10, costMicroUsd: 1_000 } });
+        // Twenty runs ask for 100 tokens each, at once: what is held never passes the 990 left.
+        const leases = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => store.claim(`r${i}`, { owner: `w${i}`, leaseMs: 60_000 })),
+        );
+        const results = await Promise.all(leases.map((l) => g.holdGroup('acme', ask(l.runId, l.token, 100, 100, 100))));
+        const held = results.reduce((sum, r) => sum + (r.held?.tokens ?? 0), 0);
+        assert.equal(held, 900);
+        assert.equal(results.filter((r) => r.held !== null).length, 9);
+        assert.ok(results.every((r) => r.held !== null || r.exhausted === null));
+      }),
+  },
+  {
+    name: 'group holds: a malformed request or settlement is an OptionsError naming what is wrong',
+    requires: ['groupBudgets'],
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        const g = groups(store);
+        const bad: [unknown, RegExp][] = [
+          [null, /the request must be an object/],
+          [{ ...ask('a', 1, 10), tokens: -1 }, /tokens must be a whole number/],
+          [{ ...ask('a', 1, 10), minTokens: 11 }, /minTokens must be a whole number from 0 to 10/],
+          [{ ...ask('a', 1, 10), costMicroUsd: 0.5 }, /costMicroUsd must be a whole number/],
+          [{ ...ask('a', 1, 10), extra: 1 }, /extra/],
+        ];
+        for (const [request, pattern] of bad) {
+          await assert.rejects(g.holdGroup('acme', request as never), optionsError(pattern));
+        }
+        await assert.rejects(
+          g.settleGroup('acme', { runId: 'a', token: 1, charge: { tokens: -5, costMicroUsd: 0 } }),
+          optionsError(/tokens/),
+        );
+        await assert.rejects(g.holdGroup('bad group!', ask('a', 1, 10)), optionsError(/group id/));
+      }),
+  },
   {
     name: 'group budgets: a group never charged has spent 0 under the default budget; set, replace and remove a budget',
     requires: ['groupBudgets'],

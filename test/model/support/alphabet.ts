@@ -264,6 +264,11 @@ export function rawAction(spec: PolicySpec): unknown {
   }
 }
 
+/** Whether the raw action carries a usage at all (readable or not): a bare string cannot. */
+export function usagePresent(spec: PolicySpec): boolean {
+  return !(spec.kind === 'malformed' && spec.variant % MALFORMED.length === STRING_ACTION) && spec.usage !== null;
+}
+
 /** The usage the runtime can read off the raw action. */
 export function specUsage(spec: PolicySpec): Usage | null {
   // A bare string cannot carry usage.

@@ -175,7 +175,7 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
         .map(({ steps, tokens, ms, micro }) => new ExtendCommand(steps, tokens, ms, micro)),
     ),
     fc.boolean().map((legacy) => new MistakeCommand({ kind: 'decideStale', legacy }, awaiting, StaleApprovalError)),
-    mistake({ kind: 'decideExpired' }, someExpired, ApprovalExpiredError),
+    ...times(2, mistake({ kind: 'decideExpired' }, someExpired, ApprovalExpiredError)),
     mistake({ kind: 'decideEditForbidden' }, editForbidden, EditRejectedError),
     mistake({ kind: 'decideUnnamed' }, (m) => awaiting(m) && pending(m).length > 1, OptionsError),
     fc
@@ -191,7 +191,9 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
 export const setupArbitrary: fc.Arbitrary<RunSetup> = fc.record({
   limits: fc.record({
     maxSteps: fc.integer({ min: 1, max: 20 }),
-    maxTokens: fc.option(fc.integer({ min: 20, max: 400 }), { nil: null }),
+    // Every call's request is held at its estimate (a quarter token a character of the view):
+    // enough room for runs to get long, small enough that the token budget stops many.
+    maxTokens: fc.option(fc.integer({ min: 20, max: 2_000 }), { nil: null }),
     maxActiveMs: fc.option(fc.integer({ min: 30, max: 400 }), { nil: null }),
     maxCostUsd: fc.option(
       fc.integer({ min: 1, max: 3_000_000 }).map((micro) => micro / 1e6),

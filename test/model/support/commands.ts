@@ -101,6 +101,14 @@ function noteCost(m: Model, move: Move, was: ModelState, note: (what: string) =>
   if (move.kind === 'extend' && stoppedBefore && move.limits.maxCostUsd !== undefined) {
     note('cost budgets raised after a stop for cost');
   }
+  const tokensNow = statusOf(m.snapshot.value) === 'budget_exhausted' && c.stoppedBy === 'tokens';
+  const tokensBefore = statusOf(was.value) === 'budget_exhausted' && was.context.stoppedBy === 'tokens';
+  if (tokensNow && !tokensBefore && c.error?.startsWith('the next call does not fit')) {
+    note('stops for a request the token budget cannot fit');
+  }
+  if (c.usage.estimatedTokens !== was.context.usage.estimatedTokens) note('calls charged at the estimate');
+  if (c.error !== was.context.error && c.error?.includes('it could spend: charged'))
+    note('calls charged at what was left');
 }
 
 /** The first spent budget, in the order the machine checks them (steps, tokens, cost, time). */

@@ -16,6 +16,7 @@ import type { AgentInput, HistoryEntry, Limits } from '../../../machines/types.j
 import type { Agent as AgentClass } from '../../../src/agent.js';
 import type { CompactionOptions, Policy } from '../../../src/index.js';
 import { ManualClock } from '../../../src/testing/index.js';
+import { answerEstimate, chargeOf, noRoomWhy, spentOf, viewOf } from './budget-spec.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const AT = new Date(T0).toISOString();
@@ -90,6 +91,21 @@ export function movesFor(s: Snapshot): Move[] {
   }
 }
 
+const UNPRICED = { unknown: 'no price option, and the usage reports no costUsd' } as const;
+
+/** What a policy call reporting `POLICY_USAGE` is charged in context `c` (budget-spec.ts). */
+const policyCharge = (c: Snapshot['context'], answer: Parameters<typeof answerEstimate>[0]) =>
+  chargeOf(spentOf(c), POLICY_USAGE, true, viewOf(c.history), answerEstimate(answer), UNPRICED);
+
+/** What a summary is charged: its request is the entries it covers; `usage` null when it reported none. */
+function summaryCharge(c: Snapshot['context'], usage: typeof SUMMARY_USAGE | null, text: string | null) {
+  const cover = nextCover(c.history, KEEP);
+  if (!cover) throw new Error('summarising with nothing to cover');
+  const output = Math.max(1, Math.ceil((text ?? '').length / 4));
+  const cost = usage ? UNPRICED : ({ unknown: 'the summariser reported no usage' } as const);
+  return chargeOf(spentOf(c), usage, usage !== null, cover.entries, output, cost);
+}
+
 /** The machine events a move stands for, given the state it is made in. */
 export function eventsOf(move: Move, s: Snapshot): Parameters<typeof transition<typeof agentMachine>>[2][] {
   const c = s.context;
@@ -99,50 +115,31 @@ export function eventsOf(move: Move, s: Snapshot): Parameters<typeof transition<
       return [{ type: 'START', goal: GOAL }];
     case 'call': {
       const i = c.steps + 1;
+      const answer = {
+        type: 'calls' as const,
+        calls: [{ tool: 't', args: { i }, toolCallId: null, verdict: { kind: 'run' as const } }],
+        text: null,
+      };
       return [
-        {
-          type: 'xstate.done.actor.policy',
-          output: {
-            type: 'calls',
-            calls: [{ tool: 't', args: { i }, toolCallId: null, verdict: { kind: 'run' } }],
-            text: null,
-            usage: POLICY_USAGE,
-            cost: { unknown: 'no price option, and the usage reports no costUsd' },
-            ...base,
-          },
-        },
+        { type: 'xstate.done.actor.policy', output: { ...answer, ...policyCharge(c, answer), ...base } },
         { type: 'xstate.done.actor.tool', output: { type: 'result', result: i, ...base } },
       ];
     }
-    case 'final':
-      return [
-        {
-          type: 'xstate.done.actor.policy',
-          output: {
-            type: 'final',
-            final: 'done',
-            usage: POLICY_USAGE,
-            cost: { unknown: 'no price option, and the usage reports no costUsd' },
-            ...base,
-          },
-        },
-      ];
+    case 'final': {
+      const answer = { type: 'final' as const, final: 'done' };
+      return [{ type: 'xstate.done.actor.policy', output: { ...answer, ...policyCharge(c, answer), ...base } }];
+    }
     case 'throws':
       return [{ type: 'xstate.error.actor.policy', error: Object.assign(new Error('model down'), { elapsedMs: 0 }) }];
     case 'summary': {
       const cover = nextCover(c.history, KEEP);
       if (!cover) throw new Error('summarising with nothing to cover');
+      const text = summaryText(cover.covers.to);
+      const charged = summaryCharge(c, move.costly ? COSTLY_USAGE : SUMMARY_USAGE, text);
       return [
         {
           type: 'xstate.done.actor.summary',
-          output: {
-            type: 'summary',
-            text: summaryText(cover.covers.to),
-            covers: cover.covers,
-            usage: move.costly ? COSTLY_USAGE : SUMMARY_USAGE,
-            cost: { unknown: 'no price option, and the usage reports no costUsd' },
-            ...base,
-          },
+          output: { type: 'summary', text, covers: cover.covers, ...charged, ...base },
         },
       ];
     }
@@ -160,8 +157,7 @@ export function eventsOf(move: Move, s: Snapshot): Parameters<typeof transition<
           output: {
             type: 'failed',
             error: 'Error: summarize returned 42, not a string or { text, usage? }',
-            usage: null,
-            cost: { unknown: 'the summariser reported no usage' },
+            ...summaryCharge(c, null, null),
             ...base,
           },
         },
@@ -186,9 +182,32 @@ export function initial(machine = oracleMachine()): Snapshot {
   return initialTransition(machine, INPUT)[0];
 }
 
+/**
+ * A model call that starts (deciding entered or a new step in it, summarising entered) and whose
+ * estimated request does not fit the token budget: the runtime does not make it, and says why.
+ */
+function noRoom(before: Snapshot, after: Snapshot): Parameters<typeof transition<typeof agentMachine>>[2] | null {
+  const c = after.context;
+  const now = runningAs(after);
+  const starts = now !== null && (runningAs(before) !== now || before.context.steps !== c.steps);
+  if (!starts || (now !== 'deciding' && now !== 'summarising')) return null;
+  const request = now === 'deciding' ? viewOf(c.history) : (nextCover(c.history, KEEP)?.entries ?? []);
+  const why = noRoomWhy(spentOf(c), request);
+  if (why === null) return null;
+  const output = { type: 'exhausted' as const, budget: 'tokens' as const, why };
+  return now === 'deciding'
+    ? { type: 'xstate.done.actor.policy', output: { ...output, usage: null, elapsedMs: 0, at: AT } }
+    : { type: 'xstate.done.actor.summary', output };
+}
+
 export function apply(machine: ReturnType<typeof oracleMachine>, s: Snapshot, move: Move): Snapshot {
   let next = s;
-  for (const e of eventsOf(move, next)) [next] = transition(machine, next, e);
+  for (const e of eventsOf(move, next)) {
+    const before = next;
+    [next] = transition(machine, next, e);
+    const refused = noRoom(before, next);
+    if (refused) [next] = transition(machine, next, refused);
+  }
   return next;
 }
 
@@ -267,30 +286,31 @@ export class CompactionWorld {
       case 'start':
         void this.#agent.start(GOAL).catch(() => {});
         break;
-      case 'call':
-        answer('policy', (x) =>
-          x.resolve({ tool: 't', args: { i: this.#agent.state.steps + 1 }, usage: POLICY_USAGE }),
-        );
-        this.#tokens += 6;
+      case 'call': {
+        const i = this.#agent.state.steps + 1;
+        this.#charge(POLICY_USAGE, this.#script.views.at(-1)?.view ?? [], 1);
+        answer('policy', (x) => x.resolve({ tool: 't', args: { i }, usage: POLICY_USAGE }));
         break;
+      }
       case 'final':
+        this.#charge(POLICY_USAGE, this.#script.views.at(-1)?.view ?? [], 1);
         answer('policy', (x) => x.resolve({ final: 'done', usage: POLICY_USAGE }));
-        this.#tokens += 6;
         break;
       case 'throws':
         answer('policy', (x) => x.reject(new Error('model down')));
         break;
       case 'summary': {
-        const to = nextCover(this.#agent.state.history, KEEP)?.covers.to ?? -1;
+        const cover = nextCover(this.#agent.state.history, KEEP);
         const usage = move.costly ? COSTLY_USAGE : SUMMARY_USAGE;
-        answer('summary', (x) => x.resolve({ text: summaryText(to), usage }));
-        this.#tokens += usage.inputTokens + usage.outputTokens;
+        this.#charge(usage, cover?.entries ?? [], 1);
+        answer('summary', (x) => x.resolve({ text: summaryText(cover?.covers.to ?? -1), usage }));
         break;
       }
       case 'summaryThrows':
         answer('summary', (x) => x.reject(new Error('summariser down')));
         break;
       case 'summaryBad':
+        this.#charge(null, nextCover(this.#agent.state.history, KEEP)?.entries ?? [], 1);
         answer('summary', (x) => x.resolve(42));
         break;
       case 'extend': {
@@ -306,6 +326,17 @@ export class CompactionWorld {
         break;
     }
     await this.#settle();
+  }
+
+  /**
+   * Counts what a call is charged, written out from the contract on what this world knows: the
+   * usage reported (null: none, so the estimate of `request` and `output`), within what the
+   * token budget leaves.
+   */
+  #charge(usage: typeof POLICY_USAGE | null, request: readonly HistoryEntry[], output: number): void {
+    const spent = { limits: this.#agent.state.limits, tokens: this.#tokens, costMicro: 0 };
+    const charged = chargeOf(spent, usage, usage !== null, request, output, UNPRICED);
+    this.#tokens += charged.usage.inputTokens + charged.usage.outputTokens;
   }
 
   /** The process dies (its calls in flight never answer) and a new one resumes from the last checkpoint. */
@@ -353,9 +384,14 @@ export class CompactionWorld {
       bad('the journal was rewritten: an entry it had is gone or changed');
     }
     this.#journal = h;
-    // Every token the policy and the summariser reported is counted, and only those.
+    // Every token the policy and the summariser reported is counted (estimated when none, never
+    // past the budget), and only those.
     if (state.usage.inputTokens + state.usage.outputTokens !== this.#tokens) {
       bad(`tokens counted ${state.usage.inputTokens + state.usage.outputTokens}, reported ${this.#tokens}`);
+    }
+    const limit = state.limits.maxTokens;
+    if (limit !== null && state.usage.inputTokens + state.usage.outputTokens > limit) {
+      bad(`tokens counted ${state.usage.inputTokens + state.usage.outputTokens}, over the budget of ${limit}`);
     }
     // Summaries fold: from 1, each further than the one before, each before its own index.
     let last = 0;

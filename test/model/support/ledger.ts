@@ -6,6 +6,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { HistoryEntry, JsonObject, Limits } from '../../../machines/types.js';
+import { type Charged, noRoomWhy } from './budget-spec.js';
 import { historyProblem } from './history-shape.js';
 import { beginStep, type FinishedStep, type SpecStep, startCall } from './spec-step.js';
 import { isIdempotent, isSideEffect } from './tools.js';
@@ -120,6 +121,8 @@ export class Ledger {
    */
   policyCalled(step: number, history: readonly HistoryEntry[]): void {
     const d = this.data;
+    const noRoom = noRoomWhy({ limits: d.limits, tokens: d.tokens, costMicro: d.costMicro }, history);
+    if (noRoom !== null) this.violation(`inv3: a policy call was made though ${noRoom}`);
     d.policyCalls++;
     const l = d.limits;
     if (d.completedSteps.includes(step))
@@ -152,15 +155,14 @@ export class Ledger {
    */
   policyAnswered(
     step: number,
-    tokens: number,
-    costUsd: number | null,
+    charged: Charged,
     calls: { tool: string; args: JsonObject; id: string | null }[] | null,
     now: number,
   ): void {
     this.data.completedSteps.push(step);
-    this.data.tokens += tokens;
+    this.data.tokens += charged.usage.inputTokens + charged.usage.outputTokens;
     const limit = this.data.limits.maxCostUsd;
-    if (costUsd !== null) this.data.costMicro += Math.round(costUsd * 1e6);
+    if ('usd' in charged.cost) this.data.costMicro += Math.round(charged.cost.usd * 1e6);
     else if (limit !== null) this.data.costMicro = Math.max(this.data.costMicro, Math.round(limit * 1e6));
     if (calls) beginStep(this.data, step, calls, now);
   }

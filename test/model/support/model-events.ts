@@ -23,6 +23,7 @@ import {
   DENIER,
   DENY_NOTE,
   GOAL,
+  isDeciding,
   isExecuting,
   iso,
   type ModelState,
@@ -39,7 +40,9 @@ import {
   TOOL_TIMEOUT_MS,
   type ToolSpec,
   TTL_MS,
+  usagePresent,
 } from './alphabet.js';
+import { answerEstimate, chargeOf, noRoomWhy, spentOf, viewOf } from './budget-spec.js';
 import { asksAgainAfterCrash, editedArgs, mayEdit, verdictOf } from './tools.js';
 
 /** Active time left in context `c` for a call that has spent `spent` ms so far; null: no time budget. */
@@ -97,14 +100,11 @@ export function toolObservation(
 export const notRunError = (tool: string) =>
   `not run: the active-time budget (maxActiveMs) was spent before ${tool} started`;
 
-/** The decision the runtime must hand the machine for a spec: written out, not computed. */
-function expectedDecision(spec: PolicySpec, elapsedMs: number, at: string): Decision {
-  const u = specUsage(spec);
-  const usage = u && { inputTokens: u.inputTokens, outputTokens: u.outputTokens };
-  const cost = { usage, cost: specCost(spec), elapsedMs, at };
+/** The answer of a spec, as the runtime classifies it (without what it cost). */
+export function answerOf(spec: PolicySpec) {
   switch (spec.kind) {
     case 'final':
-      return { type: 'final', final: `answer-${spec.variant}`, ...cost };
+      return { type: 'final' as const, final: `answer-${spec.variant}` };
     case 'call':
     case 'calls': {
       const calls = requestedCalls(spec).map((c) => ({
@@ -113,15 +113,34 @@ function expectedDecision(spec: PolicySpec, elapsedMs: number, at: string): Deci
         toolCallId: c.id,
         verdict: verdictOf(c.tool, c.args),
       }));
-      return { type: 'calls', calls, text: spec.text ? TEXT : null, ...cost };
+      return { type: 'calls' as const, calls, text: spec.text ? TEXT : null };
     }
     case 'malformed': {
       const [, tool, why] = malformedOf(spec);
-      return { type: 'malformed', tool, error: `malformed action: ${why}`, ...cost };
+      return { type: 'malformed' as const, tool, error: `malformed action: ${why}` };
     }
     case 'throws':
       throw new Error('a throwing policy has no decision');
   }
+}
+
+/**
+ * The decision the runtime must hand the machine for a spec, answered in context `c`: written
+ * out, not computed — charged the usage it reports, or the estimate, within the budget (budget-spec.ts).
+ */
+function expectedDecision(spec: PolicySpec, elapsedMs: number, at: string, c: AgentContext): Decision {
+  const u = specUsage(spec);
+  const reported = u && { inputTokens: u.inputTokens, outputTokens: u.outputTokens };
+  const answer = answerOf(spec);
+  const charged = chargeOf(
+    spentOf(c),
+    reported,
+    usagePresent(spec),
+    viewOf(c.history),
+    answerEstimate(answer),
+    specCost(spec),
+  );
+  return { ...answer, ...charged, elapsedMs, at } as Decision;
 }
 
 /** A pending call as a decision sees it (the machine's, or `agent.state.pendingCalls`). */
@@ -243,7 +262,7 @@ export function modelEvent(move: Move, s: ModelState, now: number, policyElapsed
       if (move.spec.kind === 'throws') {
         return { type: 'xstate.error.actor.policy', error: { name: 'Error', message: 'policy down', elapsedMs } };
       }
-      return { type: 'xstate.done.actor.policy', output: expectedDecision(move.spec, elapsedMs, iso(after)) };
+      return { type: 'xstate.done.actor.policy', output: expectedDecision(move.spec, elapsedMs, iso(after), c) };
     }
     case 'tool': {
       const tool = runningOf(c)?.tool ?? '?';
@@ -307,18 +326,48 @@ export function followUp(s: ModelState, now: number): MachineEvent | null {
 type Machine = typeof agentMachine;
 type Snapshot = ReturnType<Machine['getInitialSnapshot']>;
 
-/** Applies `event` and then whatever the runtime does on its own. */
+/** Whether a policy call starts between `before` and `after`: deciding entered, or a new step in it. */
+function startsCall(before: ModelState, after: ModelState): boolean {
+  return isDeciding(after) && (!isDeciding(before) || after.context.steps !== before.context.steps);
+}
+
+/** A call that starts and whose estimated request does not fit the token budget: the runtime does not make it. */
+function noRoom(s: ModelState, now: number): MachineEvent | null {
+  const why = noRoomWhy(spentOf(s.context), viewOf(s.context.history));
+  if (why === null) return null;
+  return {
+    type: 'xstate.done.actor.policy',
+    output: { type: 'exhausted', budget: 'tokens', why, usage: null, elapsedMs: 0, at: iso(now) },
+  };
+}
+
+/**
+ * Applies `event` and then whatever the runtime does on its own. `restarts`: the policy call in
+ * flight is made again (a resume), so it is held against the budget again.
+ */
 export function applyEvent<S extends AnyMachineSnapshot = Snapshot>(
   machine: Machine,
   snapshot: S,
   event: MachineEvent | null,
   now: number,
+  restarts = false,
 ): S {
-  let s = event ? (transition(machine, snapshot as never, event)[0] as unknown as S) : snapshot;
+  const step = (from: S, e: MachineEvent) => transition(machine, from as never, e)[0] as unknown as S;
+  const model = (x: S) => x as unknown as ModelState;
+  let s = event ? step(snapshot, event) : snapshot;
+  let fresh = event ? startsCall(model(snapshot), model(s)) : restarts && isDeciding(model(s));
   for (let i = 0; i < 100; i++) {
-    const next = followUp(s as unknown as ModelState, now);
+    const refused = fresh ? noRoom(model(s), now) : null;
+    fresh = false;
+    if (refused) {
+      s = step(s, refused);
+      continue;
+    }
+    const next = followUp(model(s), now);
     if (!next) return s;
-    s = transition(machine, s as never, next)[0] as unknown as S;
+    const after = step(s, next);
+    fresh = startsCall(model(s), model(after));
+    s = after;
   }
   throw new Error('test error: the runtime would not stop on its own');
 }
@@ -334,5 +383,6 @@ export function applyMove<S extends AnyMachineSnapshot = Snapshot>(
   const s = snapshot as unknown as ModelState;
   const after = now + advanceOf(move, s, now, policyElapsedMs);
   const event = modelEvent(move, s, now, policyElapsedMs);
-  return { snapshot: applyEvent(machine, snapshot, event, after), now: after };
+  const restarts = move.kind === 'crash' && isDeciding(s);
+  return { snapshot: applyEvent(machine, snapshot, event, after, restarts), now: after };
 }

@@ -21,6 +21,7 @@ import {
   type Status,
   TEXT,
 } from './alphabet.js';
+import { noRoomWhy } from './budget-spec.js';
 import { expectation } from './spec-step.js';
 import type { World } from './world.js';
 
@@ -62,7 +63,10 @@ function spent(world: World): string[] {
   const l = d.limits;
   const out: string[] = [];
   if (d.completedSteps.length >= l.maxSteps) out.push('steps');
-  if (l.maxTokens !== null && d.tokens >= l.maxTokens) out.push('tokens');
+  // Spent, or too little left for the next call's estimated request and one output token.
+  const spentOrFull = { limits: l, tokens: d.tokens, costMicro: d.costMicro };
+  if ((l.maxTokens !== null && d.tokens >= l.maxTokens) || noRoomWhy(spentOrFull, world.agent.view()) !== null)
+    out.push('tokens');
   if (l.maxCostUsd !== null && d.costMicro >= Math.round(l.maxCostUsd * 1e6)) out.push('cost');
   if (l.maxActiveMs !== null && d.activeMs >= l.maxActiveMs) out.push('time');
   return out;

@@ -226,7 +226,9 @@ export function movesFor(s: PathState, alphabet: Alphabet = FULL_ALPHABET): Move
                 kind: 'extend',
                 limits: {
                   maxSteps: l.maxSteps + 1,
-                  maxTokens: (l.maxTokens ?? 0) + 100,
+                  // Enough for any request these paths make (a path's states meet by whether the
+                  // next request fits, not by how much is left: the extension must make it fit).
+                  maxTokens: (l.maxTokens ?? 0) + 1_000,
                   maxActiveMs: (l.maxActiveMs ?? 0) + 100,
                   maxCostUsd: (l.maxCostUsd ?? 0) + 0.01,
                 },

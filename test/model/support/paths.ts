@@ -11,6 +11,7 @@ import { initialTransition } from 'xstate';
 import { agentMachine } from '../../../machines/index.js';
 import type { AgentInput, Limits } from '../../../machines/types.js';
 import { type Move, RUN_ID, T0, TTL_MS } from './alphabet.js';
+import { noRoomWhy, spentOf, viewOf } from './budget-spec.js';
 import { applyMove, isOpen, modelEvent, pendingOf } from './model-events.js';
 import {
   type Alphabet,
@@ -129,6 +130,8 @@ export function controlKey(s: PathState): string {
     steps: c.steps,
     max: c.limits.maxSteps,
     tokensOut: c.limits.maxTokens !== null && tokens >= c.limits.maxTokens,
+    // Whether the next policy call's estimated request fits what the token budget leaves.
+    tokensFull: noRoomWhy(spentOf(c), viewOf(c.history)) !== null,
     costOut: c.limits.maxCostUsd !== null && c.usage.costUsd >= c.limits.maxCostUsd,
     timeOut: c.limits.maxActiveMs !== null && c.activeMs >= c.limits.maxActiveMs,
     calls: c.calls.map((call) => [

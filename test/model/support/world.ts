@@ -8,7 +8,16 @@
  */
 import { Agent } from '../../../src/agent.js';
 import type { Clock } from '../../../src/clock.js';
-import type { Limits, PendingCall, Policy, ResumeOptions, RunState, Status, Tool } from '../../../src/index.js';
+import type {
+  HistoryEntry,
+  Limits,
+  PendingCall,
+  Policy,
+  ResumeOptions,
+  RunState,
+  Status,
+  Tool,
+} from '../../../src/index.js';
 import { ManualClock } from '../../../src/testing/index.js';
 import {
   APPROVER,
@@ -27,10 +36,12 @@ import {
   T0,
   TTL_MS,
   toolResult,
+  usagePresent,
 } from './alphabet.js';
+import { answerEstimate, chargeOf } from './budget-spec.js';
 import { type Made, mapDecision, mistakeCall, seedDecision } from './human.js';
 import { Ledger, type LedgerData } from './ledger.js';
-import { earliestExpiry, toolCut, toolObservation } from './model-events.js';
+import { answerOf, earliestExpiry, toolCut, toolObservation } from './model-events.js';
 import { cancelStep, crashCall, decideCalls, endCall, expireCalls } from './spec-step.js';
 import type { ToolName } from './tools.js';
 import { wipeRule, worldTools } from './world-tools.js';
@@ -80,6 +91,8 @@ export class World {
    */
   #retryMs = 0;
   #opDone = true;
+  /** The view the policy call in flight was shown. */
+  #shown: HistoryEntry[] = [];
 
   constructor(options: WorldOptions, restore?: { blob: string; now: number; ledger: LedgerData }) {
     this.options = options;
@@ -140,6 +153,7 @@ export class World {
         return never();
       }
       this.ledger.policyCalled(ctx.step, history);
+      this.#shown = structuredClone(history); // what the call's request is estimated from
       // An adversarial policy: it tries to rewrite what it was shown. The run must not change
       // (the comparison with the model after this step would see it).
       try {
@@ -328,14 +342,16 @@ export class World {
       if (spec.kind === 'throws') throw new Error('policy down');
       const usage = specUsage(spec);
       const calls = spec.kind === 'call' || spec.kind === 'calls' ? requestedCalls(spec) : null;
-      const cost = specCost(spec);
-      this.ledger.policyAnswered(
-        gate.step,
-        usage ? usage.inputTokens + usage.outputTokens : 0,
-        'usd' in cost ? cost.usd : null,
-        calls,
-        this.clock.now(),
+      const d = this.ledger.data;
+      const charged = chargeOf(
+        { limits: d.limits, tokens: d.tokens, costMicro: d.costMicro },
+        usage && { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens },
+        usagePresent(spec),
+        this.#shown,
+        answerEstimate(answerOf(spec)),
+        specCost(spec),
       );
+      this.ledger.policyAnswered(gate.step, charged, calls, this.clock.now());
       return rawAction(spec);
     });
     if (!(retried || (canRetry && left !== null))) return null;
