@@ -190,7 +190,10 @@ export const agentMachine = setup({
       assertEvent(event, 'xstate.done.actor.tool');
       const o = event.output;
       if (o.type !== 'outcome_unknown') return {};
-      return withOutcome(context, (c) => askAgain(c, context.approvalTtlMs, o.at, o.notDone !== true));
+      return {
+        activeMs: context.activeMs + (o.elapsedMs ?? 0),
+        ...withOutcome(context, (c) => askAgain(c, context.approvalTtlMs, o.at, o.notDone !== true)),
+      };
     }),
     applyDecisions: assign(({ context, event }) => {
       assertEvent(event, 'DECIDE');

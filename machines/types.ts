@@ -309,8 +309,9 @@ export type ToolOutcome =
    * A non-idempotent side effect whose outcome is not known (in flight at a crash, or it timed
    * out) and that is not run again: a human is asked again. `notDone`: its tool's `verify` said it
    * did not happen, but its approval is too old to run it again under (the outcome is known).
+   * `elapsedMs`: the active time the call took before it timed out (none is known after a crash).
    */
-  | { type: 'outcome_unknown'; at: string; notDone?: true };
+  | { type: 'outcome_unknown'; at: string; notDone?: true; elapsedMs?: number };
 
 /** One decision about one pending call. */
 export interface CallDecision {

@@ -193,7 +193,9 @@ async function execute(run: ActorPorts, call: StepCall, abort: CallAbort, since:
           at: isoTime(run.clock.now()),
         };
       }
-      if (verdict.kind === 'unknown') return { type: 'outcome_unknown', at: isoTime(run.clock.now()) };
+      if (verdict.kind === 'unknown') {
+        return { type: 'outcome_unknown', at: isoTime(run.clock.now()), elapsedMs: spent() };
+      }
     }
     return done({ error: describeError(error) });
   }

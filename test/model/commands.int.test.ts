@@ -47,6 +47,11 @@ const COST_COUNTS = [
   'calls charged at the estimate',
   'calls charged at what was left',
 ];
+/** A tool's `verify`, asked with a call of it in flight at a crash or timed out: every answer. */
+const VERIFY_COUNTS = ['done', 'notDone', 'unknown'].flatMap((a) => [
+  `verify answers ${a} after a crash`,
+  `verify answers ${a} after a timeout`,
+]);
 
 describe('command sequences on the real Agent, against the machine as model', () => {
   it(`hold invariants 1-7 and match the model (seed ${SEED}, ${RUNS} cases)`, {
@@ -97,7 +102,7 @@ describe('command sequences on the real Agent, against the machine as model', ()
       );
     }
     const kinds = [...executed].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`);
-    const stepCounts = [...CALL_COUNTS, ...COST_COUNTS].map((k) => `${k} ${calls.get(k) ?? 0}`);
+    const stepCounts = [...CALL_COUNTS, ...COST_COUNTS, ...VERIFY_COUNTS].map((k) => `${k} ${calls.get(k) ?? 0}`);
     console.log(
       `[model] fast-check: ${details.numRuns} cases, ${commands} commands run (longest ${longest}), ` +
         `${crashesMidCall} crashes mid-call, in ${Date.now() - started} ms\n[model]   ${kinds.join(', ')}\n` +
@@ -117,7 +122,7 @@ describe('command sequences on the real Agent, against the machine as model', ()
     for (const kind of ['decideNothing', 'startAgain', 'policy:call', 'policy:calls']) {
       expect(executed.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(MUTATION ? 1 : 5);
     }
-    for (const what of [...CALL_COUNTS, ...COST_COUNTS]) {
+    for (const what of [...CALL_COUNTS, ...COST_COUNTS, ...VERIFY_COUNTS]) {
       expect(calls.get(what) ?? 0, what).toBeGreaterThanOrEqual(MUTATION ? 0 : 3);
     }
 

@@ -5,7 +5,7 @@
  * (src/runtime/classify.ts) and its tool and decision handling (src/runtime/).
  */
 import type { AgentContext, CallCost, JsonObject, Limits, Usage } from '../../../machines/types.js';
-import { argsOf, type CallTool, toolNameOf } from './tools.js';
+import { argsOf, type CallTool, toolNameOf, type VerifyAnswer } from './tools.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 export const RUN_ID = 'run-m';
@@ -56,6 +56,8 @@ export interface ToolSpec {
   elapsedMs: number;
   /** Which non-JSON value a `nonjson` result is (NON_JSON). */
   variant?: number;
+  /** What a tool with `verify` answers when this call times out. @default 'unknown' */
+  verify?: VerifyAnswer;
 }
 
 /** One decision of a `decide({ [callId]: … })` map, naming a pending call by position. */
@@ -79,7 +81,8 @@ export type Move =
    * clock time pass first (with a call in flight, short of its deadline).
    */
   /** The process dies; the run is resumed (with `maxSteps` / `maxCostUsd` replacing its limits, when given). */
-  | { kind: 'crash'; maxSteps?: number; maxCostUsd?: number; afterMs?: number }
+  /** `verify`: what a tool with `verify` in flight answers at the resume. @default 'unknown' */
+  | { kind: 'crash'; maxSteps?: number; maxCostUsd?: number; afterMs?: number; verify?: VerifyAnswer }
   /** The seed's `decide(approved, note, { callId })` on the `pick`-th pending call. */
   | { kind: 'approve' | 'deny'; pick?: number }
   /** Time passes beyond the call's expiry, then the human approves it anyway (seed's form). */
@@ -140,7 +143,7 @@ export function describeMove(move: Move): string {
       return `policy:${what}(${elapsedMs}ms${u})`;
     }
     case 'tool':
-      return `tool:${move.spec.kind}${move.spec.kind === 'nonjson' ? `#${move.spec.variant ?? 0}` : ''}(${move.spec.elapsedMs}ms)`;
+      return `tool:${move.spec.kind}${move.spec.kind === 'nonjson' ? `#${move.spec.variant ?? 0}` : ''}${move.spec.verify ? `[verify ${move.spec.verify}]` : ''}(${move.spec.elapsedMs}ms)`;
     case 'extend':
       return `extend${JSON.stringify(move.limits)}`;
     case 'crash': {
@@ -148,6 +151,7 @@ export function describeMove(move: Move): string {
         ...(move.maxSteps === undefined ? [] : [`maxSteps=${move.maxSteps}`]),
         ...(move.maxCostUsd === undefined ? [] : [`maxCostUsd=${move.maxCostUsd}`]),
         ...(move.afterMs === undefined ? [] : [`after ${move.afterMs}ms`]),
+        ...(move.verify === undefined ? [] : [`verify ${move.verify}`]),
       ];
       return opts.length === 0 ? 'crash' : `crash(${opts.join(', ')})`;
     }

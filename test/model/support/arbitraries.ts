@@ -28,7 +28,7 @@ import {
   status,
 } from './commands.js';
 import { activeLeft, isOpen, pendingOf, runningOf, toolDeadline } from './model-events.js';
-import { asksAgainAfterCrash, mayEdit } from './tools.js';
+import { asksAgainAfterCrash, mayEdit, VERIFY_ANSWERS } from './tools.js';
 import type { World } from './world.js';
 
 const callSpec: fc.Arbitrary<CallSpec> = fc.record({
@@ -71,10 +71,14 @@ const policySpec: fc.Arbitrary<PolicySpec> = fc
     text: s.text && (s.kind === 'call' || s.kind === 'calls'),
   }));
 
+const verifyAnswer = fc.constantFrom(...VERIFY_ANSWERS);
+
 const toolSpec: fc.Arbitrary<ToolSpec> = fc.record({
   kind: fc.constantFrom('result', 'result', 'throw', 'timeout', 'nonjson'),
   elapsedMs: fc.integer({ min: 0, max: 20 }),
   variant: fc.integer({ min: 0, max: 5 }),
+  // What a tool with `verify` answers if this call times out.
+  verify: verifyAnswer,
 });
 
 const pick: fc.Arbitrary<Pick> = fc.record({
@@ -154,7 +158,11 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
     // time passed in the call, with a side effect in flight), waiting for a human, after the end.
     fc.constant(new MoveCommand({ kind: 'crash' }, () => true)),
     fc.constant(new MoveCommand({ kind: 'crash' }, (m) => status(m) === 'running')),
-    ...times(2, fc.constant(new MoveCommand({ kind: 'crash' }, sideEffectInFlight))),
+    // A tool with `verify` in flight is asked at the resume: done, not done, or unknown.
+    ...times(
+      3,
+      verifyAnswer.map((verify) => new MoveCommand({ kind: 'crash', verify }, sideEffectInFlight)),
+    ),
     // A side effect asked again after time passed: its deadline is now later than its siblings'.
     crashAfter((m) => isExecuting(state(m))),
     ...times(3, crashAfter(sideEffectInFlight)),

@@ -22,8 +22,9 @@ import {
 } from './alphabet.js';
 import { describeDifference } from './drive.js';
 import { checkWorld } from './invariants.js';
-import { activeLeft, applyEvent, applyMove, policyCut } from './model-events.js';
+import { activeLeft, applyEvent, applyMove, policyCut, runningOf } from './model-events.js';
 import { before, checkMove } from './oracle.js';
+import { hasVerify } from './tools.js';
 import { World, type WorldOptions } from './world.js';
 
 type Snapshot = ReturnType<typeof initialTransition<typeof agentMachine>>[0];
@@ -51,6 +52,13 @@ function noteCalls(m: Model, move: Move, was: ModelState): void {
   const c = m.snapshot.context;
   const pendingNow = c.calls.filter((call) => call.state === 'pending');
   const note = (what: string) => m.seen.push(what);
+  // A tool with `verify` in flight: asked at the resume, or after its timeout, each answer.
+  const inFlight = isExecuting(was) ? runningOf(was.context) : undefined;
+  if (inFlight && hasVerify(inFlight.tool)) {
+    if (move.kind === 'crash') note(`verify answers ${move.verify ?? 'unknown'} after a crash`);
+    if (move.kind === 'tool' && move.spec.kind === 'timeout')
+      note(`verify answers ${move.spec.verify ?? 'unknown'} after a timeout`);
+  }
   if (move.kind === 'policy' && c.calls.length > 1) note('steps with several calls');
   if (move.kind === 'policy' && c.calls.some((call) => call.approval?.standing !== undefined))
     note('calls covered by a standing approval');

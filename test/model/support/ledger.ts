@@ -209,6 +209,7 @@ export class Ledger {
     } else {
       // Inv 2: at most once per approval; a call that needed none at most once per key.
       const same = (e: EffectCall) =>
+        e.applied &&
         e.tool === t &&
         (call.approvedCallId === null
           ? e.key === call.key && e.approvedCallId === null
@@ -218,6 +219,18 @@ export class Ledger {
     }
     d.effects.push({ ...call, applied });
     return applied;
+  }
+
+  /** A tool's `verify` was asked about `key`: only a call that started may be (its effect may have happened). */
+  verifyAsked(key: string): void {
+    if (!this.data.effects.some((e) => e.key === key)) {
+      this.violation(`verify: asked about key ${key}, whose call never started`);
+    }
+  }
+
+  /** `verify` said the effect of `key` did not happen: its earlier attempts took no effect (one more may run). */
+  notDone(key: string): void {
+    for (const e of this.data.effects) if (e.key === key) e.applied = false;
   }
 
   /** The human is shown a pending call. */

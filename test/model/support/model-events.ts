@@ -43,7 +43,12 @@ import {
   usagePresent,
 } from './alphabet.js';
 import { answerEstimate, chargeOf, noRoomWhy, spentOf, viewOf } from './budget-spec.js';
-import { asksAgainAfterCrash, editedArgs, mayEdit, verdictOf } from './tools.js';
+import { asksAgainAfterCrash, editedArgs, hasVerify, mayEdit, verdictOf, verifiedResult } from './tools.js';
+
+/** Whether a call's approval may still be acted on at `at`: younger than the run's approval TTL (or none needed). */
+export function approvalHolds(call: StepCall, c: AgentContext, at: number): boolean {
+  return call.approval === null || c.approvalTtlMs === null || at < Date.parse(call.approval.at) + c.approvalTtlMs;
+}
 
 /** Active time left in context `c` for a call that has spent `spent` ms so far; null: no time budget. */
 export function activeLeft(c: AgentContext, spent = 0): number | null {
@@ -265,9 +270,23 @@ export function modelEvent(move: Move, s: ModelState, now: number, policyElapsed
       return { type: 'xstate.done.actor.policy', output: expectedDecision(move.spec, elapsedMs, iso(after), c) };
     }
     case 'tool': {
-      const tool = runningOf(c)?.tool ?? '?';
+      const running = runningOf(c);
+      const tool = running?.tool ?? '?';
       const left = activeLeft(c);
-      const cost = { elapsedMs: toolCut(move.spec, left) ?? move.spec.elapsedMs, at: iso(after) };
+      const cut = toolCut(move.spec, left);
+      const cost = { elapsedMs: cut ?? move.spec.elapsedMs, at: iso(after) };
+      // A side effect that timed out (it may have happened): a tool with `verify` is asked.
+      if (cut !== null && running && asksAgainAfterCrash(tool) && hasVerify(tool)) {
+        const answer = move.spec.verify ?? 'unknown';
+        if (answer === 'done') {
+          const output: ToolOutcome = { type: 'result', result: verifiedResult(running.key), verified: true, ...cost };
+          return { type: 'xstate.done.actor.tool', output };
+        }
+        if (answer === 'unknown') {
+          const output: ToolOutcome = { type: 'outcome_unknown', at: iso(after), elapsedMs: cost.elapsedMs };
+          return { type: 'xstate.done.actor.tool', output };
+        }
+      }
       const seen = toolObservation(tool, move.spec, left);
       const output: ToolOutcome =
         'error' in seen
@@ -276,9 +295,26 @@ export function modelEvent(move: Move, s: ModelState, now: number, policyElapsed
       return { type: 'xstate.done.actor.tool', output };
     }
     case 'crash': {
-      // The write-ahead rule: a non-idempotent side effect in flight is not called again.
+      // The write-ahead rule: a non-idempotent side effect in flight is not called again, unless
+      // its tool's `verify` says it did not happen (then it runs again under its approval while
+      // that is young) or that it did (then its result is recorded).
       const running = runningOf(c);
       if (isExecuting(s) && running && asksAgainAfterCrash(running.tool)) {
+        const answer = hasVerify(running.tool) ? (move.verify ?? 'unknown') : 'unknown';
+        if (answer === 'done') {
+          const output: ToolOutcome = {
+            type: 'result',
+            result: verifiedResult(running.key),
+            verified: true,
+            elapsedMs: 0,
+            at: iso(after),
+          };
+          return { type: 'xstate.done.actor.tool', output };
+        }
+        if (answer === 'notDone') {
+          if (approvalHolds(running, c, after)) return null; // called again: still in flight
+          return { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: iso(after), notDone: true } };
+        }
         return { type: 'xstate.done.actor.tool', output: { type: 'outcome_unknown', at: iso(after) } };
       }
       return null;

@@ -18,7 +18,7 @@ import {
   type ToolSpec,
 } from './alphabet.js';
 import { activeLeft, earliestExpiry, isOpen, modelEvent, pendingOf, runningOf, toolDeadline } from './model-events.js';
-import { asksAgainAfterCrash, type CallTool, mayEdit } from './tools.js';
+import { asksAgainAfterCrash, type CallTool, hasVerify, mayEdit, VERIFY_ANSWERS } from './tools.js';
 
 /** EXTEND_BUDGET is offered while maxSteps is below this: one extension per path. */
 const MAX_STEPS_CAP = 3;
@@ -208,12 +208,24 @@ export function movesFor(s: PathState, alphabet: Alphabet = FULL_ALPHABET): Move
       // Once per call: a crash asks again with a new attempt, and attempts must not grow forever.
       const unsafe = running !== undefined && asksAgainAfterCrash(running.tool) && running.attempt === 1;
       const roomy = CRASH_AFTER_MS < toolDeadline(activeLeft(c)).ms;
+      // A tool with `verify` is asked, at the resume or after a timeout: each answer is a move. (A
+      // crash whose answer runs the call again leaves the machine where it was: no path edge;
+      // the command sequences take it.)
+      const verifies = running !== undefined && hasVerify(running.tool);
+      const answers = <T extends Move>(move: T): T[] =>
+        verifies ? VERIFY_ANSWERS.map((verify) => ({ ...move, verify })) : [move];
       const crash: Move[] = unsafe
         ? alphabet.crash.flatMap((k): Move[] =>
-            k === 'now' ? [{ kind: 'crash' }] : roomy ? [{ kind: 'crash', afterMs: CRASH_AFTER_MS }] : [],
+            k === 'now' ? answers({ kind: 'crash' }) : roomy ? answers({ kind: 'crash', afterMs: CRASH_AFTER_MS }) : [],
           )
         : [];
-      return [...alphabet.tool.map((k) => TOOL_MOVES[k]), ...crash, ...cancel];
+      const tools = alphabet.tool.flatMap((k): Move[] => {
+        const move = TOOL_MOVES[k];
+        return k === 'timeout' && verifies && move.kind === 'tool'
+          ? VERIFY_ANSWERS.map((verify) => ({ ...move, spec: { ...move.spec, verify } }))
+          : [move];
+      });
+      return [...tools, ...crash, ...cancel];
     }
     case 'awaiting_approval':
       return [...alphabet.approval.flatMap((k) => decisionMoves(k, m, s.now)), ...cancel];

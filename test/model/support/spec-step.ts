@@ -12,7 +12,7 @@ import type { Json, JsonObject } from '../../../machines/types.js';
 import { RUN_ID } from './alphabet.js';
 import type { LedgerData } from './ledger.js';
 import { notRunError } from './model-events.js';
-import { asksAgainAfterCrash, ruleOf } from './tools.js';
+import { asksAgainAfterCrash, hasVerify, ruleOf, type VerifyAnswer, verifiedResult } from './tools.js';
 
 /** An approval record as the contract says the call's tool entry must carry it. */
 export interface SpecApproval {
@@ -47,7 +47,7 @@ export interface SpecCall {
   unknown: boolean;
   approval: SpecApproval | null;
   /** The tool entry's outcome, once done. */
-  body: { result: Json } | { error: string; outcome?: 'unknown' } | null;
+  body: { result: Json; verified?: true } | { error: string; outcome?: 'unknown' } | null;
 }
 
 export interface SpecStep {
@@ -200,7 +200,7 @@ export function startCall(
 }
 
 /** The call in flight for `key` ended with this observation. */
-export function endCall(d: LedgerData, key: string, body: { result: Json } | { error: string }): void {
+export function endCall(d: LedgerData, key: string, body: { result: Json; verified?: true } | { error: string }): void {
   const call = d.step?.calls.find((c) => c.key === key && c.state === 'running');
   if (!call) return; // startCall reported it
   call.state = 'done';
@@ -274,20 +274,59 @@ export function expireCalls(d: LedgerData, at: number): void {
   settle(d);
 }
 
-/**
- * The process died with a call in flight and a new one resumed at `now`: a non-idempotent side
- * effect goes back to a human (a new request, outcome unknown); any other call runs again.
- */
-export function crashCall(d: LedgerData, now: number): void {
-  const call = d.step?.calls.find((c) => c.state === 'running');
-  if (!call || !asksAgainAfterCrash(call.tool)) return;
+/** A call goes back to a human, as a new request; `unknown`: its outcome is not known. */
+function askAgain(d: LedgerData, call: SpecCall, now: number, unknown: boolean): void {
   call.state = 'waiting';
   call.attempt++;
-  call.unknown = true;
+  call.unknown = unknown;
   call.requestedAt = now;
   call.approval = null;
   call.runArgs = call.args;
   settle(d);
+}
+
+/**
+ * The process died with a call in flight and a new one resumed at `now`: a non-idempotent side
+ * effect goes back to a human (a new request, outcome unknown) — unless its tool's `verify`
+ * (answering `verify`) says it happened (its result is recorded, verified) or did not (it runs
+ * again while its approval is younger than the TTL, else a human is asked, the outcome known);
+ * any other call runs again. Returns whether the call in flight runs again.
+ */
+export function crashCall(d: LedgerData, now: number, verify: VerifyAnswer = 'unknown'): boolean {
+  const call = d.step?.calls.find((c) => c.state === 'running');
+  if (!call) return false;
+  if (!asksAgainAfterCrash(call.tool)) return true;
+  const answer = hasVerify(call.tool) ? verify : 'unknown';
+  if (answer === 'done') {
+    endCall(d, call.key, { result: verifiedResult(call.key), verified: true });
+    return false;
+  }
+  const young = call.approval === null || d.ttlMs === null || now < Date.parse(call.approval.at) + d.ttlMs;
+  if (answer === 'notDone' && young) return true;
+  askAgain(d, call, now, answer !== 'notDone');
+  return false;
+}
+
+/**
+ * The call in flight for `key` timed out: a tool with `verify` (answering `verify`) says whether
+ * it happened. Done: its result, verified. Not done: the timeout stands (`timeout`). Unknown: a human.
+ */
+export function timedOut(
+  d: LedgerData,
+  key: string,
+  verify: VerifyAnswer,
+  timeout: { error: string },
+  now: number,
+): void {
+  const call = d.step?.calls.find((c) => c.key === key && c.state === 'running');
+  if (!call) return;
+  if (!(asksAgainAfterCrash(call.tool) && hasVerify(call.tool))) {
+    endCall(d, key, timeout);
+    return;
+  }
+  if (verify === 'done') endCall(d, key, { result: verifiedResult(key), verified: true });
+  else if (verify === 'notDone') endCall(d, key, timeout);
+  else askAgain(d, call, now, true);
 }
 
 /** A cancel: the calls that had their outcome are recorded, the others never run. */

@@ -15,10 +15,23 @@ export const TOOLS = {
   charge: { sideEffect: true, idempotent: true, allowEdit: true },
   /**
    * A side effect with an approval rule: scope `tmp` needs nobody, scope `all` is denied by the
-   * rule, any other scope asks a human. Edits are not allowed (`allowEdit: false`).
+   * rule, any other scope asks a human. Edits are not allowed (`allowEdit: false`). It has a
+   * `verify`: in flight at a crash, or timed out, it is asked whether the wipe happened, and its
+   * answer (the move's `verify`) decides: done is recorded, not done runs again (after a crash,
+   * under an approval still young), unknown goes to a human.
    */
   wipe: { sideEffect: true, idempotent: false, allowEdit: false },
 } as const;
+
+/** What a tool's `verify` answers in a move: the effect happened, did not, or it cannot tell. */
+export type VerifyAnswer = 'done' | 'notDone' | 'unknown';
+export const VERIFY_ANSWERS: readonly VerifyAnswer[] = ['done', 'notDone', 'unknown'];
+
+/** Whether the tool has a `verify` (asked when a call's outcome is unknown). */
+export const hasVerify = (tool: string): boolean => tool === 'wipe';
+
+/** The result a `verify` that found the effect done gives, recorded as the call's result. */
+export const verifiedResult = (key: string) => ({ wiped: key });
 
 export type ToolName = keyof typeof TOOLS;
 export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[];

@@ -25,20 +25,29 @@ class RuleTool implements Tool {
   readonly timeoutMs = TOOL_TIMEOUT_MS;
   readonly needsApproval: Tool['needsApproval'];
   readonly fn: Tool['fn'];
+  readonly verify: Tool['verify'];
 
-  constructor(name: ToolName, rule: Tool['needsApproval'], fn: Tool['fn']) {
+  constructor(name: ToolName, rule: Tool['needsApproval'], fn: Tool['fn'], verify: Tool['verify']) {
     this.name = name;
     this.sideEffect = TOOLS[name].sideEffect;
     this.idempotent = TOOLS[name].idempotent;
     this.needsApproval = rule;
     this.fn = fn;
+    this.verify = verify;
   }
 }
 
-/** The world's tools; `fn` gives each its behaviour, `rule` is wipe's approval rule. */
-export function worldTools(fn: (name: ToolName) => Tool['fn'], rule: Tool['needsApproval'] = wipeRule): Tool[] {
+/**
+ * The world's tools; `fn` gives each its behaviour, `rule` is wipe's approval rule, `verify`
+ * wipe's verify (by default it cannot tell).
+ */
+export function worldTools(
+  fn: (name: ToolName) => Tool['fn'],
+  rule: Tool['needsApproval'] = wipeRule,
+  verify: NonNullable<Tool['verify']> = () => ({ unknown: true }),
+): Tool[] {
   return TOOL_NAMES.map((name) => {
-    if (name === 'wipe') return new RuleTool(name, rule, fn(name));
+    if (name === 'wipe') return new RuleTool(name, rule, fn(name), verify);
     const { sideEffect, idempotent } = TOOLS[name];
     return { name, sideEffect, idempotent, timeoutMs: TOOL_TIMEOUT_MS, fn: fn(name) };
   });

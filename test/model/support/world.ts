@@ -42,8 +42,8 @@ import { answerEstimate, chargeOf } from './budget-spec.js';
 import { type Made, mapDecision, mistakeCall, seedDecision } from './human.js';
 import { Ledger, type LedgerData } from './ledger.js';
 import { answerOf, earliestExpiry, toolCut, toolObservation } from './model-events.js';
-import { cancelStep, crashCall, decideCalls, endCall, expireCalls } from './spec-step.js';
-import type { ToolName } from './tools.js';
+import { cancelStep, crashCall, decideCalls, endCall, expireCalls, timedOut } from './spec-step.js';
+import { type ToolName, type VerifyAnswer, verifiedResult } from './tools.js';
 import { wipeRule, worldTools } from './world-tools.js';
 
 /** How a run is resumed: `Agent.resume`, or a faulty stand-in for it. */
@@ -93,6 +93,8 @@ export class World {
   #opDone = true;
   /** The view the policy call in flight was shown. */
   #shown: HistoryEntry[] = [];
+  /** What wipe's `verify` answers (set by the move that makes it ask: a crash, a timeout). */
+  #verifyAnswer: VerifyAnswer = 'unknown';
 
   constructor(options: WorldOptions, restore?: { blob: string; now: number; ledger: LedgerData }) {
     this.options = options;
@@ -189,9 +191,24 @@ export class World {
         this.ledger.violation(`approval rule: called with ${JSON.stringify({ ...ctx, history: undefined })}`);
       return wipeRule(args);
     };
+    // wipe's verify answers what the move says (the world knows no more of the effect than that).
+    const verify: NonNullable<Tool['verify']> = ({ key }) => {
+      if (!alive()) {
+        this.ledger.violation(`a dead process (incarnation ${me}) asked verify`);
+        return never();
+      }
+      this.ledger.verifyAsked(key);
+      const answer = this.#verifyAnswer;
+      if (answer === 'notDone') this.ledger.notDone(key);
+      return answer === 'done'
+        ? { done: verifiedResult(key) }
+        : answer === 'notDone'
+          ? { notDone: true }
+          : { unknown: true };
+    };
     return {
       policy,
-      tools: worldTools(fn, rule),
+      tools: worldTools(fn, rule, verify),
       clock,
       policyRetries: this.options.policyRetries,
       retryDelayMs: this.options.retryDelayMs,
@@ -365,9 +382,12 @@ export class World {
     const left = this.#activeLeft(0);
     const cut = toolCut(spec, left);
     const seen = toolObservation(gate.tool, spec, left);
+    this.#verifyAnswer = spec.verify ?? 'unknown';
     gate.open(() => {
       this.#spend(cut ?? spec.elapsedMs); // a cut fires the runtime's deadline
-      endCall(this.ledger.data, gate.key, seen as never);
+      if (cut !== null && 'error' in seen) {
+        timedOut(this.ledger.data, gate.key, this.#verifyAnswer, seen, this.clock.now());
+      } else endCall(this.ledger.data, gate.key, seen as never);
       if (cut !== null) return never();
       if (spec.kind === 'throw') throw new Error('boom');
       return toolResult(gate.tool, spec);
@@ -405,7 +425,7 @@ export class World {
           this.#tool(move);
           break;
         case 'crash':
-          this.crash(move.maxSteps, move.afterMs, move.maxCostUsd);
+          this.crash(move.maxSteps, move.afterMs, move.maxCostUsd, move.verify);
           break;
         case 'approve':
         case 'deny':
@@ -458,8 +478,9 @@ export class World {
    * agent, resume from the blob with fresh instances. A resumed run that was mid-call is
    * continued (`run()`), as a worker would.
    */
-  crash(maxSteps?: number, afterMs?: number, maxCostUsd?: number): string {
+  crash(maxSteps?: number, afterMs?: number, maxCostUsd?: number, verify: VerifyAnswer = 'unknown'): string {
     if (afterMs !== undefined) this.clock.advance(afterMs);
+    this.#verifyAnswer = verify;
     const blob = this.agent.checkpoint();
     this.#incarnation++;
     this.#retryMs = 0;
@@ -476,7 +497,7 @@ export class World {
     if (Object.keys(given).length === 0 && this.agent.checkpoint() !== blob)
       this.ledger.violation('inv5: resume(blob).checkpoint() !== blob');
     this.ledger.data.limits = { ...this.ledger.data.limits, ...given };
-    crashCall(this.ledger.data, this.clock.now());
+    crashCall(this.ledger.data, this.clock.now(), verify);
     if (this.agent.status === 'running') this.#begin(() => this.agent.run());
     return blob;
   }
