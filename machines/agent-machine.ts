@@ -4,7 +4,7 @@
  * runtime provides with `machine.provide({ actors })`. Importable by Stately tooling as is; each
  * state's `description` says the invariant it keeps.
  */
-import { and, assertEvent, assign, not, setup } from 'xstate';
+import { assertEvent, assign, setup } from 'xstate';
 import { exhaustedBudget, spentAfter } from './budget.js';
 import {
   askAgain,
@@ -18,11 +18,27 @@ import {
   updateCall,
 } from './calls.js';
 import { describeError, elapsedOf } from './describe-error.js';
+import type { MachineEvent } from './events.js';
 import { appendCopy } from './history.js';
 import { actors, historyActions, types } from './history-actions.js';
 import type { AgentContext, CallCost, StepCall, TokenCount } from './types.js';
 
 export { historyActions } from './history-actions.js';
+
+/** A step starts on entering `deciding`; a change of limits while it waits for the policy starts none. */
+const startingAStep = (event: MachineEvent) => event.type !== 'EXTEND_BUDGET';
+
+/**
+ * The `summaryDue` guard for a run whose view is over its compaction threshold when `due(context)`
+ * says so: true when a step starts and the view is due, but not right after a summariser that
+ * found nothing to summarise (no loop). The runtime provides it with the run's option.
+ */
+export function summaryDueWhen(due: (context: AgentContext) => boolean) {
+  return ({ context, event }: { context: AgentContext; event: MachineEvent }): boolean =>
+    startingAStep(event) &&
+    !(event.type === 'xstate.done.actor.summary' && event.output.type === 'skipped') &&
+    due(context);
+}
 
 function withOutcome(context: AgentContext, change: (call: StepCall) => StepCall): Partial<AgentContext> {
   const call = runningCall(context.calls);
@@ -56,24 +72,29 @@ function spend(
 export const agentMachine = setup({
   types,
   actors,
+  // Every guard is named, and a condition of several parts is one named guard (not `and()`/`not()`
+  // of names): Stately's editor, the machine extractor and `toJSON()` show each by its name.
   guards: {
-    stepsExhausted: ({ context }) => exhaustedBudget(context) === 'steps',
-    tokensExhausted: ({ context }) => exhaustedBudget(context) === 'tokens',
-    costExhausted: ({ context }) => exhaustedBudget(context) === 'cost',
-    timeExhausted: ({ context }) => exhaustedBudget(context) === 'time',
+    // Deciding's budget rule, when a step starts (not on a change of limits while the policy call
+    // is in flight: that call was allowed, and what it spends is counted). See `deciding`.
+    noStepsLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'steps',
+    noTokensLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'tokens',
+    noCostLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'cost',
+    noTimeLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'time',
+    // Whether a step starting now summarises the view first. The machine has no compaction
+    // option: the runtime provides this guard for a run given one (`summaryDueWhen`); without
+    // it, no summary is ever made.
+    summaryDue: summaryDueWhen(() => false),
     hasBudget: ({ context }) => exhaustedBudget(context) === null,
     isOutsideStop: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'exhausted',
     isFinal: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'final',
     isCalls: ({ event }) => event.type === 'xstate.done.actor.policy' && event.output.type === 'calls',
     // A policy call cut off by the active-time budget (its deadline) stops the run for time,
     // not as a failure: raising maxActiveMs and run() asks the policy again.
-    isPolicyError: ({ event }) => event.type === 'xstate.error.actor.policy',
-    activeTimeLimited: ({ context }) => context.limits.maxActiveMs !== null,
     activeTimeSpentByCall: ({ context, event }) =>
       event.type === 'xstate.error.actor.policy' &&
-      context.activeMs + elapsedOf(event.error) >= (context.limits.maxActiveMs ?? Number.POSITIVE_INFINITY),
-    // Deciding's budget rule applies when a step starts, not to the policy call in flight: see `deciding`.
-    startingAStep: ({ event }) => event.type !== 'EXTEND_BUDGET',
+      context.limits.maxActiveMs !== null &&
+      context.activeMs + elapsedOf(event.error) >= context.limits.maxActiveMs,
     hasQueuedCall: ({ context }) => nextQueued(context.calls) !== undefined,
     // Whether the policy's calls, once taken, put one in flight at once (as `stepCalls` will queue them).
     startsACall: ({ context, event }) =>
@@ -87,13 +108,8 @@ export const agentMachine = setup({
     // about another request (superseded, or already decided) changes nothing.
     decisionsMatch: ({ context, event }) => event.type === 'DECIDE' && decisionsMatch(context.calls, event.decisions),
     someExpired: ({ context, event }) => event.type === 'EXPIRE' && context.calls.some((c) => isExpiredAt(c, event.at)),
-    // Whether the view the policy would get now is over the compaction threshold, with something
-    // to summarise. The machine has no compaction option: the runtime provides this guard for a
-    // run given one (runtime/compaction.ts); without it, no summary is ever made.
-    compactionDue: () => false,
     isSummary: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'summary',
     isSummaryFailure: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'failed',
-    isSummarySkipped: ({ event }) => event.type === 'xstate.done.actor.summary' && event.output.type === 'skipped',
     isSummaryOutsideStop: ({ event }) =>
       event.type === 'xstate.done.actor.summary' && event.output.type === 'exhausted',
     outcomeUnknown: ({ event }) => event.type === 'xstate.done.actor.tool' && event.output.type === 'outcome_unknown',
@@ -254,28 +270,11 @@ export const agentMachine = setup({
           // change of limits changes what they read, and it applies from the next step: the call
           // in flight was allowed, and what it spends is counted.
           always: [
-            {
-              guard: and(['startingAStep', 'stepsExhausted']),
-              target: '#agent.budget_exhausted',
-              actions: 'markStepsExhausted',
-            },
-            {
-              guard: and(['startingAStep', 'tokensExhausted']),
-              target: '#agent.budget_exhausted',
-              actions: 'markTokensExhausted',
-            },
-            {
-              guard: and(['startingAStep', 'costExhausted']),
-              target: '#agent.budget_exhausted',
-              actions: 'markCostExhausted',
-            },
-            {
-              guard: and(['startingAStep', 'timeExhausted']),
-              target: '#agent.budget_exhausted',
-              actions: 'markTimeExhausted',
-            },
-            // Not straight back to a summariser that just found nothing to summarise: no loop.
-            { guard: and(['startingAStep', 'compactionDue', not('isSummarySkipped')]), target: 'summarising' },
+            { guard: 'noStepsLeft', target: '#agent.budget_exhausted', actions: 'markStepsExhausted' },
+            { guard: 'noTokensLeft', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },
+            { guard: 'noCostLeft', target: '#agent.budget_exhausted', actions: 'markCostExhausted' },
+            { guard: 'noTimeLeft', target: '#agent.budget_exhausted', actions: 'markTimeExhausted' },
+            { guard: 'summaryDue', target: 'summarising' },
           ],
           invoke: {
             id: 'policy',
@@ -286,24 +285,25 @@ export const agentMachine = setup({
               { guard: 'isOutsideStop', target: '#agent.budget_exhausted', actions: 'markNoRoom' },
               { guard: 'isFinal', target: '#agent.done', actions: ['countDecision', 'recordFinal'] },
               // The step's first call that needs nobody goes in flight at once (its write-ahead record).
-              {
-                guard: and(['isCalls', 'startsACall']),
-                target: 'executing',
-                actions: ['countDecision', 'takeCalls', 'startNextCall'],
-              },
+              { guard: 'startsACall', target: 'executing', actions: ['countDecision', 'takeCalls', 'startNextCall'] },
               { guard: 'isCalls', target: 'dispatching', actions: ['countDecision', 'takeCalls'] },
               // A malformed action is a step too: the model is told, and the next step starts.
-              { target: 'deciding', reenter: true, actions: ['countDecision', 'recordMalformed'] },
+              { target: 'malformed', actions: ['countDecision', 'recordMalformed'] },
             ],
             onError: [
               {
-                guard: and(['isPolicyError', 'activeTimeLimited', 'activeTimeSpentByCall']),
+                guard: 'activeTimeSpentByCall',
                 target: '#agent.budget_exhausted',
                 actions: ['countPolicyTime', 'markTimeExhausted'],
               },
               { target: '#agent.failed', actions: 'recordPolicyFailure' },
             ],
           },
+        },
+        malformed: {
+          description:
+            'The policy answered something that is no action: the model is told (an error observation), and the next step starts, deciding anew. Passed through at once: a run never rests here.',
+          always: { target: 'deciding' },
         },
         summarising: {
           description:

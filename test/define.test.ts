@@ -35,6 +35,7 @@ describe('the machine diagram', () => {
         'agent.running.deciding',
         'agent.running.dispatching',
         'agent.running.executing',
+        'agent.running.malformed',
         'agent.running.summarising',
       ].sort(),
     );
@@ -62,13 +63,11 @@ describe('the machine diagram', () => {
     expect(edge('done', 'cancelled', 'CANCEL')).toBe(false);
     const mermaid = machineMermaid();
     expect(mermaid.startsWith('stateDiagram-v2\n')).toBe(true);
-    expect(mermaid).toContain('running_deciding --> budget_exhausted : always [startingAStep && stepsExhausted]');
-    expect(mermaid).toContain(
-      'running_deciding --> budget_exhausted : error:policy [isPolicyError && activeTimeLimited && activeTimeSpentByCall]',
-    );
+    expect(mermaid).toContain('running_deciding --> budget_exhausted : always [noStepsLeft]');
+    expect(mermaid).toContain('running_deciding --> budget_exhausted : error:policy [activeTimeSpentByCall]');
     expect(mermaid).toContain('state "executing" as running_executing');
-    expect(mermaid).toContain(
-      'running_deciding --> running_summarising : always [startingAStep && compactionDue && !isSummarySkipped]',
-    );
+    expect(mermaid).toContain('running_deciding --> running_summarising : always [summaryDue]');
+    expect(mermaid).toContain('running_deciding --> running_malformed : done:policy');
+    expect(mermaid).toContain('running_malformed --> running_deciding : always');
   });
 });

@@ -2,7 +2,7 @@
  * The runtime machine: the pure agent machine with the real policy and tool actors and the O(1)
  * history append, provided once per process (`provide()` costs ~0.3 ms: not once per run).
  */
-import { agentMachine, historyActions } from '../../machines/agent-machine.js';
+import { agentMachine, historyActions, summaryDueWhen } from '../../machines/agent-machine.js';
 import { appendInPlace } from '../../machines/history.js';
 import { type Compaction, compactionDue } from '../compaction.js';
 import { policyActor } from './policy-actor.js';
@@ -32,7 +32,7 @@ export function machineFor(compaction: Compaction | null): RuntimeMachine {
   let machine = compacting.get(compaction);
   if (!machine) {
     machine = runtimeMachine.provide({
-      guards: { compactionDue: ({ context }) => compactionDue(compaction, context) },
+      guards: { summaryDue: summaryDueWhen((context) => compactionDue(compaction, context)) },
     }) as RuntimeMachine;
     compacting.set(compaction, machine);
   }

@@ -10,6 +10,7 @@
  */
 import canonicalize from 'canonicalize';
 import { initialTransition, transition } from 'xstate';
+import { summaryDueWhen } from '../../../machines/agent-machine.js';
 import { modelView, nextCover } from '../../../machines/compaction.js';
 import { agentMachine } from '../../../machines/index.js';
 import type { AgentInput, HistoryEntry, Limits } from '../../../machines/types.js';
@@ -53,11 +54,13 @@ type Snapshot = ReturnType<typeof initialTransition<typeof agentMachine>>[0];
 export function oracleMachine(machine: typeof agentMachine = agentMachine) {
   return machine.provide({
     guards: {
-      compactionDue: ({ context }) =>
-        context.compaction.failures < 3 &&
-        context.history.length >= context.compaction.retryAt &&
-        modelView(context.history).length > THRESHOLD &&
-        nextCover(context.history, KEEP) !== null,
+      summaryDue: summaryDueWhen(
+        (context) =>
+          context.compaction.failures < 3 &&
+          context.history.length >= context.compaction.retryAt &&
+          modelView(context.history).length > THRESHOLD &&
+          nextCover(context.history, KEEP) !== null,
+      ),
     },
   });
 }

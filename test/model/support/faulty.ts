@@ -71,14 +71,19 @@ function rewireDispatching(real: Machine, always: unknown[]): Machine {
 
 export const VARIANTS: Variant[] = [
   {
-    name: 'budget off by one (stepsExhausted uses > instead of >=)',
+    name: 'budget off by one (noStepsLeft uses > instead of >=)',
     machine: (real) =>
-      real.provide({ guards: { stepsExhausted: ({ context }) => context.steps > context.limits.maxSteps } }) as Machine,
+      real.provide({
+        guards: {
+          noStepsLeft: ({ context, event }) =>
+            event.type !== 'EXTEND_BUDGET' && context.steps > context.limits.maxSteps,
+        },
+      }) as Machine,
     caughtBy: /inv3/,
   },
   {
-    name: 'cost budget ignored (costExhausted never holds)',
-    machine: (real) => real.provide({ guards: { costExhausted: () => false } }) as Machine,
+    name: 'cost budget ignored (noCostLeft never holds)',
+    machine: (real) => real.provide({ guards: { noCostLeft: () => false } }) as Machine,
     caughtBy: /inv3/,
   },
   {
