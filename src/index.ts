@@ -43,6 +43,7 @@ export {
   isToolEntry,
   isUserEntry,
 } from './history.js';
+export { type ProcessIdentity, provablyDead, thisProcess } from './process-identity.js';
 export {
   type CheckpointStore,
   type ClaimNextOptions,
@@ -71,6 +72,7 @@ export {
   busyError,
   checkClaim,
   checkLease,
+  checkProcess,
   checkRenew,
   claimRecord,
   claimWithin,

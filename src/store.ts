@@ -9,6 +9,7 @@
  */
 import type { PendingCall, Status } from '../machines/types.js';
 import { ConflictError, OptionsError } from './errors.js';
+import type { ProcessIdentity } from './process-identity.js';
 import type { GroupBudgetStore } from './stores/groups.js';
 
 /** What a store keeps for one run. */
@@ -127,6 +128,8 @@ export interface ClaimNextOptions {
   leaseMs: number;
   /** Only runs of these agents (`StoredRun.agent`); a non-empty list of names. */
   agents: readonly string[];
+  /** The claiming process, as `claim`'s `process`. @default null */
+  process?: ProcessIdentity | null;
 }
 
 /**
@@ -164,6 +167,13 @@ export interface ClaimOptions {
    * process's clock or on the store's, whichever comes first. @default 0 (fail at once)
    */
   wait?: number;
+  /**
+   * The claiming process (`thisProcess()`), kept with the lease while it is held and shown on the
+   * `RunBusyError` of anyone refused meanwhile (`holderProcess`), so that a claimer on the same
+   * machine can prove the holder dead and release its lease at once. Agents and workers give it.
+   * @default null (unknown: the lease is only ever left to lapse)
+   */
+  process?: ProcessIdentity | null;
 }
 
 /**

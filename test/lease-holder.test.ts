@@ -5,7 +5,7 @@
  * test/stores/conformance.int.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LeaseLostError, RunBusyError } from '../src/index.js';
+import { LeaseLostError, RunBusyError, thisProcess } from '../src/index.js';
 import { LeaseHolder, monotonic } from '../src/runtime/lease.js';
 import type { Lease } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
@@ -56,6 +56,18 @@ describe('LeaseHolder', () => {
     setTimeout(() => void store.release(other), 50);
     expect(await patient.current()).toMatchObject({ owner: 'b' });
     await patient.release();
+  });
+
+  it('claims over a holder that is provably dead on this machine at once (releasing exactly its lease), never over a live one', async () => {
+    const store = new MemoryStore();
+    const me = thisProcess();
+    const dead = { ...me, startTime: String(Number(me.startTime) + 1) }; // our pid, now a newer process
+    const ghost = await store.claim('r', { owner: 'ghost', leaseMs: 60_000, process: dead });
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, () => {});
+    expect(await holder.current()).toMatchObject({ owner: 'a', token: ghost.token + 1 });
+    const other = new LeaseHolder(store, 'r', { owner: 'b', leaseMs: 60_000, waitMs: 0 }, () => {});
+    await expect(other.current()).rejects.toMatchObject({ name: 'RunBusyError', holder: 'a', holderProcess: me });
+    await holder.release();
   });
 
   it('a lease lost to another owner: the run is told once, the holder holds nothing and stops renewing', async () => {

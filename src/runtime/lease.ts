@@ -7,8 +7,9 @@
  * runs down. A side effect starts only while at least `EFFECT_MARGIN` of the lease is left that
  * way (docs/workers.md, "Fencing").
  */
-import { LeaseLostError } from '../errors.js';
+import { LeaseLostError, RunBusyError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';
+import { provablyDead, thisProcess } from '../process-identity.js';
 import type { CheckpointStore, Lease } from '../store.js';
 
 /** This process's monotonic clock in ms: a pause does not stop it, a change of the wall clock does not move it. */
@@ -16,6 +17,32 @@ export const monotonic = (): number => performance.now();
 
 /** The share of the lease that must be left, by this process's clock, when a side effect starts. */
 export const EFFECT_MARGIN = 1 / 3;
+
+/**
+ * Claims `runId` on the terms of a run (its process recorded with the lease). A run held by a
+ * process that is provably dead on this machine (crashed, killed) is not waited for: exactly that
+ * lease is released — by its token, so a release that comes after anyone else's claim changes
+ * nothing — and the run claimed at once. A live holder, or one whose death cannot be proven (on
+ * another machine, boot or pid namespace), is waited for up to `waitMs`, then `RunBusyError`.
+ */
+export async function claimRun(store: CheckpointStore, runId: string, terms: LeaseTerms): Promise<Lease> {
+  const { owner, leaseMs, waitMs } = terms;
+  const options = { owner, leaseMs, process: thisProcess() };
+  try {
+    return await store.claim(runId, options);
+  } catch (error) {
+    if (!(error instanceof RunBusyError)) throw error;
+    const dead = error.token !== null && provablyDead(error.holderProcess);
+    if (dead) await store.release(heldLease(runId, error));
+    else if (waitMs === 0) throw error;
+    return store.claim(runId, waitMs > 0 ? { ...options, wait: waitMs } : options);
+  }
+}
+
+/** The holder's lease as `release` takes it: only its token decides (the length is not read). */
+function heldLease(runId: string, busy: RunBusyError): Lease {
+  return { runId, owner: busy.holder, token: busy.token as number, expiresAt: busy.until, leaseMs: 1 };
+}
 
 export class LeaseHolder {
   readonly #store: CheckpointStore;
@@ -40,12 +67,14 @@ export class LeaseHolder {
     return this.#lease;
   }
 
-  /** The lease to save with: claimed now if this holder has none. Throws `RunBusyError` if another owner holds the run. */
+  /**
+   * The lease to save with: claimed now if this holder has none (`claimRun`: a provably dead
+   * holder's lease is released first). Throws `RunBusyError` if another live owner holds the run.
+   */
   async current(): Promise<Lease> {
     if (this.#lease) return this.#lease;
-    const { owner, leaseMs, waitMs } = this.#terms;
     const sent = monotonic();
-    const lease = await this.#store.claim(this.#runId, { owner, leaseMs, ...(waitMs > 0 ? { wait: waitMs } : {}) });
+    const lease = await claimRun(this.#store, this.#runId, this.#terms);
     this.#lease = lease;
     this.#confirmed(sent, lease.leaseMs);
     this.#keepRenewed();

@@ -273,10 +273,10 @@ export class FileStore implements CheckpointStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () => {
       const claimed = await this.#changeLease('claim', runId, (current) =>
-        claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim')),
+        claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
       );
       return leaseOf(runId, claimed as LeaseRecord, leaseMs);
     });

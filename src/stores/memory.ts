@@ -143,9 +143,10 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () => {
-      const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, nowOf(this.#now, 'claim'));
+      const now = nowOf(this.#now, 'claim');
+      const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, now, process);
       this.#leases.set(runId, record);
       return leaseOf(runId, record, leaseMs);
     });
@@ -183,14 +184,14 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    const { owner, leaseMs, agents } = checkClaimNext(options);
+    const { owner, leaseMs, agents, process } = checkClaimNext(options);
     const now = nowOf(this.#now, 'claimNext');
     const next = [...this.#runs.values()]
       .filter((r) => r.agent !== null && agents.includes(r.agent))
       .filter((r) => isRunnable(r, now) && !isLive(this.#leases.get(r.runId) ?? null, now))
       .sort(compareRuns)[0];
     if (!next) return null;
-    const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now);
+    const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now, process);
     this.#leases.set(next.runId, record);
     return { lease: leaseOf(next.runId, record, leaseMs), run: summaryOf(next) };
   }

@@ -59,7 +59,7 @@ import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
-import { LeaseGroups } from './postgres/lease-groups.js';
+import { type ClaimTry, LeaseGroups } from './postgres/lease-groups.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
@@ -153,7 +153,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
         (await this.#query<LeaseRow & { run_id: string }>('claim', this.#sql.claimRuns, values)).rows,
       releaseMany: async (values) =>
         (await this.#query<{ run_id: string }>('release', this.#sql.releaseRuns, values)).rows,
-      claimOne: ({ runId, owner, leaseMs }) => this.#claimOne(runId, owner, leaseMs),
+      claimOne: (claim) => this.#claimOne(claim),
       releaseOne: async ({ runId, token }) =>
         ((await this.#query('release', this.#sql.release, [runId, token])).rowCount ?? 0) > 0,
       at: () => this.#at(),
@@ -327,21 +327,21 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const checked = checkClaim(runId, options);
+    const { owner, leaseMs, wait } = checked;
+    const item = { runId, owner, leaseMs, process: checked.process && JSON.stringify(checked.process) };
     return claimWithin(wait, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
         // The first try in this turn's group of claims (lease-groups.ts), a retry alone.
-        const made =
-          attempt === 0
-            ? await this.#leases.claim({ runId, owner, leaseMs })
-            : await this.#claimOne(runId, owner, leaseMs);
+        const made = attempt === 0 ? await this.#leases.claim(item) : await this.#claimOne(item);
         const at = this.#at();
         if (made) return leaseOf(runId, recordOf(made), leaseMs);
         // Another owner's lease was live when the claim ran; who, and until when, takes a read.
         const { rows: held } = await this.#query<LeaseRow & { now: Date }>('claim', this.#sql.lease, [runId, at]);
         const row = held[0];
         if (row?.owner && row.expires_at && row.now < row.expires_at) {
-          throw busyError('claim', runId, row.owner, row.expires_at.getTime());
+          const { token, process } = recordOf(row);
+          throw busyError('claim', runId, row.owner, row.expires_at.getTime(), undefined, { token, process });
         }
         // Freed between the two statements, four times over: a run claimed and released that fast is busy.
         if (attempt >= REFUSAL_RETRIES) {
@@ -366,8 +366,8 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   /** One claim statement: the lease made, or null when another owner holds the run. */
-  async #claimOne(runId: string, owner: string, leaseMs: number): Promise<LeaseRow | null> {
-    const values = [runId, owner, leaseMs, this.#at()];
+  async #claimOne({ runId, owner, leaseMs, process }: ClaimTry): Promise<LeaseRow | null> {
+    const values = [runId, owner, leaseMs, this.#at(), process];
     return (await this.#query<LeaseRow>('claim', this.#sql.claim, values)).rows[0] ?? null;
   }
 

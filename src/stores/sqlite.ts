@@ -309,11 +309,11 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () =>
       this.#guard('claim', () => {
         const claimed = this.#lease(runId, (current) =>
-          claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim')),
+          claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
         );
         return leaseOf(runId, claimed as LeaseRecord, leaseMs);
       }),

@@ -23,6 +23,7 @@ import { basicCases } from './conformance/basics.js';
 import { claimNextCases } from './conformance/claim-next.js';
 import { claimCases } from './conformance/claims.js';
 import { groupCases } from './conformance/groups.js';
+import { holderCases } from './conformance/holders.js';
 import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
@@ -56,6 +57,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...listingCases,
   ...pendingCases,
   ...leaseCases,
+  ...holderCases,
   ...claimCases,
   ...queueCases,
   ...claimNextCases,

@@ -94,6 +94,30 @@ describe.skipIf(!target.url)(
       expect(JSON.parse(raw[0].pending)).toEqual([oneCall, oneCall]);
     });
 
+    it('a schema made before leases kept their holder’s process (version 8) upgrades: a lease held then shows no process; new claims keep theirs', async () => {
+      const { schema, s, client: old } = await oldSchema(url, 'lease_process', 8, schemas);
+      clients.push(old);
+      await old.query(
+        `INSERT INTO ${s}.leases (run_id, token, owner, expires_at) VALUES ('held', 3, 'old-worker', now() + interval '1 minute')`,
+      );
+      const store = open(schema);
+      expect(await store.migrate()).toBe(SCHEMA_VERSION);
+      await expect(store.claim('held', { owner: 'new', leaseMs: 1_000 })).rejects.toMatchObject({
+        name: 'RunBusyError',
+        holder: 'old-worker',
+        token: 3,
+        holderProcess: null,
+      });
+      const process = { host: 'h', bootId: 'b', pidNamespace: '1', pid: 2, startTime: '3' };
+      const lease = await store.claim('fresh', { owner: 'new', leaseMs: 60_000, process });
+      await expect(store.claim('fresh', { owner: 'other', leaseMs: 1_000 })).rejects.toMatchObject({
+        holderProcess: process,
+      });
+      expect(await store.release(lease)).toBe(true);
+      const { rows } = await old.query(`SELECT owner, process FROM ${s}.leases WHERE run_id = 'fresh'`);
+      expect(rows).toEqual([{ owner: null, process: null }]); // released: the process is forgotten with the owner
+    });
+
     it('leases on the database clock: expiresAt is the server’s time, and a waiting claim takes a lapsed lease over', async () => {
       const store = open();
       const c = await client();

@@ -348,6 +348,30 @@ describe('SqliteStore: migrations', () => {
     expect(indexes.runs_by_update).toMatch(/\(updated_at, run_id\)$/);
   });
 
+  it('a database made before leases kept their holder’s process (version 8) upgrades: a lease held then shows no process, and is only left to lapse', async () => {
+    const path = fresh();
+    const old = new Database(path);
+    expect(migrate(old, MIGRATIONS.slice(0, 8))).toBe(8);
+    const until = Date.now() + 60_000;
+    old.prepare("INSERT INTO leases (run_id, token, owner, expires_at) VALUES ('held', 3, 'old-worker', ?)").run(until);
+    old.close();
+    const store = SqliteStore.open(path);
+    expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
+    await expect(store.claim('held', { owner: 'new', leaseMs: 1_000 })).rejects.toMatchObject({
+      name: 'RunBusyError',
+      holder: 'old-worker',
+      token: 3,
+      holderProcess: null,
+    });
+    const process = { host: 'h', bootId: 'b', pidNamespace: '1', pid: 2, startTime: '3' };
+    const lease = await store.claim('fresh', { owner: 'new', leaseMs: 60_000, process });
+    await expect(store.claim('fresh', { owner: 'other', leaseMs: 1_000 })).rejects.toMatchObject({
+      holderProcess: process,
+    });
+    expect(await store.release(lease)).toBe(true);
+    await store.close();
+  });
+
   it('a database from a newer Tollgate is refused with SchemaVersionError, untouched', async () => {
     const path = fresh();
     await SqliteStore.open(path).close();

@@ -55,7 +55,7 @@ export async function queueIn(room: QueueRoom, runId: string, text: string, expe
 /** `claimNext` after its options were checked. */
 export async function claimNextIn(
   room: QueueRoom,
-  { owner, leaseMs, agents }: ClaimNextOptions,
+  { owner, leaseMs, agents, process = null }: ClaimNextOptions,
 ): Promise<{ lease: Lease; run: RunSummary } | null> {
   const call = 'claimNext';
   const seen = nowOf(room.now, call);
@@ -71,7 +71,7 @@ export async function claimNextIn(
       const now = nowOf(room.now, call);
       // Changed since the scan (claimed, saved, deleted by another process): not this one.
       if (!found || !takable(found.meta, agents, now)) return null;
-      const record = claimRecord(candidate.runId, found.meta.lease ?? null, owner, leaseMs, now);
+      const record = claimRecord(candidate.runId, found.meta.lease ?? null, owner, leaseMs, now, process);
       await replaceFile(join(dir, HEAD), dir, encodeHead({ ...found.meta, lease: record }, found.head), randomUUID());
       return { lease: leaseOf(candidate.runId, record, leaseMs), run: summaryOf(found.meta) };
     });

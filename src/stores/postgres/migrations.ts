@@ -149,6 +149,15 @@ async function dropEntriesKey(client: Sql, s: string): Promise<void> {
   await client.query(`ALTER TABLE ${s}.entries DROP CONSTRAINT IF EXISTS entries_run_id_fkey`);
 }
 
+/**
+ * The holder's process with its lease (`process`: JSON text of a `ProcessIdentity`, null when
+ * unknown or released), so that a claimer on the same machine can prove a holder dead and release
+ * its lease at once. Existing rows get null: their holders are left to lapse.
+ */
+async function addLeaseProcess(client: Sql, s: string): Promise<void> {
+  await client.query(`ALTER TABLE ${s}.leases ADD COLUMN process text`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -158,6 +167,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'group budgets', up: createGroups },
   { version: 7, name: 'head base', up: addBase },
   { version: 8, name: 'entries without a foreign key', up: dropEntriesKey },
+  { version: 9, name: 'lease holder process', up: addLeaseProcess },
 ];
 
 /** The schema version this code writes and reads. */

@@ -65,13 +65,13 @@ export async function queueIn(
 export async function claimNextIn(
   query: Query,
   sql: Statements,
-  { owner, leaseMs, agents }: ClaimNextOptions,
+  { owner, leaseMs, agents, process = null }: ClaimNextOptions,
   at: () => string | null,
 ): Promise<{ lease: Lease; run: RunSummary } | null> {
   // Runs this call found taken (or their lease row held) since it chose them: passed by after.
   const passed: string[] = [];
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt++) {
-    const values = [owner, leaseMs, agents, at(), passed];
+    const values = [owner, leaseMs, agents, at(), passed, process === null ? null : JSON.stringify(process)];
     const { rows } = await query<RunRow & Partial<LeaseRow>>('claimNext', sql.claimNext, values);
     const row = rows[0];
     if (!row) return null;

@@ -135,6 +135,15 @@ function partialListingIndexes(db: Database): void {
     CREATE INDEX runs_by_agent ON runs (agent, updated_at, run_id) WHERE agent IS NOT NULL;`);
 }
 
+/**
+ * The holder's process with its lease (`process`: JSON of a `ProcessIdentity`, null when unknown
+ * or released), so that a claimer on the same machine can prove a holder dead and release its
+ * lease at once. Existing rows get null: their holders are left to lapse.
+ */
+function addLeaseProcess(db: Database): void {
+  db.exec('ALTER TABLE leases ADD COLUMN process TEXT');
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -144,6 +153,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'group budgets', up: createGroups },
   { version: 7, name: 'head bases', up: addBase },
   { version: 8, name: 'partial listing indexes', up: partialListingIndexes },
+  { version: 9, name: 'lease holder process', up: addLeaseProcess },
 ];
 
 /** The schema version this code writes and reads. */

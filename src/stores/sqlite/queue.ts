@@ -19,14 +19,15 @@ export interface LeaseAccess {
 
 /** The lease table's statements. */
 export function leaseAccess(db: Database): LeaseAccess {
-  const row = db.prepare('SELECT token, owner, expires_at FROM leases WHERE run_id = ?');
+  const row = db.prepare('SELECT token, owner, expires_at, process FROM leases WHERE run_id = ?');
   const put = db.prepare(
-    `INSERT INTO leases (run_id, token, owner, expires_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner, expires_at = excluded.expires_at`,
+    `INSERT INTO leases (run_id, token, owner, expires_at, process) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (run_id) DO UPDATE SET token = excluded.token, owner = excluded.owner,
+       expires_at = excluded.expires_at, process = excluded.process`,
   );
   return {
     read: (runId) => recordOf(row.get(runId) as LeaseRow | undefined),
-    write: (runId, r) => put.run(runId, r.token, r.owner, r.expiresAt),
+    write: (runId, r) => put.run(runId, r.token, r.owner, r.expiresAt, r.process ? JSON.stringify(r.process) : null),
   };
 }
 
@@ -46,7 +47,7 @@ export function queueTransactions(db: Database, clock: () => number, leases: Lea
   // runs_by_agent index); `isRunnable` and `isLive` decide on each, in order, until one passes.
   const candidates = db.prepare(
     `SELECT r.run_id, r.version, r.status, r.pending, r.updated_at, r.agent, r.decision,
-            l.token, l.owner, l.expires_at
+            l.token, l.owner, l.expires_at, l.process
        FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id
       WHERE r.agent IN (SELECT value FROM json_each(@agents))
         AND r.status IN ('running', 'awaiting_approval')
@@ -63,7 +64,7 @@ export function queueTransactions(db: Database, clock: () => number, leases: Lea
     return expectedVersion + 1;
   });
 
-  const claimNext = db.transaction(({ owner, leaseMs, agents }: ClaimNextOptions) => {
+  const claimNext = db.transaction(({ owner, leaseMs, agents, process = null }: ClaimNextOptions) => {
     const now = nowOf(clock, 'claimNext');
     let next: { run: RunSummary; lease: LeaseRecord | null } | null = null;
     // Read lazily, oldest first; the write waits until the read is closed (one statement at a time).
@@ -76,7 +77,7 @@ export function queueTransactions(db: Database, clock: () => number, leases: Lea
       }
     }
     if (!next) return null;
-    const claimed = claimRecord(next.run.runId, next.lease, owner, leaseMs, now);
+    const claimed = claimRecord(next.run.runId, next.lease, owner, leaseMs, now, process);
     leases.write(next.run.runId, claimed);
     return { lease: leaseOf(next.run.runId, claimed, leaseMs), run: next.run };
   });
