@@ -56,6 +56,7 @@ export {
   type RunWrite,
   type StoredRun,
 } from './store.js';
+export { type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './stores/claim-order.js';
 export {
   checkGroupBudget,
   checkGroupCharge,

@@ -44,6 +44,7 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import { ClaimTurns } from './claim-order.js';
 import {
   encodeEntries,
   encodeHead,
@@ -144,7 +145,7 @@ export class FileStore implements CheckpointStore {
     this.#now = checkClock(call, o.now) ?? Date.now;
     this.#onDamaged = o.onDamaged ?? warnOnce();
     const [runs, lockTimeoutMs, now, onDamaged] = [this.#runs, this.#lockTimeoutMs, this.#now, this.#onDamaged];
-    this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged };
+    this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged, turns: new ClaimTurns() };
   }
 
   async load(runId: string): Promise<StoredRun | null> {

@@ -17,6 +17,7 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import { ClaimTurns, claimClass, rankOf } from './claim-order.js';
 import type { GroupBudget, GroupBudgetStore, GroupCharge, GroupSpend } from './groups.js';
 import {
   checkClaim,
@@ -32,7 +33,7 @@ import {
   renewRecord,
 } from './leases.js';
 import { MemoryGroups } from './memory-groups.js';
-import { checkClaimNext, checkQueue, checkRecordedDecision, isRunnable } from './queue.js';
+import { checkClaimNext, checkQueue, checkRecordedDecision } from './queue.js';
 import {
   agentAfterSave,
   checkClock,
@@ -67,6 +68,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   readonly #now: () => number;
   readonly #watchers = new Set<() => void>();
   readonly #groups: MemoryGroups;
+  readonly #turns = new ClaimTurns();
 
   /** @throws OptionsError on an unknown option or a `now` that is not a function. */
   constructor(options?: MemoryStoreOptions) {
@@ -186,13 +188,19 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
     const { owner, leaseMs, agents, process } = checkClaimNext(options);
     const now = nowOf(this.#now, 'claimNext');
-    const next = [...this.#runs.values()]
-      .filter((r) => r.agent !== null && agents.includes(r.agent))
-      .filter((r) => isRunnable(r, now) && !isLive(this.#leases.get(r.runId) ?? null, now))
-      .sort(compareRuns)[0];
+    const oldestFirst = this.#turns.oldestFirst;
+    const candidates: { run: StoredRun; rank: number }[] = [];
+    for (const run of this.#runs.values()) {
+      if (run.agent === null || !agents.includes(run.agent)) continue;
+      const lease = this.#leases.get(run.runId) ?? null;
+      const c = claimClass(run, lease, now);
+      if (c !== null && !isLive(lease, now)) candidates.push({ run, rank: oldestFirst ? 0 : rankOf(c) });
+    }
+    const next = candidates.sort((a, b) => a.rank - b.rank || compareRuns(a.run, b.run))[0]?.run;
     if (!next) return null;
     const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now, process);
     this.#leases.set(next.runId, record);
+    this.#turns.claimed(oldestFirst);
     return { lease: leaseOf(next.runId, record, leaseMs), run: summaryOf(next) };
   }
 

@@ -44,6 +44,7 @@ import {
   type StoredRun,
   saveConflict,
 } from '../store.js';
+import { ClaimTurns } from './claim-order.js';
 import {
   checkGroupBudget,
   checkGroupCharge,
@@ -122,6 +123,8 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   /** Saves, sent in groups: those of runs that wait in one event-loop turn share a statement. */
   readonly #saves: SaveGroups;
   readonly #leases: LeaseGroups;
+  /** When this store object next takes the oldest runnable run whatever its class (claim-order.ts). */
+  readonly #turns = new ClaimTurns();
   #ready: Promise<number> | null = null;
   #closed = false;
 
@@ -377,7 +380,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at());
+    return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at(), this.#turns);
   }
 
   async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {

@@ -224,7 +224,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
         refresh.run(version + 1, write.head, base, count, pending, expiry, at, runId);
       } else update.run(version + 1, write.status, write.head, base, count, pending, expiry, at, agent, runId);
       for (const [i, body] of write.append.entries()) append.run(runId, stored + i, body);
-      if (fenced && fenced !== before) writeLease(runId, fenced);
+      if (fenced && fenced !== before) leases.extend(runId, fenced.expiresAt as number); // fenceRecord moved the end only
       if (!isLive(fenced, now)) this.#watchers.notify();
       return version + 1;
     });

@@ -21,6 +21,7 @@ import { agentCases } from './conformance/agent-case.js';
 import { baseCases } from './conformance/bases.js';
 import { basicCases } from './conformance/basics.js';
 import { claimNextCases } from './conformance/claim-next.js';
+import { claimOrderCases } from './conformance/claim-order.js';
 import { claimCases } from './conformance/claims.js';
 import { groupCases } from './conformance/groups.js';
 import { holderCases } from './conformance/holders.js';
@@ -61,6 +62,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...claimCases,
   ...queueCases,
   ...claimNextCases,
+  ...claimOrderCases,
   ...ruleCases,
   ...scaleCases,
   ...processCases,

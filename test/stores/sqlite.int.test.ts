@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type RunWrite, SchemaVersionError, StoreUnavailableError, SystemError } from '../../src/index.js';
 import { type ListFilter, listQuery } from '../../src/stores/sqlite/listing.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from '../../src/stores/sqlite/migrations.js';
+import { CLAIM_QUERIES } from '../../src/stores/sqlite/queue.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 
 const root = mkdtempSync(join(tmpdir(), 'tollgate-sqlite-test-'));
@@ -136,6 +137,33 @@ describe('SqliteStore: connection settings', () => {
           /SEARCH runs USING INDEX runs_by_agent \(agent=\?\)/,
         );
       }
+    } finally {
+      db.close();
+    }
+  });
+
+  it('claimNext finds each class through its own index: a decision or an expiry, a lapsed lease, a running run; never a scan of all runs', async () => {
+    const path = fresh();
+    await SqliteStore.open(path).close();
+    const db = new Database(path, { readonly: true });
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ agents: '["a"]', now: 0 }) as { detail: string }[])
+        .map((row) => row.detail)
+        .join('; ');
+    try {
+      const decided = plan(CLAIM_QUERIES.decided);
+      expect(decided).toMatch(/SCAN runs USING INDEX runs_decided/); // the few runs with a decision
+      expect(decided).toMatch(
+        /SEARCH runs USING COVERING INDEX runs_expiring \(pending_expires_at>\? AND pending_expires_at<\?\)/,
+      );
+      expect(decided).toMatch(/SEARCH r USING PRIMARY KEY \(run_id=\?\)/);
+      expect(decided).not.toMatch(/runs_by_agent|SCAN r\b/); // never the backlog
+      const lapsed = plan(CLAIM_QUERIES.lapsed);
+      expect(lapsed).toMatch(/^SCAN l USING INDEX leases_held/); // the few held leases
+      expect(lapsed).toMatch(/SEARCH r USING PRIMARY KEY \(run_id=\?\)/);
+      expect(lapsed).not.toMatch(/runs_by_agent|SCAN r\b/);
+      // The running runs (at work, and the backlog), sorted; never every run kept.
+      expect(plan(CLAIM_QUERIES.running)).toMatch(/^SCAN r USING INDEX runs_running/);
     } finally {
       db.close();
     }

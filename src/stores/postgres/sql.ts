@@ -12,6 +12,8 @@
  * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
+import { claimNextStatements } from './claim-sql.js';
+
 export interface Statements {
   /**
    * The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement,
@@ -70,11 +72,13 @@ export interface Statements {
   queue: string;
   /**
    * Claims the oldest runnable run of agents $3 (text[]) whose lease is free, but runs $5
-   * (text[]), for owner $1 (in process $6) for $2 ms (now $4); returns it with the new lease, the run without a
-   * lease when another claim took it first or a writer holds its lease row (try again, without
-   * it), or no row when none is runnable.
+   * (text[]), for owner $1 (in process $6) for $2 ms (now $4); returns it with the new lease, the
+   * run without a lease when another claim took it first or a writer holds its lease row (try
+   * again, without it), or no row when none is runnable (claim-sql.ts).
    */
   claimNext: string;
+  /** `claimNext`, taking the first run by class (a recorded decision, a lapsed lease, then the oldest). */
+  claimNextByClass: string;
 }
 
 /** A run's columns as `list` and `summary` read them (no head, no entries). */
@@ -90,10 +94,9 @@ const ms = (param: string) => `(${param}::integer * interval '1 millisecond')`;
 /** `s`: the quoted schema name; `schema`: the name itself (an identifier: safe in a literal). */
 export function statements(s: string, schema: string): Statements {
   const now = nowOf('$7');
+  const claims = claimNextStatements(s, nowOf, ms);
   // After a commit, every listening store of this schema hears it (NOTIFY is transactional).
   const notify = `(SELECT pg_notify('${CHANNEL}', '${schema}'))::text`;
-  const runnable = (at: string) => `(r.status = 'running' OR (r.status = 'awaiting_approval'
-          AND (r.decision IS NOT NULL OR r.pending_expires_at <= ${at})))`;
   // The lease check of a write, evaluated once the lease row is locked (FOR UPDATE returns its
   // newest version): a claim waits for this statement to commit, and this statement for a claim
   // in progress, so the check and the write are one atomic step. Lease row first, then the run:
@@ -256,31 +259,7 @@ export function statements(s: string, schema: string): Statements {
         RETURNING version
       )
       SELECT version, ${notify} AS notified FROM r`,
-    // c: the oldest runnable run whose lease is free, its row locked; rows other workers have
-    // locked are skipped (SKIP LOCKED), so racing workers take different runs without waiting.
-    // held: its lease row, locked too, without waiting: a writer that holds it (a save, a
-    // decision) is about to change the run; waiting for it while holding the run's row could
-    // deadlock with that writer, which locks the lease first. k: the claim, with the rule of
-    // `claim`, checked on the newest lease row: at most one claimer wins a run.
-    claimNext: `WITH c AS MATERIALIZED (
-        SELECT r.run_id, r.version, r.status, r.pending, r.updated_at, r.agent, r.decision
-          FROM ${s}.runs r LEFT JOIN ${s}.leases l ON l.run_id = r.run_id
-         WHERE r.agent = ANY ($3::text[]) AND r.run_id <> ALL ($5::text[]) AND ${runnable(nowOf('$4'))}
-           AND (l.owner IS NULL OR l.expires_at <= ${nowOf('$4')})
-         ORDER BY r.updated_at, r.run_id COLLATE "C"
-         LIMIT 1
-           FOR UPDATE OF r SKIP LOCKED
-      ), held AS MATERIALIZED (
-        SELECT l.run_id FROM ${s}.leases l JOIN c ON l.run_id = c.run_id FOR UPDATE OF l SKIP LOCKED
-      ), k AS (
-        INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at, process)
-        SELECT c.run_id, 1, $1, ${nowOf('$4')} + ${ms('$2')}, $6::text FROM c
-         WHERE EXISTS (SELECT 1 FROM held) OR NOT EXISTS (SELECT 1 FROM ${s}.leases x WHERE x.run_id = c.run_id)
-        ON CONFLICT (run_id) DO UPDATE
-           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at, process = excluded.process
-         WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')}
-        RETURNING run_id, token::text AS token, owner, expires_at
-      )
-      SELECT c.*, k.token, k.owner, k.expires_at FROM c LEFT JOIN k ON k.run_id = c.run_id`,
+    claimNext: claims.oldest,
+    claimNextByClass: claims.byClass,
   };
 }

@@ -144,6 +144,19 @@ function addLeaseProcess(db: Database): void {
   db.exec('ALTER TABLE leases ADD COLUMN process TEXT');
 }
 
+/**
+ * `claimNext`'s order (claim-order.ts, sqlite/queue.ts): an index per class that is few where the
+ * backlog is many. None holds a row that a save of a running run writes: it has no decision, is
+ * not awaiting, and extends its lease without setting the owner (sqlite/queue.ts `extend`).
+ */
+function indexClaimOrder(db: Database): void {
+  db.exec(`
+    CREATE INDEX runs_decided ON runs (updated_at, run_id) WHERE decision IS NOT NULL;
+    CREATE INDEX runs_expiring ON runs (pending_expires_at)
+      WHERE status = 'awaiting_approval' AND pending_expires_at IS NOT NULL;
+    CREATE INDEX leases_held ON leases (run_id) WHERE owner IS NOT NULL;`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -154,6 +167,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'head bases', up: addBase },
   { version: 8, name: 'partial listing indexes', up: partialListingIndexes },
   { version: 9, name: 'lease holder process', up: addLeaseProcess },
+  { version: 10, name: 'claim order indexes', up: indexClaimOrder },
 ];
 
 /** The schema version this code writes and reads. */
