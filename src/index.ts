@@ -75,6 +75,7 @@ export {
   checkLease,
   checkProcess,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -84,6 +85,7 @@ export {
   leaseLost,
   leaseOf,
   releaseRecord,
+  renewedOrLost,
   renewRecord,
 } from './stores/leases.js';
 export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './stores/queue.js';

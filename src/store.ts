@@ -8,7 +8,7 @@
  * and validates the result like any checkpoint.
  */
 import type { PendingCall, Status } from '../machines/types.js';
-import { ConflictError, OptionsError } from './errors.js';
+import { ConflictError, type LeaseLostError, OptionsError } from './errors.js';
 import type { ProcessIdentity } from './process-identity.js';
 import type { GroupBudgetStore } from './stores/groups.js';
 
@@ -248,6 +248,17 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
    * @throws LeaseLostError if the run was claimed since, or the lease released.
    */
   renew(lease: Lease, leaseMs?: number): Promise<Lease>;
+  /**
+   * Renews many leases at once, each exactly as `renew(lease, leaseMs)` would (`leaseMs` default:
+   * each lease's own), in one round trip where the store can: one statement on Postgres, one
+   * transaction on SQLite. Optional: an agent renews the leases this process holds on a store in
+   * one call per interval when the store has it, one call per lease otherwise.
+   * @returns for each lease, in order, the renewed lease or the `LeaseLostError` that `renew`
+   *   would have thrown for it (it changed nothing); one lost lease never stops the others.
+   * @throws OptionsError (renewing none) when a lease or `leaseMs` is malformed; the store's own
+   *   error (renewing some, all or none) when it fails.
+   */
+  renewMany?(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]>;
   /**
    * Frees the run now: anyone may claim it at once. The token stays (the next claim makes a
    * larger one), and the released lease can no longer write or renew.

@@ -1,6 +1,8 @@
 /**
- * A run's side of its lease: claimed before the first save, renewed by a third of the lease while
- * the run is worked, given up when it settles. It also knows how much of the lease is left for
+ * A run's side of its lease: claimed before the first save (a provably dead holder released
+ * first: `claimRun`), renewed by a third of the lease while the run is worked — together with
+ * every lease of that length this process holds on the store (renewals.ts) — and given up when it
+ * settles. It also knows how much of the lease is left for
  * sure: every claim, renewal and save the store accepted confirms the lease until the moment it
  * was *sent* plus the lease's length, on this process's monotonic clock — a lower bound whatever
  * the store's clock says, and one that a pause of this process (SIGSTOP, a long GC, a VM moved)
@@ -11,9 +13,10 @@ import { LeaseLostError, RunBusyError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';
 import { provablyDead, thisProcess } from '../process-identity.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import { monotonic } from './monotonic.js';
+import { Renewals, type Renewing } from './renewals.js';
 
-/** This process's monotonic clock in ms: a pause does not stop it, a change of the wall clock does not move it. */
-export const monotonic = (): number => performance.now();
+export { monotonic } from './monotonic.js';
 
 /** The share of the lease that must be left, by this process's clock, when a side effect starts. */
 export const EFFECT_MARGIN = 1 / 3;
@@ -50,8 +53,20 @@ export class LeaseHolder {
   readonly #terms: LeaseTerms;
   readonly #onLost: (error: unknown) => void;
   #lease: Lease | null = null;
-  #timer: ReturnType<typeof setInterval> | null = null;
+  /** The group this holder's lease is renewed with, while it is kept renewed. */
+  #renewals: Renewals | null = null;
   #renewing: Promise<void> | null = null;
+  /** How the group of renewals asks this holder and tells it (renewals.ts). */
+  readonly #member: Renewing = {
+    due: () => this.#due(),
+    answered: (lease, sent, result) => this.#answered(lease, sent, result),
+    sending: (renewal) => {
+      const mine = renewal.finally(() => {
+        if (this.#renewing === mine) this.#renewing = null;
+      });
+      this.#renewing = mine;
+    },
+  };
   /** When (monotonic) the last statement the store accepted for this lease was sent, and for how long it holds. */
   #confirmedAt = Number.NEGATIVE_INFINITY;
   #confirmedFor = 0;
@@ -92,7 +107,7 @@ export class LeaseHolder {
 
   /** A lease is held but not yet renewed by this holder (adopted at load, the run not yet worked). */
   get unconfirmed(): boolean {
-    return this.#lease !== null && this.#timer === null;
+    return this.#lease !== null && this.#renewals === null;
   }
 
   /**
@@ -103,7 +118,7 @@ export class LeaseHolder {
    */
   async keep(): Promise<void> {
     const lease = this.#lease;
-    if (!lease || this.#timer) return;
+    if (!lease || this.#renewals) return;
     let renewed: Lease;
     const sent = monotonic();
     try {
@@ -201,16 +216,20 @@ export class LeaseHolder {
     return error;
   }
 
-  /** Renewed by duration, a third of the lease each time: two renewals may fail before it lapses. */
+  /**
+   * Renewed by duration, a third of the lease each time (two renewals may fail before it lapses),
+   * together with every other lease of this length that this process holds on the store.
+   */
   #keepRenewed(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#terms.leaseMs / 3)));
-    this.#timer.unref?.();
+    if (this.#renewals) return;
+    this.#renewals = Renewals.of(this.#store, this.#terms.leaseMs);
+    this.#renewals.join(this.#member);
   }
 
-  async #renew(): Promise<void> {
+  /** The lease to renew at this interval, or null (none held, or given up just now). */
+  #due(): Lease | null {
     const lease = this.#lease;
-    if (!lease) return;
+    if (!lease) return null;
     // No renewal was accepted within the lease (the store hangs, or this process was paused past
     // it): another owner may hold the run now. Given up, so the calls in flight are told (their
     // signals abort) and nothing more starts here.
@@ -224,31 +243,25 @@ export class LeaseHolder {
           { runId: this.#runId },
         ),
       );
-      return;
+      return null;
     }
-    if (this.#renewing) return;
-    const sent = monotonic();
-    this.#renewing = this.#store
-      .renew(lease, this.#terms.leaseMs)
-      .then((renewed) => {
-        if (this.#lease === lease) {
-          this.#lease = renewed;
-          this.#confirmed(sent, renewed.leaseMs);
-        }
-      })
-      .catch((error) => {
-        // Lost (or the store unreachable past the lease): this process may not work the run.
-        if (this.#lease === lease) this.#lose(error);
-      })
-      .finally(() => {
-        this.#renewing = null;
-      });
-    await this.#renewing;
+    return lease;
+  }
+
+  #answered(lease: Lease, sent: number, result: Lease | LeaseLostError | { failed: unknown }): void {
+    if (this.#lease !== lease) return; // given up, or claimed anew, meanwhile
+    // Lost (or the store unreachable past the lease): this process may not work the run.
+    if (result instanceof LeaseLostError) this.#lose(result);
+    else if ('failed' in result) this.#lose(result.failed);
+    else {
+      this.#lease = result;
+      this.#confirmed(sent, result.leaseMs);
+    }
   }
 
   #stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
+    this.#renewals?.leave(this.#member);
+    this.#renewals = null;
   }
 
   /** Gives the run up (it settled): others may claim it at once. Never throws. */

@@ -29,7 +29,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { CheckpointError, OptionsError, TollgateError, UserError } from '../errors.js';
+import { CheckpointError, type LeaseLostError, OptionsError, TollgateError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
@@ -72,6 +72,7 @@ import {
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -79,6 +80,7 @@ import {
   type LeaseRecord,
   leaseOf,
   releaseRecord,
+  renewedOrLost,
   renewRecord,
 } from './leases.js';
 import { checkClaimNext, checkRecordedDecision } from './queue.js';
@@ -289,6 +291,12 @@ export class FileStore implements CheckpointStore {
       renewRecord(current, lease, ms, nowOf(this.#now, 'renew')),
     );
     return leaseOf(lease.runId, renewed as LeaseRecord, ms);
+  }
+
+  /** Each lease by `renew`, each under its run's lock: there is no statement to share. */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    return Promise.all(leases.map((lease, i) => renewedOrLost(this.renew(lease, lengths[i]))));
   }
 
   async release(lease: Lease): Promise<boolean> {

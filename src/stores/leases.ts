@@ -138,9 +138,30 @@ export function checkLease(call: string, lease: unknown, runId?: string): assert
 }
 
 /** `renew`'s arguments, checked alike in every store. @returns the new length: `leaseMs`, or the lease's own. */
-export function checkRenew(lease: unknown, leaseMs: unknown): number {
-  checkLease('renew', lease);
-  return checkDuration('renew', 'leaseMs', leaseMs, lease.leaseMs);
+export function checkRenew(lease: unknown, leaseMs: unknown, call = 'renew'): number {
+  checkLease(call, lease);
+  return checkDuration(call, 'leaseMs', leaseMs, lease.leaseMs);
+}
+
+/**
+ * `renewMany`'s arguments, checked alike in every store before any lease is renewed.
+ * @returns the length each lease is renewed to: `leaseMs`, or the lease's own.
+ */
+export function checkRenewMany(leases: unknown, leaseMs: unknown): number[] {
+  if (!Array.isArray(leases)) {
+    throw new OptionsError(`renewMany: leases must be an array of Lease, got ${showValue(leases)}`);
+  }
+  return leases.map((lease) => checkRenew(lease, leaseMs, 'renewMany'));
+}
+
+/** What `renewMany` gives for one lease: what `renew` returned, or the `LeaseLostError` it threw (other errors are thrown). */
+export async function renewedOrLost(renewal: Promise<Lease>): Promise<Lease | LeaseLostError> {
+  try {
+    return await renewal;
+  } catch (error) {
+    if (error instanceof LeaseLostError) return error;
+    throw error;
+  }
 }
 
 /** The `Lease` a caller gets for a record. */

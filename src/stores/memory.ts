@@ -4,6 +4,7 @@
  * Every operation decides synchronously, so the lease and version checks of a save are one
  * step that no other call can come between.
  */
+import type { LeaseLostError } from '../errors.js';
 import {
   type CheckpointStore,
   type ClaimNextOptions,
@@ -23,6 +24,7 @@ import {
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -30,6 +32,7 @@ import {
   type LeaseRecord,
   leaseOf,
   releaseRecord,
+  renewedOrLost,
   renewRecord,
 } from './leases.js';
 import { MemoryGroups } from './memory-groups.js';
@@ -159,6 +162,12 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     const record = renewRecord(this.#leases.get(lease.runId) ?? null, lease, ms, nowOf(this.#now, 'renew'));
     this.#leases.set(lease.runId, record);
     return leaseOf(lease.runId, record, ms);
+  }
+
+  /** Each lease by `renew` (each is one synchronous step here anyway). */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    return Promise.all(leases.map((lease, i) => renewedOrLost(this.renew(lease, lengths[i]))));
   }
 
   async release(lease: Lease): Promise<boolean> {

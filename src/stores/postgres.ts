@@ -29,7 +29,7 @@
 
 import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
-import { CheckpointError, OptionsError, StoreUnavailableError } from '../errors.js';
+import { CheckpointError, type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
@@ -54,7 +54,16 @@ import {
   type GroupCharge,
   type GroupSpend,
 } from './groups.js';
-import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, leaseOf } from './leases.js';
+import {
+  busyError,
+  checkClaim,
+  checkLease,
+  checkRenew,
+  checkRenewMany,
+  claimWithin,
+  leaseLost,
+  leaseOf,
+} from './leases.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
@@ -70,6 +79,7 @@ import {
   LOAD,
   loadedRunOf,
   type RefusalRow,
+  type RenewedRow,
   type RunRow,
   recordOf,
   summaryOf,
@@ -361,6 +371,23 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     if (rows[0]) return leaseOf(lease.runId, recordOf(rows[0]), length);
     const { rows: now } = await this.#query<LeaseRow>('renew', this.#sql.lease, [lease.runId, null]);
     throw leaseLost('renew', lease, now[0] ? recordOf(now[0]) : null);
+  }
+
+  /** One statement for all of them (sql.ts `renewRuns`): one round trip, one commit. */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    if (leases.length === 0) return [];
+    const values = [leases.map((l) => l.runId), leases.map((l) => l.token), lengths, this.#at()];
+    const { rows } = await this.#query<RenewedRow>('renewMany', this.#sql.renewRuns, values);
+    return leases.map((lease, i) => {
+      const row = rows[i] as RenewedRow;
+      if (row.token !== null) return leaseOf(lease.runId, recordOf(row as LeaseRow), lengths[i] as number);
+      const current =
+        row.current_token === null
+          ? null
+          : { token: Number(row.current_token), owner: row.current_owner, expiresAt: null };
+      return leaseLost('renew', lease, current);
+    });
   }
 
   async release(lease: Lease): Promise<boolean> {

@@ -23,7 +23,7 @@
  */
 import Database from 'better-sqlite3';
 import { isoTime } from '../clock.js';
-import { OptionsError, UserError } from '../errors.js';
+import { LeaseLostError, OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
@@ -51,6 +51,7 @@ import {
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -125,6 +126,8 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
    * `BEGIN IMMEDIATE` transaction. @returns what `decide` returned.
    */
   readonly #lease: (runId: string, decide: (current: LeaseRecord | null) => LeaseRecord | null) => LeaseRecord | null;
+  /** Renews each lease to its length, in one `BEGIN IMMEDIATE` transaction; a lost one is its `LeaseLostError`. */
+  readonly #renewAll: (leases: readonly Lease[], lengths: readonly number[]) => (Lease | LeaseLostError)[];
 
   /**
    * Opens (and if needed creates and migrates) the database at `path`.
@@ -256,6 +259,24 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     });
     this.#lease = (...args) => lease.immediate(...args);
 
+    // Each lease renewed by the shared rule or refused alone, all in one transaction; a renewal
+    // moves the end only, so it rewrites no index entry (sqlite/queue.ts `extend`).
+    const renewAll = db.transaction((all: readonly Lease[], lengths: readonly number[]) => {
+      const now = nowOf(this.#now, 'renew');
+      return all.map((one, i): Lease | LeaseLostError => {
+        const ms = lengths[i] as number;
+        try {
+          const renewed = renewRecord(readLease(one.runId), one, ms, now);
+          leases.extend(one.runId, renewed.expiresAt as number);
+          return leaseOf(one.runId, renewed, ms);
+        } catch (error) {
+          if (error instanceof LeaseLostError) return error;
+          throw error;
+        }
+      });
+    });
+    this.#renewAll = (all, lengths) => renewAll.immediate(all, lengths);
+
     this.#summary = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM runs WHERE run_id = ?`);
     // One read transaction: the head and entries are of the same version.
     this.#load = db.transaction((runId: string) => {
@@ -322,10 +343,16 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
 
   async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
     const ms = checkRenew(lease, leaseMs);
-    return this.#guard('renew', () => {
-      const renewed = this.#lease(lease.runId, (current) => renewRecord(current, lease, ms, nowOf(this.#now, 'renew')));
-      return leaseOf(lease.runId, renewed as LeaseRecord, ms);
-    });
+    const [renewed] = this.#guard('renew', () => this.#renewAll([lease], [ms]));
+    if (renewed instanceof LeaseLostError) throw renewed;
+    return renewed as Lease;
+  }
+
+  /** One `BEGIN IMMEDIATE` transaction for all of them: one commit, one fsync. */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    if (leases.length === 0) return [];
+    return this.#guard('renewMany', () => this.#renewAll(leases, lengths));
   }
 
   async release(lease: Lease): Promise<boolean> {

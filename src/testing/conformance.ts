@@ -30,6 +30,7 @@ import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
 import { processCases } from './conformance/processes.js';
 import { queueCases } from './conformance/queue.js';
+import { renewManyCases } from './conformance/renew-many.js';
 import { ruleCases } from './conformance/rules.js';
 import { scaleCases } from './conformance/scale.js';
 import type { Capability, ConformanceCase, ConformanceContext } from './conformance/types.js';
@@ -59,6 +60,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...pendingCases,
   ...leaseCases,
   ...holderCases,
+  ...renewManyCases,
   ...claimCases,
   ...queueCases,
   ...claimNextCases,
@@ -79,6 +81,7 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   groupBudgets: (ctx) => ctx.groupBudgets === true,
   summary: (ctx) => ctx.summary === true,
   bases: (ctx) => ctx.bases === true,
+  renewMany: (ctx) => ctx.renewMany === true,
 };
 
 /** Why a capability is missing when the context does not say: only optional store capabilities have one. */
@@ -86,6 +89,7 @@ const UNDECLARED: Partial<Record<Capability, string>> = {
   groupBudgets: 'an optional capability this store does not declare (groupBudgets: true in its context)',
   summary: 'an optional capability this store does not declare (summary: true in its context)',
   bases: 'an optional capability this store does not declare (bases: true in its context)',
+  renewMany: 'an optional capability this store does not declare (renewMany: true in its context)',
 };
 
 /**

@@ -40,6 +40,14 @@ export interface RefusalRow {
   now: Date;
 }
 
+/** A lease as `renewMany` finds it (sql.ts `renewRuns`): renewed (token, owner, expiry), or lost (nulls) to the current record. */
+export interface RenewedRow extends Omit<LeaseRow, 'token'> {
+  ord: number;
+  token: string | null;
+  current_token: string | null;
+  current_owner: string | null;
+}
+
 /** A run row as `list` gives it. */
 export function summaryOf(row: RunRow): RunSummary {
   return {

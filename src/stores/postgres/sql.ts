@@ -52,6 +52,13 @@ export interface Statements {
   lease: string;
   /** Renews run $1's lease if token $2 is current, to now ($3) + $4 ms; returns the lease, or no row. */
   renew: string;
+  /**
+   * `renew` for many leases at once: $1 run ids, $2 tokens, $3 lengths in ms (one element per
+   * lease), $4 the store's now. One row per lease, by its position (`ord`, from 1): the renewed
+   * lease (`token`, `owner`, `expires_at`), or nulls and the run's current lease record
+   * (`current_token`, `current_owner`; nulls when it has none) when it was lost.
+   */
+  renewRuns: string;
   /** Releases run $1's lease if token $2 is current, and notifies watchers; one row, or none. */
   release: string;
   /**
@@ -228,6 +235,23 @@ export function statements(s: string, schema: string): Statements {
     renew: `UPDATE ${s}.leases SET expires_at = ${nowOf('$3')} + ${ms('$4')}
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL
         RETURNING token::text AS token, owner, expires_at`,
+    // The lease rows locked first, in run-id order as every group statement locks them (two never
+    // deadlock); each lease renewed by the rule of `renew` or left alone. A lost lease reads the
+    // newest record, which the lock returned.
+    renewRuns: `WITH b AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[]) WITH ORDINALITY AS b (run_id, token, lease_ms, ord)
+      ), k AS MATERIALIZED (
+        SELECT run_id, token, owner FROM ${s}.leases WHERE run_id = ANY ($1::text[])
+         ORDER BY run_id COLLATE "C" FOR UPDATE
+      ), u AS (
+        UPDATE ${s}.leases AS l SET expires_at = ${nowOf('$4')} + ${ms('b.lease_ms')}
+          FROM b WHERE l.run_id = b.run_id AND l.token = b.token AND l.owner IS NOT NULL
+        RETURNING l.run_id, l.token, l.owner, l.expires_at
+      )
+      SELECT b.ord::integer AS ord, u.token::text AS token, u.owner, u.expires_at,
+             k.token::text AS current_token, k.owner AS current_owner
+        FROM b LEFT JOIN u ON u.run_id = b.run_id AND u.token = b.token LEFT JOIN k ON k.run_id = b.run_id
+       ORDER BY b.ord`,
     // The rows in run-id order, as saveRuns locks them: two groups on the same runs wait, never
     // deadlock (a claim inserts or updates each row in the order it is given).
     claimRuns: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at, process)
