@@ -5,7 +5,7 @@
  * test/stores/conformance.int.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LeaseLostError, RunBusyError, thisProcess } from '../src/index.js';
+import { LeaseLostError, RunBusyError, StoreUnavailableError, thisProcess } from '../src/index.js';
 import { LeaseHolder, monotonic } from '../src/runtime/lease.js';
 import type { CheckpointStore, Lease } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
@@ -231,6 +231,33 @@ describe('LeaseHolder', () => {
       expect(vi.getTimerCount()).toBe(0);
     });
 
+    it('a renewal the store fails (not a refusal) costs no lease: tried again next interval, given up only once none was accepted within the lease', async () => {
+      fake();
+      const inner = new MemoryStore();
+      const { store, calls } = counted(inner);
+      let failing = true;
+      store.renewMany = (leases, ms) => {
+        calls.renewMany.push(leases.length);
+        return failing
+          ? Promise.reject(new StoreUnavailableError('the server went away'))
+          : inner.renewMany(leases, ms);
+      };
+      const lost: unknown[] = [];
+      const holders = ['a', 'b'].map(
+        (id) => new LeaseHolder(store, id, { owner: 'o', leaseMs: 60_000, waitMs: 0 }, (e) => lost.push(e)),
+      );
+      for (const holder of holders) await holder.current();
+      await vi.advanceTimersByTimeAsync(20_000); // one failed call
+      expect(calls.renewMany).toEqual([2]);
+      expect(lost).toEqual([]);
+      expect(holders.map((h) => h.lease?.owner)).toEqual(['o', 'o']);
+      failing = false;
+      await vi.advanceTimersByTimeAsync(20_000);
+      expect(calls.renewMany).toEqual([2, 2]);
+      expect(lost).toEqual([]);
+      for (const holder of holders) await holder.release();
+    });
+
     it('on a store without renewMany: one renew per lease and interval, still by one timer', async () => {
       fake();
       const { store, calls } = counted(new MemoryStore(), false);
@@ -390,6 +417,18 @@ describe('LeaseHolder', () => {
       expect(String(lost[0])).toMatch(/was not renewed in time/);
       expect(holder.lease).toBeNull();
       await holder.release();
+    });
+
+    it('renewals the store keeps failing: the holder gives the run up once the lease has run out on its clock', async () => {
+      const store = new MemoryStore();
+      const lost: unknown[] = [];
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 90, waitMs: 0 }, (e) => lost.push(e));
+      await holder.current();
+      store.renewMany = () => Promise.reject(new StoreUnavailableError('the server went away'));
+      for (let i = 0; i < 50 && lost.length === 0; i++) await pause(10);
+      expect(lost).toHaveLength(1);
+      expect(String(lost[0])).toMatch(/was not renewed in time/);
+      expect(holder.lease).toBeNull();
     });
 
     it('a lease taken by another owner: fence() throws LeaseLostError and the run is told', async () => {

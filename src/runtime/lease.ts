@@ -250,12 +250,15 @@ export class LeaseHolder {
 
   #answered(lease: Lease, sent: number, result: Lease | LeaseLostError | { failed: unknown }): void {
     if (this.#lease !== lease) return; // given up, or claimed anew, meanwhile
-    // Lost (or the store unreachable past the lease): this process may not work the run.
-    if (result instanceof LeaseLostError) this.#lose(result);
-    else if ('failed' in result) this.#lose(result.failed);
+    const lost = result instanceof LeaseLostError ? result : 'failed' in result ? result.failed : null;
+    // Refused: the run is another owner's now, and this process may not work it.
+    if (lost instanceof LeaseLostError) this.#lose(lost);
+    // The store failed (one statement renews every lease of the group: one bad moment must not cost
+    // them all): tried again at the next interval, and given up if none is accepted within the lease.
+    else if (lost !== null) return;
     else {
-      this.#lease = result;
-      this.#confirmed(sent, result.leaseMs);
+      this.#lease = result as Lease;
+      this.#confirmed(sent, (result as Lease).leaseMs);
     }
   }
 
