@@ -69,11 +69,11 @@ export {
   groupAfterJoin,
   groupBudgetsOf,
 } from './stores/groups.js';
+export { checkProcess } from './stores/holder-process.js';
 export {
   busyError,
   checkClaim,
   checkLease,
-  checkProcess,
   checkRenew,
   checkRenewMany,
   claimRecord,

@@ -1,13 +1,12 @@
 /**
- * A run's side of its lease: claimed before the first save (a provably dead holder released
- * first: `claimRun`), renewed by a third of the lease while the run is worked — together with
- * every lease of that length this process holds on the store (renewals.ts) — and given up when it
- * settles. It also knows how much of the lease is left for
- * sure: every claim, renewal and save the store accepted confirms the lease until the moment it
- * was *sent* plus the lease's length, on this process's monotonic clock — a lower bound whatever
- * the store's clock says, and one that a pause of this process (SIGSTOP, a long GC, a VM moved)
- * runs down. A side effect starts only while at least `EFFECT_MARGIN` of the lease is left that
- * way (docs/workers.md, "Fencing").
+ * A run's side of its lease: claimed before the first save (a provably dead holder's lease released
+ * first: `claimRun`), renewed by a third of the lease while the run is worked — together with every
+ * lease of that length this process holds on the store (renewals.ts) — and given up when it
+ * settles. It also knows how much of the lease is left for sure: every claim, renewal and save the
+ * store accepted confirms the lease until the moment it was *sent* plus the lease's length, on this
+ * process's monotonic clock — a lower bound whatever the store's clock says, and one that a pause
+ * of this process (SIGSTOP, a long GC, a VM moved) runs down. A side effect starts only while at
+ * least `EFFECT_MARGIN` of the lease is left that way (docs/workers.md, "Fencing").
  */
 import { LeaseLostError, RunBusyError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';

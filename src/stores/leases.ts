@@ -19,6 +19,7 @@ import { LeaseLostError, OptionsError, RunBusyError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import type { ProcessIdentity } from '../process-identity.js';
 import type { ClaimOptions, Lease } from '../store.js';
+import { checkProcess } from './holder-process.js';
 import { checkDuration, checkRunId, unstorableText } from './rules.js';
 
 /** A run's lease as a store keeps it; times in ms since the epoch, on the store's clock. */
@@ -37,9 +38,6 @@ export interface LeaseRecord {
 export const MAX_OWNER_LENGTH = 256;
 
 const LEASE_KEYS = ['runId', 'owner', 'token', 'expiresAt', 'leaseMs'];
-const PROCESS_KEYS = ['host', 'bootId', 'pidNamespace', 'pid', 'startTime'];
-/** The longest text of a process identity a store keeps (host names are at most 255 bytes). */
-const MAX_PROCESS_TEXT = 256;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -57,41 +55,6 @@ export function checkOwner(call: string, owner: unknown): asserts owner is strin
   }
   const why = unstorableText(owner);
   if (why) throw new OptionsError(`${call}: owner ${showValue(owner)} holds ${why}; no store can keep it`);
-}
-
-/**
- * Throws `OptionsError` unless `value` is a `ProcessIdentity` every store can keep (or null,
- * or undefined: unknown). @returns it as a plain object, or null.
- */
-export function checkProcess(call: string, value: unknown): ProcessIdentity | null {
-  if (value === undefined || value === null) return null;
-  const fail = (what: string, got: unknown): never => {
-    throw new OptionsError(`${call}: process${what}, got ${showValue(got)}`);
-  };
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    return fail(' must be { host, bootId, pidNamespace, pid, startTime } or null', value);
-  }
-  checkKeys(call, value, PROCESS_KEYS, 'process field');
-  const p = value as Partial<ProcessIdentity>;
-  const text = (key: 'host' | 'bootId' | 'pidNamespace' | 'startTime', nullable: boolean) => {
-    const v = p[key];
-    if (v === null && nullable) return;
-    if (typeof v !== 'string' || v === '' || v.length > MAX_PROCESS_TEXT || unstorableText(v) !== null) {
-      fail(
-        `.${key} must be a non-empty string of at most ${MAX_PROCESS_TEXT} characters${nullable ? ' or null' : ''}`,
-        v,
-      );
-    }
-  };
-  text('host', false);
-  text('bootId', true);
-  text('pidNamespace', true);
-  if (!Number.isSafeInteger(p.pid) || (p.pid as number) < 1) fail('.pid must be a whole number ≥ 1', p.pid);
-  text('startTime', true);
-  if (p.startTime !== null && !/^\d+$/.test(p.startTime as string))
-    fail('.startTime must be decimal digits', p.startTime);
-  const { host, bootId, pidNamespace, pid, startTime } = p as ProcessIdentity;
-  return { host, bootId, pidNamespace, pid, startTime };
 }
 
 /** `claim`'s run id and options, checked alike in every store; `wait` defaults to 0, `process` to null. */

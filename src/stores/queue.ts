@@ -9,7 +9,8 @@ import { ConflictError, OptionsError, RunNotFoundError, RunStateError } from '..
 import { checkKeys, showValue } from '../option-keys.js';
 import type { ProcessIdentity } from '../process-identity.js';
 import type { ClaimNextOptions, RecordedDecision, RunSummary } from '../store.js';
-import { checkOwner, checkProcess } from './leases.js';
+import { checkProcess } from './holder-process.js';
+import { checkOwner } from './leases.js';
 import { checkAgentName, checkDuration, checkRunId, earliestExpiry, unstorableText } from './rules.js';
 
 /** The longest recorded decision a store keeps, as JSON text (a decision map with edited arguments). */

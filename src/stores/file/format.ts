@@ -22,7 +22,8 @@ import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
 import type { RecordedDecision, RunSummary } from '../../store.js';
-import { checkProcess, type LeaseRecord } from '../leases.js';
+import { checkProcess } from '../holder-process.js';
+import type { LeaseRecord } from '../leases.js';
 import { pendingCallsOf, pendingFields } from '../rules.js';
 
 /** What the head file records besides the head itself. */
