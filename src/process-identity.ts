@@ -77,7 +77,11 @@ function pidNamespace(): string | null {
 
 let self: ProcessIdentity | undefined;
 
-/** This process's identity, read once (a process keeps its pid, namespace and start time for life). */
+/**
+ * This process's identity, read once (a process keeps its pid, namespace and start time for life).
+ * @example
+ * const lease = await store.claim(runId, { owner, leaseMs: 30_000, process: thisProcess() });
+ */
 export function thisProcess(): ProcessIdentity {
   if (self) return self;
   const stat = system.read('/proc/self/stat');
@@ -99,6 +103,11 @@ export function thisProcess(): ProcessIdentity {
  * never released early.
  * @param me this process (a test gives another)
  * @param probe how processes are looked at (a test gives another)
+ * @example
+ * // What Agent.load does with a RunBusyError: release exactly that lease, then claim.
+ * if (busy.token !== null && provablyDead(busy.holderProcess)) {
+ *   await store.release({ runId, owner: busy.holder, token: busy.token, expiresAt: busy.until, leaseMs: 1 });
+ * }
  */
 export function provablyDead(
   holder: ProcessIdentity | null | undefined,
