@@ -13,6 +13,7 @@ import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserErr
 import { checkKeys, showValue } from './option-keys.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
+import { claimRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
 import { RunActor, type StoredPlace } from './runtime/run-actor.js';
 import type { CheckpointStore, Lease, RecordedDecision } from './store.js';
@@ -32,6 +33,15 @@ import type {
 } from './types.js';
 
 const FINAL: readonly Status[] = ['done', 'cancelled'];
+
+/**
+ * `Agent.load`'s `leaseWaitMs` default. A load that meets a run held for a moment — another
+ * process loading it at rest (a claim, a read and a release: milliseconds), a worker giving it up
+ * as it settles — waits that out instead of failing; a live owner at work still refuses within a
+ * second. A dead holder on this machine is released at once anyway; one on another machine holds
+ * the run for up to its whole lease, which no caller should wait for unasked.
+ */
+export const LOAD_WAIT_MS = 1_000;
 const LIVE: readonly Status[] = ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'];
 
 /** A run restored by `Agent.resume` / `Agent.load`, handed to the constructor. */
@@ -124,7 +134,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     const { lease: held, ...rest } = (options ?? {}) as LoadOptions<Tools>;
     const parsed = parseResumeOptions(rest as ResumeOptions<Tools>, 'Agent.load');
     if (held !== undefined) checkHeldLease(held, runId);
-    const terms = parsed.runtime.lease;
+    const lent = parsed.runtime.lease;
+    const terms = rest.leaseWaitMs === undefined ? { ...lent, waitMs: LOAD_WAIT_MS } : lent;
     // A run that has ended never changes again (nothing can be done to it but delete it): on a
     // store that tells a run's status alone, it is read without a claim, writing nothing, whoever
     // holds its lease. An unknown run is not claimed either.
@@ -133,13 +144,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     if (peeked === null) throw notFound();
     // Any other run is claimed before it is read: a run another live process works on is refused
     // (RunBusyError), never loaded and worked twice; what is read under the lease is the latest.
-    const claim = () =>
-      held ??
-      store.claim(runId, {
-        owner: terms.owner,
-        leaseMs: terms.leaseMs,
-        ...(terms.waitMs > 0 ? { wait: terms.waitMs } : {}),
-      });
+    // A holder that is provably dead on this machine is released first (runtime/lease.ts).
+    const claim = () => held ?? claimRun(store, runId, terms);
     let lease = peeked !== undefined && FINAL.includes(peeked.status) ? null : await claim();
     let agent: Agent<Tools>;
     try {

@@ -5,6 +5,7 @@
  * act on it (resume, decide, inspect).
  */
 import type { Status } from '../machines/types.js';
+import type { ProcessIdentity } from './process-identity.js';
 
 export interface ErrorDetails {
   runId?: string;
@@ -151,17 +152,33 @@ export class EditRejectedError extends UserError {
  * stayed taken that long), or a `save`/`delete` without a lease came while someone holds it.
  * Nothing was changed. Not the caller's mistake nor a fault: another worker is on the run. Try
  * again after `until`, or claim with `{ wait }`.
+ *
+ * `token` and `holderProcess` say which lease and which process: a holder on this machine that is
+ * provably dead (`provablyDead(error.holderProcess)`) can have exactly that lease released
+ * (`store.release` with its token succeeds only while it is still the run's), as `Agent.load` does.
  */
 export class RunBusyError extends TollgateError {
   /** The owner id of the live lease. */
   readonly holder: string;
   /** ISO-8601 time the holder's lease ends unless it is renewed (the store's clock). */
   readonly until: string;
+  /** The fencing token of the holder's lease, or null when the store did not say. */
+  readonly token: number | null;
+  /** The holder's process, as its claim recorded it, or null when unknown. */
+  readonly holderProcess: ProcessIdentity | null;
 
-  constructor(message: string, holder: string, until: string, details: ErrorDetails = {}) {
+  constructor(
+    message: string,
+    holder: string,
+    until: string,
+    details: ErrorDetails = {},
+    held: { token?: number | null; holderProcess?: ProcessIdentity | null } = {},
+  ) {
     super(message, details);
     this.holder = holder;
     this.until = until;
+    this.token = held.token ?? null;
+    this.holderProcess = held.holderProcess ?? null;
   }
 }
 

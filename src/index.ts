@@ -43,6 +43,7 @@ export {
   isToolEntry,
   isUserEntry,
 } from './history.js';
+export { type ProcessIdentity, provablyDead, thisProcess } from './process-identity.js';
 export {
   type CheckpointStore,
   type ClaimNextOptions,
@@ -55,6 +56,7 @@ export {
   type RunWrite,
   type StoredRun,
 } from './store.js';
+export { type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './stores/claim-order.js';
 export {
   checkGroupBudget,
   checkGroupCharge,
@@ -67,11 +69,13 @@ export {
   groupAfterJoin,
   groupBudgetsOf,
 } from './stores/groups.js';
+export { checkProcess } from './stores/holder-process.js';
 export {
   busyError,
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -81,6 +85,7 @@ export {
   leaseLost,
   leaseOf,
   releaseRecord,
+  renewedOrLost,
   renewRecord,
 } from './stores/leases.js';
 export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './stores/queue.js';

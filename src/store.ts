@@ -8,7 +8,8 @@
  * and validates the result like any checkpoint.
  */
 import type { PendingCall, Status } from '../machines/types.js';
-import { ConflictError, OptionsError } from './errors.js';
+import { ConflictError, type LeaseLostError, OptionsError } from './errors.js';
+import type { ProcessIdentity } from './process-identity.js';
 import type { GroupBudgetStore } from './stores/groups.js';
 
 /** What a store keeps for one run. */
@@ -127,6 +128,8 @@ export interface ClaimNextOptions {
   leaseMs: number;
   /** Only runs of these agents (`StoredRun.agent`); a non-empty list of names. */
   agents: readonly string[];
+  /** The claiming process, as `claim`'s `process`. @default null */
+  process?: ProcessIdentity | null;
 }
 
 /**
@@ -164,6 +167,13 @@ export interface ClaimOptions {
    * process's clock or on the store's, whichever comes first. @default 0 (fail at once)
    */
   wait?: number;
+  /**
+   * The claiming process (`thisProcess()`), kept with the lease while it is held and shown on the
+   * `RunBusyError` of anyone refused meanwhile (`holderProcess`), so that a claimer on the same
+   * machine can prove the holder dead and release its lease at once. Agents and workers give it.
+   * @default null (unknown: the lease is only ever left to lapse)
+   */
+  process?: ProcessIdentity | null;
 }
 
 /**
@@ -238,6 +248,17 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
    * @throws LeaseLostError if the run was claimed since, or the lease released.
    */
   renew(lease: Lease, leaseMs?: number): Promise<Lease>;
+  /**
+   * Renews many leases at once, each exactly as `renew(lease, leaseMs)` would (`leaseMs` default:
+   * each lease's own), in one round trip where the store can: one statement on Postgres, one
+   * transaction on SQLite. Optional: an agent renews the leases this process holds on a store in
+   * one call per interval when the store has it, one call per lease otherwise.
+   * @returns for each lease, in order, the renewed lease or the `LeaseLostError` that `renew`
+   *   would have thrown for it (it changed nothing); one lost lease never stops the others.
+   * @throws OptionsError (renewing none) when a lease or `leaseMs` is malformed; the store's own
+   *   error (renewing some, all or none) when it fails.
+   */
+  renewMany?(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]>;
   /**
    * Frees the run now: anyone may claim it at once. The token stays (the next claim makes a
    * larger one), and the released lease can no longer write or renew.

@@ -135,7 +135,13 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
    * the run over once a dead owner's lease lapses. At most 2^31−1 ms. @default 30_000
    */
   leaseMs?: number;
-  /** With a store: wait this long for another owner's lease to end before `RunBusyError`. @default 0 */
+  /**
+   * With a store: wait this long for another live owner's lease to end before `RunBusyError` (a
+   * holder provably dead on this machine is released at once, without waiting). @default 0 for
+   * `new Agent` (a new run id held by someone else is a mistake to hear of at once); 1_000 for
+   * `Agent.load`, which outlasts another process's brief claim of a run at rest and still refuses
+   * a live owner at work within a second.
+   */
   leaseWaitMs?: number;
   /**
    * With a store: which saves must be on stable storage before the run goes on.

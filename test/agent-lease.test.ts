@@ -3,13 +3,16 @@
 // agent in a call longer than its lease keeps the run by renewing it. The store's own lease
 // rules are in the conformance suite; the LeaseHolder's in test/lease-holder.test.ts.
 import { describe, expect, it } from 'vitest';
+import { LOAD_WAIT_MS } from '../src/agent.js';
 import {
   Agent,
   type CheckpointStore,
   LeaseLostError,
+  type ProcessIdentity,
   RunBusyError,
   RunNotFoundError,
   type Tool,
+  thisProcess,
 } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { gate, idLike, sequence, until } from './support/helpers.js';
@@ -86,7 +89,8 @@ describe('an agent’s lease on a reachable store', () => {
     // Past the lease from the write-ahead save, then past two more lengths of it.
     for (const at of [leaseMs + 100, 2 * leaseMs + 100, 3 * leaseMs]) {
       await pause(Math.max(0, at - (performance.now() - started)));
-      refusals.push(await Agent.load(store, 'r', { owner: 'b', policy: policy(), tools: [slow] }).catch((e) => e));
+      const load = Agent.load(store, 'r', { owner: 'b', leaseWaitMs: 0, policy: policy(), tools: [slow] });
+      refusals.push(await load.catch((e) => e));
     }
     expect(refusals).toHaveLength(3);
     for (const refusal of refusals) {
@@ -149,7 +153,12 @@ describe('an agent’s lease on a reachable store', () => {
       const leaseMs = 300;
       const abandoned = await Agent.load(store, 'r', { owner: 'b', leaseMs, policy: policy(), tools: [ship] });
       expect(abandoned.status).toBe('running');
-      const refused = await Agent.load(store, 'r', { owner: 'c', policy: policy(), tools: [ship] }).catch((e) => e);
+      const refused = await Agent.load(store, 'r', {
+        owner: 'c',
+        leaseWaitMs: 0,
+        policy: policy(),
+        tools: [ship],
+      }).catch((e) => e);
       expect(refused).toBeInstanceOf(RunBusyError); // held while its lease lasts
       await pause(3 * leaseMs); // renewed, it would be held for as long as this process lives
       const taker = await Agent.load(store, 'r', { owner: 'c', policy: policy(), tools: [ship] });
@@ -176,12 +185,59 @@ describe('an agent’s lease on a reachable store', () => {
       const loaded = await Agent.load(store, 'r', { owner: 'b', leaseMs, policy: policy(), tools: [ship] });
       const running = loaded.run();
       await pause(2 * leaseMs);
-      const refused = await Agent.load(store, 'r', { owner: 'c', policy: policy(), tools: [ship] }).catch((e) => e);
+      const refused = await Agent.load(store, 'r', {
+        owner: 'c',
+        leaseWaitMs: 0,
+        policy: policy(),
+        tools: [ship],
+      }).catch((e) => e);
       expect(refused).toBeInstanceOf(RunBusyError);
       expect(refused).toMatchObject({ holder: 'b' });
       expect(await running).toBe('done');
       expect(shipped).toBe(1);
     });
+  });
+});
+
+describe('Agent.load of a run another owner holds', () => {
+  /** A run at rest in `store`, held by `owner` in `process` (given, or this process). */
+  async function held(store: MemoryStore, process: ProcessIdentity | null) {
+    const agent = new Agent({ runId: 'p', store, policy: sequence({ tool: 't' }), tools: [], maxSteps: 0 });
+    expect(await agent.start('go')).toBe('budget_exhausted');
+    return store.claim('p', { owner: 'holder', leaseMs: 60_000, process });
+  }
+  const options = (extra: object = {}) => ({ owner: 'me', policy: sequence({ final: 'x' }), tools: [], ...extra });
+  /** This process's identity with another start time: its pid now belongs to a newer process, so that holder is dead. */
+  const reused = (): ProcessIdentity => ({ ...thisProcess(), startTime: String(Number(thisProcess().startTime) + 1) });
+
+  it('whose process is provably dead on this machine: that lease is released and the run claimed at once', async () => {
+    const store = new MemoryStore();
+    const lease = await held(store, reused());
+    const loaded = await Agent.load(store, 'p', options({ leaseWaitMs: 0 }));
+    expect(loaded.status).toBe('budget_exhausted');
+    await expect(store.renew(lease)).rejects.toMatchObject({ name: 'LeaseLostError', currentToken: lease.token + 1 });
+  });
+
+  it('alive, or dead where it cannot be proven (another boot, an unknown process): refused with the holder, its token and process', async () => {
+    for (const process of [thisProcess(), { ...reused(), bootId: 'another-boot' }, null]) {
+      const store = new MemoryStore();
+      const lease = await held(store, process);
+      const refused = await Agent.load(store, 'p', options({ leaseWaitMs: 0 })).catch((e) => e);
+      expect(refused).toBeInstanceOf(RunBusyError);
+      expect(refused).toMatchObject({ holder: 'holder', token: lease.token, holderProcess: process });
+      expect((await store.renew(lease)).token).toBe(lease.token); // left alone
+    }
+  });
+
+  it('waits a second by default: a holder that lets go meanwhile is waited for, a live one refuses after it', async () => {
+    const store = new MemoryStore();
+    const lease = await held(store, thisProcess());
+    setTimeout(() => void store.release(lease), 150); // another process's load, say, giving the run up
+    expect((await Agent.load(store, 'p', options())).status).toBe('budget_exhausted');
+    await store.claim('p', { owner: 'holder', leaseMs: 60_000, process: thisProcess() });
+    const started = performance.now();
+    expect(await Agent.load(store, 'p', options()).catch((e) => e)).toBeInstanceOf(RunBusyError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(LOAD_WAIT_MS - 50);
   });
 });
 
@@ -219,7 +275,7 @@ describe('Agent.load of a run that has ended', () => {
     const reset = () => Object.assign(calls, { claim: 0, release: 0, summary: 0 });
     return { store, calls, reset };
   }
-  const options = (owner = 'me') => ({ owner, policy: sequence({ final: 'x' }), tools: [] });
+  const options = (owner = 'me') => ({ owner, leaseWaitMs: 0, policy: sequence({ final: 'x' }), tools: [] });
 
   it('is read without a claim, writing nothing, even while another owner holds its lease', async () => {
     const { store, calls, reset } = counted();

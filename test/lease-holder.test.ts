@@ -5,9 +5,9 @@
  * test/stores/conformance.int.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LeaseLostError, RunBusyError } from '../src/index.js';
+import { LeaseLostError, RunBusyError, StoreUnavailableError, thisProcess } from '../src/index.js';
 import { LeaseHolder, monotonic } from '../src/runtime/lease.js';
-import type { Lease } from '../src/store.js';
+import type { CheckpointStore, Lease } from '../src/store.js';
 import { MemoryStore } from '../src/stores/memory.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,6 +56,18 @@ describe('LeaseHolder', () => {
     setTimeout(() => void store.release(other), 50);
     expect(await patient.current()).toMatchObject({ owner: 'b' });
     await patient.release();
+  });
+
+  it('claims over a holder that is provably dead on this machine at once (releasing exactly its lease), never over a live one', async () => {
+    const store = new MemoryStore();
+    const me = thisProcess();
+    const dead = { ...me, startTime: String(Number(me.startTime) + 1) }; // our pid, now a newer process
+    const ghost = await store.claim('r', { owner: 'ghost', leaseMs: 60_000, process: dead });
+    const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 60_000, waitMs: 0 }, () => {});
+    expect(await holder.current()).toMatchObject({ owner: 'a', token: ghost.token + 1 });
+    const other = new LeaseHolder(store, 'r', { owner: 'b', leaseMs: 60_000, waitMs: 0 }, () => {});
+    await expect(other.current()).rejects.toMatchObject({ name: 'RunBusyError', holder: 'a', holderProcess: me });
+    await holder.release();
   });
 
   it('a lease lost to another owner: the run is told once, the holder holds nothing and stops renewing', async () => {
@@ -155,6 +167,110 @@ describe('LeaseHolder', () => {
       vi.useRealTimers();
     });
     const fake = () => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+
+    /** A store over `inner` that counts the calls made to it (not those `inner` makes to itself). */
+    function counted(inner: MemoryStore, many = true) {
+      const calls = { renew: 0, renewMany: [] as number[] };
+      const store: CheckpointStore = {
+        load: (runId) => inner.load(runId),
+        save: (...args) => inner.save(...args),
+        list: (options) => inner.list(options),
+        delete: (...args) => inner.delete(...args),
+        claim: (...args) => inner.claim(...args),
+        renew: (...args) => {
+          calls.renew++;
+          return inner.renew(...args);
+        },
+        ...(many
+          ? {
+              renewMany: (leases: readonly Lease[], ms?: number) => {
+                calls.renewMany.push(leases.length);
+                return inner.renewMany(leases, ms);
+              },
+            }
+          : {}),
+        release: (lease) => inner.release(lease),
+        queueDecision: (...args) => inner.queueDecision(...args),
+        claimNext: (options) => inner.claimNext(options),
+        close: () => inner.close(),
+      };
+      return { store, calls };
+    }
+
+    it('renews every lease this process holds on a store with one length in one call per interval, not one per lease', async () => {
+      fake();
+      const inner = new MemoryStore();
+      const { store, calls } = counted(inner);
+      const lost: unknown[] = [];
+      const holders = Array.from(
+        { length: 20 },
+        (_, i) => new LeaseHolder(store, `r${i}`, { owner: 'a', leaseMs: 300, waitMs: 0 }, (e) => lost.push(e)),
+      );
+      const longer = Array.from(
+        { length: 5 },
+        (_, i) => new LeaseHolder(store, `s${i}`, { owner: 'a', leaseMs: 600, waitMs: 0 }, () => {}),
+      );
+      for (const holder of [...holders, ...longer]) await holder.current();
+      expect(vi.getTimerCount()).toBe(2); // one per lease length, not one per lease
+      await vi.advanceTimersByTimeAsync(1_000);
+      // Every 100 ms one call for the twenty 300 ms leases; every 200 ms one for the five 600 ms ones.
+      expect(calls.renewMany.filter((n) => n === 20)).toHaveLength(10);
+      expect(calls.renewMany.filter((n) => n === 5)).toHaveLength(5);
+      expect(calls.renew).toBe(0);
+
+      // One lease taken by another owner: that holder alone is told, the others go on in the next call.
+      await inner.release(holders[0]?.lease as Lease);
+      await inner.claim('r0', { owner: 'b', leaseMs: 60_000 });
+      calls.renewMany.length = 0;
+      await vi.advanceTimersByTimeAsync(200);
+      expect(lost).toHaveLength(1);
+      expect(lost[0]).toBeInstanceOf(LeaseLostError);
+      expect(holders[0]?.lease).toBeNull();
+      expect(calls.renewMany.filter((n) => n === 20 || n === 19)).toEqual([20, 19]);
+      for (const holder of [...holders, ...longer]) await holder.release();
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('a renewal the store fails (not a refusal) costs no lease: tried again next interval, given up only once none was accepted within the lease', async () => {
+      fake();
+      const inner = new MemoryStore();
+      const { store, calls } = counted(inner);
+      let failing = true;
+      store.renewMany = (leases, ms) => {
+        calls.renewMany.push(leases.length);
+        return failing
+          ? Promise.reject(new StoreUnavailableError('the server went away'))
+          : inner.renewMany(leases, ms);
+      };
+      const lost: unknown[] = [];
+      const holders = ['a', 'b'].map(
+        (id) => new LeaseHolder(store, id, { owner: 'o', leaseMs: 60_000, waitMs: 0 }, (e) => lost.push(e)),
+      );
+      for (const holder of holders) await holder.current();
+      await vi.advanceTimersByTimeAsync(20_000); // one failed call
+      expect(calls.renewMany).toEqual([2]);
+      expect(lost).toEqual([]);
+      expect(holders.map((h) => h.lease?.owner)).toEqual(['o', 'o']);
+      failing = false;
+      await vi.advanceTimersByTimeAsync(20_000);
+      expect(calls.renewMany).toEqual([2, 2]);
+      expect(lost).toEqual([]);
+      for (const holder of holders) await holder.release();
+    });
+
+    it('on a store without renewMany: one renew per lease and interval, still by one timer', async () => {
+      fake();
+      const { store, calls } = counted(new MemoryStore(), false);
+      const holders = ['a', 'b', 'c'].map(
+        (id) => new LeaseHolder(store, id, { owner: 'o', leaseMs: 300, waitMs: 0 }, () => {}),
+      );
+      for (const holder of holders) await holder.current();
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(300);
+      expect(calls.renew).toBe(9);
+      for (const holder of holders) await holder.release();
+      expect(vi.getTimerCount()).toBe(0);
+    });
 
     it('an adopted lease is not renewed until the run is worked; then at once, and by one timer however often', async () => {
       fake();
@@ -301,6 +417,18 @@ describe('LeaseHolder', () => {
       expect(String(lost[0])).toMatch(/was not renewed in time/);
       expect(holder.lease).toBeNull();
       await holder.release();
+    });
+
+    it('renewals the store keeps failing: the holder gives the run up once the lease has run out on its clock', async () => {
+      const store = new MemoryStore();
+      const lost: unknown[] = [];
+      const holder = new LeaseHolder(store, 'r', { owner: 'a', leaseMs: 90, waitMs: 0 }, (e) => lost.push(e));
+      await holder.current();
+      store.renewMany = () => Promise.reject(new StoreUnavailableError('the server went away'));
+      for (let i = 0; i < 50 && lost.length === 0; i++) await pause(10);
+      expect(lost).toHaveLength(1);
+      expect(String(lost[0])).toMatch(/was not renewed in time/);
+      expect(holder.lease).toBeNull();
     });
 
     it('a lease taken by another owner: fence() throws LeaseLostError and the run is told', async () => {

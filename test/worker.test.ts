@@ -71,6 +71,25 @@ describe('submit, decide, work', () => {
     expect(await worker.drain()).toBe(0);
   });
 
+  it('a recorded decision is applied before a backlog of new runs submitted earlier (claim order)', async () => {
+    const store = new MemoryStore();
+    const mail = recorder('mail', { sideEffect: true });
+    const def = mailing(mail.tool);
+    await submitRun(store, { agent: def, goal: 'tell ops', runId: 'waiting' });
+    const worker = new Worker({ store, agents: [def], concurrency: 1 });
+    expect(await worker.drain()).toBe(1); // 'waiting' now awaits a human
+    for (let i = 0; i < 8; i++) await submitRun(store, { agent: def, goal: 'tell ops', runId: `backlog-${i}` });
+    await recordDecision(store, 'waiting', { [await pendingId(store, 'waiting')]: { approve: true } }, { by: 'ana' });
+    const claimed: string[] = [];
+    worker.observe((event) => {
+      if (event.type === 'claimed') claimed.push(event.runId);
+    });
+    await worker.drain();
+    expect(claimed[0]).toBe('waiting'); // not behind the eight runs submitted before the decision
+    expect(claimed.slice(1)).toEqual(Array.from({ length: 8 }, (_, i) => `backlog-${i}`));
+    expect(mail.calls.map((c) => c.key)).toContain('waiting:1');
+  });
+
   it('a run of pure tools is worked to the end and never asks', async () => {
     const store = new MemoryStore();
     const look = recorder('look');

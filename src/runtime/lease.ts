@@ -1,21 +1,50 @@
 /**
- * A run's side of its lease: claimed before the first save, renewed by a third of the lease while
- * the run is worked, given up when it settles. It also knows how much of the lease is left for
- * sure: every claim, renewal and save the store accepted confirms the lease until the moment it
- * was *sent* plus the lease's length, on this process's monotonic clock — a lower bound whatever
- * the store's clock says, and one that a pause of this process (SIGSTOP, a long GC, a VM moved)
- * runs down. A side effect starts only while at least `EFFECT_MARGIN` of the lease is left that
- * way (docs/workers.md, "Fencing").
+ * A run's side of its lease: claimed before the first save (a provably dead holder's lease released
+ * first: `claimRun`), renewed by a third of the lease while the run is worked — together with every
+ * lease of that length this process holds on the store (renewals.ts) — and given up when it
+ * settles. It also knows how much of the lease is left for sure: every claim, renewal and save the
+ * store accepted confirms the lease until the moment it was *sent* plus the lease's length, on this
+ * process's monotonic clock — a lower bound whatever the store's clock says, and one that a pause
+ * of this process (SIGSTOP, a long GC, a VM moved) runs down. A side effect starts only while at
+ * least `EFFECT_MARGIN` of the lease is left that way (docs/workers.md, "Fencing").
  */
-import { LeaseLostError } from '../errors.js';
+import { LeaseLostError, RunBusyError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';
+import { provablyDead, thisProcess } from '../process-identity.js';
 import type { CheckpointStore, Lease } from '../store.js';
+import { monotonic } from './monotonic.js';
+import { Renewals, type Renewing } from './renewals.js';
 
-/** This process's monotonic clock in ms: a pause does not stop it, a change of the wall clock does not move it. */
-export const monotonic = (): number => performance.now();
+export { monotonic } from './monotonic.js';
 
 /** The share of the lease that must be left, by this process's clock, when a side effect starts. */
 export const EFFECT_MARGIN = 1 / 3;
+
+/**
+ * Claims `runId` on the terms of a run (its process recorded with the lease). A run held by a
+ * process that is provably dead on this machine (crashed, killed) is not waited for: exactly that
+ * lease is released — by its token, so a release that comes after anyone else's claim changes
+ * nothing — and the run claimed at once. A live holder, or one whose death cannot be proven (on
+ * another machine, boot or pid namespace), is waited for up to `waitMs`, then `RunBusyError`.
+ */
+export async function claimRun(store: CheckpointStore, runId: string, terms: LeaseTerms): Promise<Lease> {
+  const { owner, leaseMs, waitMs } = terms;
+  const options = { owner, leaseMs, process: thisProcess() };
+  try {
+    return await store.claim(runId, options);
+  } catch (error) {
+    if (!(error instanceof RunBusyError)) throw error;
+    const dead = error.token !== null && provablyDead(error.holderProcess);
+    if (dead) await store.release(heldLease(runId, error));
+    else if (waitMs === 0) throw error;
+    return store.claim(runId, waitMs > 0 ? { ...options, wait: waitMs } : options);
+  }
+}
+
+/** The holder's lease as `release` takes it: only its token decides (the length is not read). */
+function heldLease(runId: string, busy: RunBusyError): Lease {
+  return { runId, owner: busy.holder, token: busy.token as number, expiresAt: busy.until, leaseMs: 1 };
+}
 
 export class LeaseHolder {
   readonly #store: CheckpointStore;
@@ -23,8 +52,20 @@ export class LeaseHolder {
   readonly #terms: LeaseTerms;
   readonly #onLost: (error: unknown) => void;
   #lease: Lease | null = null;
-  #timer: ReturnType<typeof setInterval> | null = null;
+  /** The group this holder's lease is renewed with, while it is kept renewed. */
+  #renewals: Renewals | null = null;
   #renewing: Promise<void> | null = null;
+  /** How the group of renewals asks this holder and tells it (renewals.ts). */
+  readonly #member: Renewing = {
+    due: () => this.#due(),
+    answered: (lease, sent, result) => this.#answered(lease, sent, result),
+    sending: (renewal) => {
+      const mine = renewal.finally(() => {
+        if (this.#renewing === mine) this.#renewing = null;
+      });
+      this.#renewing = mine;
+    },
+  };
   /** When (monotonic) the last statement the store accepted for this lease was sent, and for how long it holds. */
   #confirmedAt = Number.NEGATIVE_INFINITY;
   #confirmedFor = 0;
@@ -40,12 +81,14 @@ export class LeaseHolder {
     return this.#lease;
   }
 
-  /** The lease to save with: claimed now if this holder has none. Throws `RunBusyError` if another owner holds the run. */
+  /**
+   * The lease to save with: claimed now if this holder has none (`claimRun`: a provably dead
+   * holder's lease is released first). Throws `RunBusyError` if another live owner holds the run.
+   */
   async current(): Promise<Lease> {
     if (this.#lease) return this.#lease;
-    const { owner, leaseMs, waitMs } = this.#terms;
     const sent = monotonic();
-    const lease = await this.#store.claim(this.#runId, { owner, leaseMs, ...(waitMs > 0 ? { wait: waitMs } : {}) });
+    const lease = await claimRun(this.#store, this.#runId, this.#terms);
     this.#lease = lease;
     this.#confirmed(sent, lease.leaseMs);
     this.#keepRenewed();
@@ -63,7 +106,7 @@ export class LeaseHolder {
 
   /** A lease is held but not yet renewed by this holder (adopted at load, the run not yet worked). */
   get unconfirmed(): boolean {
-    return this.#lease !== null && this.#timer === null;
+    return this.#lease !== null && this.#renewals === null;
   }
 
   /**
@@ -74,7 +117,7 @@ export class LeaseHolder {
    */
   async keep(): Promise<void> {
     const lease = this.#lease;
-    if (!lease || this.#timer) return;
+    if (!lease || this.#renewals) return;
     let renewed: Lease;
     const sent = monotonic();
     try {
@@ -172,16 +215,20 @@ export class LeaseHolder {
     return error;
   }
 
-  /** Renewed by duration, a third of the lease each time: two renewals may fail before it lapses. */
+  /**
+   * Renewed by duration, a third of the lease each time (two renewals may fail before it lapses),
+   * together with every other lease of this length that this process holds on the store.
+   */
   #keepRenewed(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#terms.leaseMs / 3)));
-    this.#timer.unref?.();
+    if (this.#renewals) return;
+    this.#renewals = Renewals.of(this.#store, this.#terms.leaseMs);
+    this.#renewals.join(this.#member);
   }
 
-  async #renew(): Promise<void> {
+  /** The lease to renew at this interval, or null (none held, or given up just now). */
+  #due(): Lease | null {
     const lease = this.#lease;
-    if (!lease) return;
+    if (!lease) return null;
     // No renewal was accepted within the lease (the store hangs, or this process was paused past
     // it): another owner may hold the run now. Given up, so the calls in flight are told (their
     // signals abort) and nothing more starts here.
@@ -195,31 +242,28 @@ export class LeaseHolder {
           { runId: this.#runId },
         ),
       );
-      return;
+      return null;
     }
-    if (this.#renewing) return;
-    const sent = monotonic();
-    this.#renewing = this.#store
-      .renew(lease, this.#terms.leaseMs)
-      .then((renewed) => {
-        if (this.#lease === lease) {
-          this.#lease = renewed;
-          this.#confirmed(sent, renewed.leaseMs);
-        }
-      })
-      .catch((error) => {
-        // Lost (or the store unreachable past the lease): this process may not work the run.
-        if (this.#lease === lease) this.#lose(error);
-      })
-      .finally(() => {
-        this.#renewing = null;
-      });
-    await this.#renewing;
+    return lease;
+  }
+
+  #answered(lease: Lease, sent: number, result: Lease | LeaseLostError | { failed: unknown }): void {
+    if (this.#lease !== lease) return; // given up, or claimed anew, meanwhile
+    const lost = result instanceof LeaseLostError ? result : 'failed' in result ? result.failed : null;
+    // Refused: the run is another owner's now, and this process may not work it.
+    if (lost instanceof LeaseLostError) this.#lose(lost);
+    // The store failed (one statement renews every lease of the group: one bad moment must not cost
+    // them all): tried again at the next interval, and given up if none is accepted within the lease.
+    else if (lost !== null) return;
+    else {
+      this.#lease = result as Lease;
+      this.#confirmed(sent, (result as Lease).leaseMs);
+    }
   }
 
   #stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
+    this.#renewals?.leave(this.#member);
+    this.#renewals = null;
   }
 
   /** Gives the run up (it settled): others may claim it at once. Never throws. */

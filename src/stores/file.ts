@@ -29,7 +29,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { CheckpointError, OptionsError, TollgateError, UserError } from '../errors.js';
+import { CheckpointError, type LeaseLostError, OptionsError, TollgateError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
@@ -44,6 +44,7 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import { ClaimTurns } from './claim-order.js';
 import {
   encodeEntries,
   encodeHead,
@@ -71,6 +72,7 @@ import {
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -78,6 +80,7 @@ import {
   type LeaseRecord,
   leaseOf,
   releaseRecord,
+  renewedOrLost,
   renewRecord,
 } from './leases.js';
 import { checkClaimNext, checkRecordedDecision } from './queue.js';
@@ -144,7 +147,7 @@ export class FileStore implements CheckpointStore {
     this.#now = checkClock(call, o.now) ?? Date.now;
     this.#onDamaged = o.onDamaged ?? warnOnce();
     const [runs, lockTimeoutMs, now, onDamaged] = [this.#runs, this.#lockTimeoutMs, this.#now, this.#onDamaged];
-    this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged };
+    this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged, turns: new ClaimTurns() };
   }
 
   async load(runId: string): Promise<StoredRun | null> {
@@ -273,10 +276,10 @@ export class FileStore implements CheckpointStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () => {
       const claimed = await this.#changeLease('claim', runId, (current) =>
-        claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim')),
+        claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
       );
       return leaseOf(runId, claimed as LeaseRecord, leaseMs);
     });
@@ -288,6 +291,12 @@ export class FileStore implements CheckpointStore {
       renewRecord(current, lease, ms, nowOf(this.#now, 'renew')),
     );
     return leaseOf(lease.runId, renewed as LeaseRecord, ms);
+  }
+
+  /** Each lease by `renew`, each under its run's lock: there is no statement to share. */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    return Promise.all(leases.map((lease, i) => renewedOrLost(this.renew(lease, lengths[i]))));
   }
 
   async release(lease: Lease): Promise<boolean> {

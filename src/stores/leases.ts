@@ -4,16 +4,22 @@
  * or transaction); the Postgres store says the same rules in SQL and builds the same errors
  * here. A custom store can use them too (`tollgate` exports them).
  *
- * A run's lease record is `{ token, owner, expiresAt }`:
+ * A run's lease record is `{ token, owner, expiresAt, process }`:
  * - **live** while `owner` is set and the store's now is before `expiresAt`;
  * - **current** (for the `Lease` whose token it holds) while `owner` is set, lapsed or not:
  *   a lease whose time ran out but that nobody claimed since still writes and renews. That is
  *   standard fencing: what protects the run is that a claim by anyone else changes the token.
  * - **released**: `owner` and `expiresAt` null, `token` kept, so the next claim makes a larger one.
+ *
+ * `process` is the holder's process as its claim gave it (`ClaimOptions.process`), kept while the
+ * lease is held and shown on `RunBusyError`, so that a claimer on the same machine can prove the
+ * holder dead and release its lease by token (runtime/lease.ts).
  */
 import { LeaseLostError, OptionsError, RunBusyError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
+import type { ProcessIdentity } from '../process-identity.js';
 import type { ClaimOptions, Lease } from '../store.js';
+import { checkProcess } from './holder-process.js';
 import { checkDuration, checkRunId, unstorableText } from './rules.js';
 
 /** A run's lease as a store keeps it; times in ms since the epoch, on the store's clock. */
@@ -24,6 +30,8 @@ export interface LeaseRecord {
   owner: string | null;
   /** When the holder's lease ends, or null once released. */
   expiresAt: number | null;
+  /** The holder's process, as its claim gave it; null (or absent, in a record written before) when unknown or released. */
+  process?: ProcessIdentity | null;
 }
 
 /** The longest owner id a store keeps: it is shown in every `RunBusyError`. */
@@ -49,16 +57,19 @@ export function checkOwner(call: string, owner: unknown): asserts owner is strin
   if (why) throw new OptionsError(`${call}: owner ${showValue(owner)} holds ${why}; no store can keep it`);
 }
 
-/** `claim`'s run id and options, checked alike in every store; `wait` defaults to 0. */
-export function checkClaim(runId: unknown, options: ClaimOptions): Required<ClaimOptions> {
+/** `claim`'s run id and options, checked alike in every store; `wait` defaults to 0, `process` to null. */
+export function checkClaim(
+  runId: unknown,
+  options: ClaimOptions,
+): Required<Omit<ClaimOptions, 'process'>> & { process: ProcessIdentity | null } {
   const call = 'claim';
   checkRunId(call, runId);
-  checkKeys(call, options, ['owner', 'leaseMs', 'wait']);
+  checkKeys(call, options, ['owner', 'leaseMs', 'wait', 'process']);
   checkOwner(call, options.owner);
   if (options.leaseMs === undefined) throw new OptionsError(`${call}: leaseMs is required (1 to 2^31−1 ms)`);
   const leaseMs = checkDuration(call, 'leaseMs', options.leaseMs, 0);
   const wait = checkDuration(call, 'wait', options.wait, 0, 0);
-  return { owner: options.owner, leaseMs, wait };
+  return { owner: options.owner, leaseMs, wait, process: checkProcess(call, options.process) };
 }
 
 /**
@@ -90,9 +101,30 @@ export function checkLease(call: string, lease: unknown, runId?: string): assert
 }
 
 /** `renew`'s arguments, checked alike in every store. @returns the new length: `leaseMs`, or the lease's own. */
-export function checkRenew(lease: unknown, leaseMs: unknown): number {
-  checkLease('renew', lease);
-  return checkDuration('renew', 'leaseMs', leaseMs, lease.leaseMs);
+export function checkRenew(lease: unknown, leaseMs: unknown, call = 'renew'): number {
+  checkLease(call, lease);
+  return checkDuration(call, 'leaseMs', leaseMs, lease.leaseMs);
+}
+
+/**
+ * `renewMany`'s arguments, checked alike in every store before any lease is renewed.
+ * @returns the length each lease is renewed to: `leaseMs`, or the lease's own.
+ */
+export function checkRenewMany(leases: unknown, leaseMs: unknown): number[] {
+  if (!Array.isArray(leases)) {
+    throw new OptionsError(`renewMany: leases must be an array of Lease, got ${showValue(leases)}`);
+  }
+  return leases.map((lease) => checkRenew(lease, leaseMs, 'renewMany'));
+}
+
+/** What `renewMany` gives for one lease: what `renew` returned, or the `LeaseLostError` it threw (other errors are thrown). */
+export async function renewedOrLost(renewal: Promise<Lease>): Promise<Lease | LeaseLostError> {
+  try {
+    return await renewal;
+  } catch (error) {
+    if (error instanceof LeaseLostError) return error;
+    throw error;
+  }
 }
 
 /** The `Lease` a caller gets for a record. */
@@ -103,7 +135,7 @@ export function leaseOf(runId: string, record: LeaseRecord, leaseMs: number): Le
 
 /**
  * The `RunBusyError` of a run held by `holder` until `until` (ms, a Date or ISO-8601); `waitedMs` when a
- * claim waited that long in vain.
+ * claim waited that long in vain; `held`: the holder's token and process, when the store read them.
  */
 export function busyError(
   call: string,
@@ -111,6 +143,7 @@ export function busyError(
   holder: string,
   until: number | string | Date,
   waitedMs?: number,
+  held: { token?: number | null; process?: ProcessIdentity | null } = {},
 ): RunBusyError {
   const end = typeof until === 'string' ? until : iso(typeof until === 'number' ? until : until.getTime());
   let next = call === 'claim' ? 'try again later, or claim with { wait }' : `${call} with its lease, or claim it first`;
@@ -120,7 +153,14 @@ export function busyError(
     holder,
     end,
     { runId },
+    { token: held.token ?? null, holderProcess: held.process ?? null },
   );
+}
+
+/** The `RunBusyError` of a run whose live lease is `record`. */
+function heldBy(call: string, runId: string, record: LeaseRecord): RunBusyError {
+  const held = { token: record.token, process: record.process ?? null };
+  return busyError(call, runId, record.owner as string, record.expiresAt as number, undefined, held);
 }
 
 /** The `LeaseLostError` of `lease` when the run's record is `current` (null: no record at all). */
@@ -142,7 +182,8 @@ export function leaseLost(call: string, lease: Lease, current: LeaseRecord | nul
 }
 
 /**
- * The record after `owner` claims the run at `now`: the next token, `expiresAt = now + leaseMs`.
+ * The record after `owner` (in `process`, when known) claims the run at `now`: the next token,
+ * `expiresAt = now + leaseMs`.
  * @throws RunBusyError while another owner's lease is live.
  */
 export function claimRecord(
@@ -151,11 +192,10 @@ export function claimRecord(
   owner: string,
   leaseMs: number,
   now: number,
+  process: ProcessIdentity | null = null,
 ): LeaseRecord {
-  if (current && isLive(current, now) && current.owner !== owner) {
-    throw busyError('claim', runId, current.owner as string, current.expiresAt as number);
-  }
-  return { token: (current?.token ?? 0) + 1, owner, expiresAt: now + leaseMs };
+  if (current && isLive(current, now) && current.owner !== owner) throw heldBy('claim', runId, current);
+  return { token: (current?.token ?? 0) + 1, owner, expiresAt: now + leaseMs, process };
 }
 
 /** Whether `lease` is the run's current lease: its token, not released (lapsed or not). */
@@ -169,12 +209,13 @@ export function isCurrent(current: LeaseRecord | null, lease: Lease): boolean {
  */
 export function renewRecord(current: LeaseRecord | null, lease: Lease, leaseMs: number, now: number): LeaseRecord {
   if (!isCurrent(current, lease)) throw leaseLost('renew', lease, current);
-  return { token: lease.token, owner: (current as LeaseRecord).owner, expiresAt: now + leaseMs };
+  const c = current as LeaseRecord;
+  return { token: lease.token, owner: c.owner, expiresAt: now + leaseMs, process: c.process ?? null };
 }
 
 /** The record after releasing `lease`, or null when it is not current (nothing to do). */
 export function releaseRecord(current: LeaseRecord | null, lease: Lease): LeaseRecord | null {
-  return isCurrent(current, lease) ? { token: lease.token, owner: null, expiresAt: null } : null;
+  return isCurrent(current, lease) ? { token: lease.token, owner: null, expiresAt: null, process: null } : null;
 }
 
 /**
@@ -192,9 +233,7 @@ export function fenceRecord(
   now: number,
 ): LeaseRecord | null {
   if (lease === undefined) {
-    if (current && isLive(current, now)) {
-      throw busyError(call, runId, current.owner as string, current.expiresAt as number);
-    }
+    if (current && isLive(current, now)) throw heldBy(call, runId, current);
     return current;
   }
   if (!isCurrent(current, lease)) throw leaseLost(call, lease, current);
@@ -235,7 +274,10 @@ export async function claimWithin(
         storeTime === undefined || storeStarted === undefined ? 0 : storeTime - storeStarted,
       );
       const left = wait - waited;
-      if (left <= 0) throw busyError('claim', error.runId as string, error.holder, error.until, wait);
+      if (left <= 0) {
+        const held = { token: error.token, process: error.holderProcess };
+        throw busyError('claim', error.runId as string, error.holder, error.until, wait, held);
+      }
       const untilIn = Date.parse(error.until) - (storeTime ?? Date.now());
       await sleep(Math.max(1, Math.min(pause, left, untilIn > 0 ? untilIn : pause)));
       pause = Math.min(pause * 2, MAX_PAUSE_MS);

@@ -4,6 +4,7 @@
  * Every operation decides synchronously, so the lease and version checks of a save are one
  * step that no other call can come between.
  */
+import type { LeaseLostError } from '../errors.js';
 import {
   type CheckpointStore,
   type ClaimNextOptions,
@@ -17,6 +18,7 @@ import {
   type RunWrite,
   type StoredRun,
 } from '../store.js';
+import { ClaimTurns, claimClass, rankOf } from './claim-order.js';
 import type {
   GroupBudget,
   GroupBudgetStore,
@@ -30,6 +32,7 @@ import {
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -37,10 +40,11 @@ import {
   type LeaseRecord,
   leaseOf,
   releaseRecord,
+  renewedOrLost,
   renewRecord,
 } from './leases.js';
 import { MemoryGroups } from './memory-groups.js';
-import { checkClaimNext, checkQueue, checkRecordedDecision, isRunnable } from './queue.js';
+import { checkClaimNext, checkQueue, checkRecordedDecision } from './queue.js';
 import {
   agentAfterSave,
   checkClock,
@@ -75,6 +79,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   readonly #now: () => number;
   readonly #watchers = new Set<() => void>();
   readonly #groups: MemoryGroups;
+  readonly #turns = new ClaimTurns();
 
   /** @throws OptionsError on an unknown option or a `now` that is not a function. */
   constructor(options?: MemoryStoreOptions) {
@@ -154,9 +159,10 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () => {
-      const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, nowOf(this.#now, 'claim'));
+      const now = nowOf(this.#now, 'claim');
+      const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, now, process);
       this.#leases.set(runId, record);
       return leaseOf(runId, record, leaseMs);
     });
@@ -167,6 +173,12 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     const record = renewRecord(this.#leases.get(lease.runId) ?? null, lease, ms, nowOf(this.#now, 'renew'));
     this.#leases.set(lease.runId, record);
     return leaseOf(lease.runId, record, ms);
+  }
+
+  /** Each lease by `renew` (each is one synchronous step here anyway). */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    return Promise.all(leases.map((lease, i) => renewedOrLost(this.renew(lease, lengths[i]))));
   }
 
   async release(lease: Lease): Promise<boolean> {
@@ -194,15 +206,21 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    const { owner, leaseMs, agents } = checkClaimNext(options);
+    const { owner, leaseMs, agents, process } = checkClaimNext(options);
     const now = nowOf(this.#now, 'claimNext');
-    const next = [...this.#runs.values()]
-      .filter((r) => r.agent !== null && agents.includes(r.agent))
-      .filter((r) => isRunnable(r, now) && !isLive(this.#leases.get(r.runId) ?? null, now))
-      .sort(compareRuns)[0];
+    const oldestFirst = this.#turns.oldestFirst;
+    const candidates: { run: StoredRun; rank: number }[] = [];
+    for (const run of this.#runs.values()) {
+      if (run.agent === null || !agents.includes(run.agent)) continue;
+      const lease = this.#leases.get(run.runId) ?? null;
+      const c = claimClass(run, lease, now);
+      if (c !== null && !isLive(lease, now)) candidates.push({ run, rank: oldestFirst ? 0 : rankOf(c) });
+    }
+    const next = candidates.sort((a, b) => a.rank - b.rank || compareRuns(a.run, b.run))[0]?.run;
     if (!next) return null;
-    const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now);
+    const record = claimRecord(next.runId, this.#leases.get(next.runId) ?? null, owner, leaseMs, now, process);
     this.#leases.set(next.runId, record);
+    this.#turns.claimed(oldestFirst);
     return { lease: leaseOf(next.runId, record, leaseMs), run: summaryOf(next) };
   }
 

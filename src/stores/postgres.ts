@@ -29,7 +29,7 @@
 
 import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
-import { CheckpointError, OptionsError, StoreUnavailableError } from '../errors.js';
+import { CheckpointError, type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
@@ -44,6 +44,7 @@ import {
   type StoredRun,
   saveConflict,
 } from '../store.js';
+import { ClaimTurns } from './claim-order.js';
 import {
   checkGroupBudget,
   checkGroupCharge,
@@ -58,13 +59,22 @@ import {
   type GroupSettlement,
   type GroupSpend,
 } from './groups.js';
-import { busyError, checkClaim, checkLease, checkRenew, claimWithin, leaseLost, leaseOf } from './leases.js';
+import {
+  busyError,
+  checkClaim,
+  checkLease,
+  checkRenew,
+  checkRenewMany,
+  claimWithin,
+  leaseLost,
+  leaseOf,
+} from './leases.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
 import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
-import { LeaseGroups } from './postgres/lease-groups.js';
+import { type ClaimTry, LeaseGroups } from './postgres/lease-groups.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
@@ -74,6 +84,7 @@ import {
   LOAD,
   loadedRunOf,
   type RefusalRow,
+  type RenewedRow,
   type RunRow,
   recordOf,
   summaryOf,
@@ -127,6 +138,8 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   /** Saves, sent in groups: those of runs that wait in one event-loop turn share a statement. */
   readonly #saves: SaveGroups;
   readonly #leases: LeaseGroups;
+  /** When this store object next takes the oldest runnable run whatever its class (claim-order.ts). */
+  readonly #turns = new ClaimTurns();
   #ready: Promise<number> | null = null;
   #closed = false;
 
@@ -158,7 +171,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
         (await this.#query<LeaseRow & { run_id: string }>('claim', this.#sql.claimRuns, values)).rows,
       releaseMany: async (values) =>
         (await this.#query<{ run_id: string }>('release', this.#sql.releaseRuns, values)).rows,
-      claimOne: ({ runId, owner, leaseMs }) => this.#claimOne(runId, owner, leaseMs),
+      claimOne: (claim) => this.#claimOne(claim),
       releaseOne: async ({ runId, token }) =>
         ((await this.#query('release', this.#sql.release, [runId, token])).rowCount ?? 0) > 0,
       at: () => this.#at(),
@@ -332,21 +345,21 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const checked = checkClaim(runId, options);
+    const { owner, leaseMs, wait } = checked;
+    const item = { runId, owner, leaseMs, process: checked.process && JSON.stringify(checked.process) };
     return claimWithin(wait, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
         // The first try in this turn's group of claims (lease-groups.ts), a retry alone.
-        const made =
-          attempt === 0
-            ? await this.#leases.claim({ runId, owner, leaseMs })
-            : await this.#claimOne(runId, owner, leaseMs);
+        const made = attempt === 0 ? await this.#leases.claim(item) : await this.#claimOne(item);
         const at = this.#at();
         if (made) return leaseOf(runId, recordOf(made), leaseMs);
         // Another owner's lease was live when the claim ran; who, and until when, takes a read.
         const { rows: held } = await this.#query<LeaseRow & { now: Date }>('claim', this.#sql.lease, [runId, at]);
         const row = held[0];
         if (row?.owner && row.expires_at && row.now < row.expires_at) {
-          throw busyError('claim', runId, row.owner, row.expires_at.getTime());
+          const { token, process } = recordOf(row);
+          throw busyError('claim', runId, row.owner, row.expires_at.getTime(), undefined, { token, process });
         }
         // Freed between the two statements, four times over: a run claimed and released that fast is busy.
         if (attempt >= REFUSAL_RETRIES) {
@@ -365,14 +378,31 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     throw leaseLost('renew', lease, now[0] ? recordOf(now[0]) : null);
   }
 
+  /** One statement for all of them (sql.ts `renewRuns`): one round trip, one commit. */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    if (leases.length === 0) return [];
+    const values = [leases.map((l) => l.runId), leases.map((l) => l.token), lengths, this.#at()];
+    const { rows } = await this.#query<RenewedRow>('renewMany', this.#sql.renewRuns, values);
+    return leases.map((lease, i) => {
+      const row = rows[i] as RenewedRow;
+      if (row.token !== null) return leaseOf(lease.runId, recordOf(row as LeaseRow), lengths[i] as number);
+      const current =
+        row.current_token === null
+          ? null
+          : { token: Number(row.current_token), owner: row.current_owner, expiresAt: null };
+      return leaseLost('renew', lease, current);
+    });
+  }
+
   async release(lease: Lease): Promise<boolean> {
     checkLease('release', lease);
     return this.#leases.release({ runId: lease.runId, token: lease.token });
   }
 
   /** One claim statement: the lease made, or null when another owner holds the run. */
-  async #claimOne(runId: string, owner: string, leaseMs: number): Promise<LeaseRow | null> {
-    const values = [runId, owner, leaseMs, this.#at()];
+  async #claimOne({ runId, owner, leaseMs, process }: ClaimTry): Promise<LeaseRow | null> {
+    const values = [runId, owner, leaseMs, this.#at(), process];
     return (await this.#query<LeaseRow>('claim', this.#sql.claim, values)).rows[0] ?? null;
   }
 
@@ -382,7 +412,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at());
+    return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at(), this.#turns);
   }
 
   async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {

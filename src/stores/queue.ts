@@ -7,7 +7,9 @@
 import type { Status } from '../../machines/types.js';
 import { ConflictError, OptionsError, RunNotFoundError, RunStateError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
+import type { ProcessIdentity } from '../process-identity.js';
 import type { ClaimNextOptions, RecordedDecision, RunSummary } from '../store.js';
+import { checkProcess } from './holder-process.js';
 import { checkOwner } from './leases.js';
 import { checkAgentName, checkDuration, checkRunId, earliestExpiry, unstorableText } from './rules.js';
 
@@ -108,13 +110,13 @@ export function isRunnable(run: Pick<RunSummary, 'status' | 'decision' | 'pendin
   return earliest !== null && earliest <= now;
 }
 
-/** Checks `claimNext`'s options alike in every store. */
-export function checkClaimNext(options: ClaimNextOptions): ClaimNextOptions {
+/** Checks `claimNext`'s options alike in every store; `process` defaults to null. */
+export function checkClaimNext(options: ClaimNextOptions): ClaimNextOptions & { process: ProcessIdentity | null } {
   const call = 'claimNext';
   if (options === null || typeof options !== 'object') {
     throw new OptionsError(`${call}: options must be an object { owner, leaseMs, agents }, got ${showValue(options)}`);
   }
-  checkKeys(call, options, ['owner', 'leaseMs', 'agents']);
+  checkKeys(call, options, ['owner', 'leaseMs', 'agents', 'process']);
   checkOwner(call, options.owner);
   if (options.leaseMs === undefined) throw new OptionsError(`${call}: leaseMs is required (1 to 2^31−1 ms)`);
   const leaseMs = checkDuration(call, 'leaseMs', options.leaseMs, 0);
@@ -124,5 +126,6 @@ export function checkClaimNext(options: ClaimNextOptions): ClaimNextOptions {
     );
   }
   for (const name of options.agents) checkAgentName(call, name);
-  return { owner: options.owner, leaseMs, agents: [...new Set(options.agents)] };
+  const process = checkProcess(call, options.process);
+  return { owner: options.owner, leaseMs, agents: [...new Set(options.agents)], process };
 }

@@ -23,7 +23,7 @@
  */
 import Database from 'better-sqlite3';
 import { isoTime } from '../clock.js';
-import { OptionsError, UserError } from '../errors.js';
+import { LeaseLostError, OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
   type CheckpointStore,
@@ -56,6 +56,7 @@ import {
   checkClaim,
   checkLease,
   checkRenew,
+  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -130,6 +131,8 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
    * `BEGIN IMMEDIATE` transaction. @returns what `decide` returned.
    */
   readonly #lease: (runId: string, decide: (current: LeaseRecord | null) => LeaseRecord | null) => LeaseRecord | null;
+  /** Renews each lease to its length, in one `BEGIN IMMEDIATE` transaction; a lost one is its `LeaseLostError`. */
+  readonly #renewAll: (leases: readonly Lease[], lengths: readonly number[]) => (Lease | LeaseLostError)[];
 
   /**
    * Opens (and if needed creates and migrates) the database at `path`.
@@ -229,7 +232,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
         refresh.run(version + 1, write.head, base, count, pending, expiry, at, runId);
       } else update.run(version + 1, write.status, write.head, base, count, pending, expiry, at, agent, runId);
       for (const [i, body] of write.append.entries()) append.run(runId, stored + i, body);
-      if (fenced && fenced !== before) writeLease(runId, fenced);
+      if (fenced && fenced !== before) leases.extend(runId, fenced.expiresAt as number); // fenceRecord moved the end only
       if (!isLive(fenced, now)) this.#watchers.notify();
       return version + 1;
     });
@@ -260,6 +263,24 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       return next;
     });
     this.#lease = (...args) => lease.immediate(...args);
+
+    // Each lease renewed by the shared rule or refused alone, all in one transaction; a renewal
+    // moves the end only, so it rewrites no index entry (sqlite/queue.ts `extend`).
+    const renewAll = db.transaction((all: readonly Lease[], lengths: readonly number[]) => {
+      const now = nowOf(this.#now, 'renew');
+      return all.map((one, i): Lease | LeaseLostError => {
+        const ms = lengths[i] as number;
+        try {
+          const renewed = renewRecord(readLease(one.runId), one, ms, now);
+          leases.extend(one.runId, renewed.expiresAt as number);
+          return leaseOf(one.runId, renewed, ms);
+        } catch (error) {
+          if (error instanceof LeaseLostError) return error;
+          throw error;
+        }
+      });
+    });
+    this.#renewAll = (all, lengths) => renewAll.immediate(all, lengths);
 
     this.#summary = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM runs WHERE run_id = ?`);
     // One read transaction: the head and entries are of the same version.
@@ -314,11 +335,11 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait } = checkClaim(runId, options);
+    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
     return claimWithin(wait, this.#now, async () =>
       this.#guard('claim', () => {
         const claimed = this.#lease(runId, (current) =>
-          claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim')),
+          claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
         );
         return leaseOf(runId, claimed as LeaseRecord, leaseMs);
       }),
@@ -327,10 +348,16 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
 
   async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
     const ms = checkRenew(lease, leaseMs);
-    return this.#guard('renew', () => {
-      const renewed = this.#lease(lease.runId, (current) => renewRecord(current, lease, ms, nowOf(this.#now, 'renew')));
-      return leaseOf(lease.runId, renewed as LeaseRecord, ms);
-    });
+    const [renewed] = this.#guard('renew', () => this.#renewAll([lease], [ms]));
+    if (renewed instanceof LeaseLostError) throw renewed;
+    return renewed as Lease;
+  }
+
+  /** One `BEGIN IMMEDIATE` transaction for all of them: one commit, one fsync. */
+  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
+    const lengths = checkRenewMany(leases, leaseMs);
+    if (leases.length === 0) return [];
+    return this.#guard('renewMany', () => this.#renewAll(leases, lengths));
   }
 
   async release(lease: Lease): Promise<boolean> {

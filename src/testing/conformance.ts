@@ -21,13 +21,16 @@ import { agentCases } from './conformance/agent-case.js';
 import { baseCases } from './conformance/bases.js';
 import { basicCases } from './conformance/basics.js';
 import { claimNextCases } from './conformance/claim-next.js';
+import { claimOrderCases } from './conformance/claim-order.js';
 import { claimCases } from './conformance/claims.js';
 import { groupCases } from './conformance/groups.js';
+import { holderCases } from './conformance/holders.js';
 import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
 import { processCases } from './conformance/processes.js';
 import { queueCases } from './conformance/queue.js';
+import { renewManyCases } from './conformance/renew-many.js';
 import { ruleCases } from './conformance/rules.js';
 import { scaleCases } from './conformance/scale.js';
 import type { Capability, ConformanceCase, ConformanceContext } from './conformance/types.js';
@@ -56,9 +59,12 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...listingCases,
   ...pendingCases,
   ...leaseCases,
+  ...holderCases,
+  ...renewManyCases,
   ...claimCases,
   ...queueCases,
   ...claimNextCases,
+  ...claimOrderCases,
   ...ruleCases,
   ...scaleCases,
   ...processCases,
@@ -75,6 +81,7 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   groupBudgets: (ctx) => ctx.groupBudgets === true,
   summary: (ctx) => ctx.summary === true,
   bases: (ctx) => ctx.bases === true,
+  renewMany: (ctx) => ctx.renewMany === true,
 };
 
 /** Why a capability is missing when the context does not say: only optional store capabilities have one. */
@@ -82,6 +89,7 @@ const UNDECLARED: Partial<Record<Capability, string>> = {
   groupBudgets: 'an optional capability this store does not declare (groupBudgets: true in its context)',
   summary: 'an optional capability this store does not declare (summary: true in its context)',
   bases: 'an optional capability this store does not declare (bases: true in its context)',
+  renewMany: 'an optional capability this store does not declare (renewMany: true in its context)',
 };
 
 /**

@@ -9,6 +9,7 @@ import type { AgentDefinition } from '../define.js';
 import { RunBusyError } from '../errors.js';
 import { checkKeys } from '../option-keys.js';
 import { parseResumeOptions } from '../options.js';
+import { claimRun } from '../runtime/lease.js';
 import type { CheckpointStore } from '../store.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
 import { workClaimed } from './work.js';
@@ -59,7 +60,7 @@ export async function expireDue(store: CheckpointStore, options: ExpireOptions):
     for (const { runId } of due) {
       let lease: Awaited<ReturnType<CheckpointStore['claim']>>;
       try {
-        lease = await store.claim(runId, { owner, leaseMs });
+        lease = await claimRun(store, runId, { owner, leaseMs, waitMs: 0 }); // a dead holder's lease is released
       } catch (error) {
         if (error instanceof RunBusyError) continue;
         out.push({ runId, error });

@@ -9,6 +9,7 @@ import { type Clock, MAX_TIMER_MS } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
+import { thisProcess } from '../process-identity.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { parseWorkerOptions, type WorkerOptions, type WorkerSettings } from './options.js';
 import { Wakeup } from './wakeup.js';
@@ -212,6 +213,7 @@ export class Worker {
           owner: this.owner,
           leaseMs: this.#leaseMs,
           agents: [...this.#agents.keys()],
+          process: thisProcess(),
         });
       } catch (error) {
         this.#emit({ type: 'error', runId: null, error }); // the store is down: try again at the next poll

@@ -3,6 +3,8 @@
  * command.
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { build, fixture, workspace } from './workspace.js';
 
@@ -12,6 +14,11 @@ describe('worker commands: usage', () => {
     expect((await cli(['worker'])).code).toBe(2);
     expect((await cli(['worker', fixture('pay-agent.mjs'), '--concurrency', '0'])).code).toBe(2);
     expect((await cli(['worker', fixture('pay-agent.mjs'), '--concurrency', 'lots'])).code).toBe(2);
+    for (const bad of ['0', '1.5', 'soon', '2147483648', '']) {
+      const refused = await cli(['worker', fixture('pay-agent.mjs'), '--lease-ms', bad]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--lease-ms <ms>.*expected a whole number from 1 to 2147483647/);
+    }
     expect((await cli(['worker', fixture('pay-agent.mjs'), fixture('pay-agent.mjs')])).code).toBe(2);
     expect((await cli(['submit', fixture('no-agent.mjs'), 'go'])).code).toBe(2);
     expect((await cli(['submit', fixture('pay-agent.mjs'), 'go', '--run-id', ''])).code).toBe(2);
@@ -24,6 +31,47 @@ describe('worker commands: usage', () => {
 });
 
 describe('worker commands: the flow', () => {
+  it('--lease-ms sets the lease of the runs a worker holds: renewed every third of it to now + leaseMs', async () => {
+    const { dir, env, cli } = workspace();
+    expect((await cli(['submit', fixture('slow-agent.mjs'), 'wait a minute', '--run-id', 's1'])).code).toBe(0);
+    const worker = spawn(
+      process.execPath,
+      [build.bin, 'worker', fixture('slow-agent.mjs'), '--poll-ms', '50', '--lease-ms', '7777'],
+      { cwd: dir, env },
+    );
+    let output = '';
+    worker.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    const exited = new Promise((done) => worker.on('close', done));
+    /** When the worker's lease on s1 ends, in ms after now (the store's clock is this machine's), once it holds one. */
+    const leftOfLease = () => {
+      const db = new Database(join(dir, 'tollgate.db'), { readonly: true });
+      try {
+        const row = db.prepare("SELECT expires_at FROM leases WHERE run_id = 's1' AND owner IS NOT NULL").get() as
+          | { expires_at: number }
+          | undefined;
+        return row ? row.expires_at - Date.now() : null;
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      for (let i = 0; i < 200 && leftOfLease() === null; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(output).toMatch(/· lease 7777 ms ·/);
+      // Its call takes a minute: the worker holds the run, renewing every 2.6 s to now + 7.8 s.
+      for (let i = 0; i < 4; i++) {
+        const left = leftOfLease() as number;
+        expect(left).toBeLessThanOrEqual(7_777);
+        expect(left).toBeGreaterThan(7_777 - 2_592 - 1_000);
+        await new Promise((r) => setTimeout(r, 1_500));
+      }
+    } finally {
+      worker.kill('SIGKILL');
+      await exited;
+    }
+  });
+
   it('submit stores a run; a worker starts it; approve --queue records; the next worker applies it; SIGTERM stops each', async () => {
     const { dir, env, cli, paid, stored } = workspace();
     const submitted = await cli(['submit', fixture('pay-agent.mjs'), 'pay inv-7', '--run-id', 'w1', '--json']);

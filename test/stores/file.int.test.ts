@@ -285,6 +285,7 @@ describe('FileStore: pending calls and leases on disk', () => {
       token: 1,
       owner: 'worker-a',
       expiresAt,
+      process: null, // the claim gave none
     });
     expect(await store.load('r')).toBeNull();
 
@@ -307,6 +308,7 @@ describe('FileStore: pending calls and leases on disk', () => {
       token: 2,
       owner: null,
       expiresAt: null,
+      process: null,
     });
     expect((await store.claim('r', { owner: 'worker-b', leaseMs: 60_000 })).token).toBe(3);
   });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Agent, type CheckpointStore, type Policy } from '../../src/index.js';
 import type { GroupBudgetStore } from '../../src/stores/groups.js';
-import { PostgresStore } from '../../src/stores/postgres.js';
+import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';
 
@@ -150,7 +150,7 @@ describe('group budgets on a database made before them', () => {
     old.close();
     const store = SqliteStore.open(path);
     opened.push(store);
-    expect(store.settings.schemaVersion).toBe(9);
+    expect(store.settings.schemaVersion).toBe(sqlite.SCHEMA_VERSION);
     expect(sqlite.MIGRATIONS[5]).toMatchObject({ version: 6, name: 'group budgets' });
     expect(await store.groupOf('old')).toBeNull();
     await store.joinGroup('old', 'acme');
@@ -169,7 +169,7 @@ describe('group budgets on a database made before them', () => {
     }
     const store = new PostgresStore(target.url ?? '', { schema, maxConnections: 2 });
     opened.push(store);
-    expect(await store.migrate()).toBe(9);
+    expect(await store.migrate()).toBe(SCHEMA_VERSION);
     expect((await store.load('old'))?.status).toBe('done');
     expect(await store.groupOf('old')).toBeNull();
     await store.joinGroup('old', 'acme');

@@ -154,9 +154,8 @@ describe.skipIf(!target.url)(
         await old.query(`INSERT INTO ${s}.entries (run_id, idx, body) VALUES ('old', 0, '"a"')`);
         const { store } = await open(schema);
         expect(await store.migrate()).toBe(SCHEMA_VERSION);
-        expect(SCHEMA_VERSION).toBe(9);
         const { rows } = await old.query(`SELECT version, name FROM ${s}.tollgate_migrations ORDER BY version`);
-        expect(rows.slice(-3)).toEqual([
+        expect(rows.slice(6, 9)).toEqual([
           { version: 7, name: 'head base' },
           { version: 8, name: 'entries without a foreign key' },
           { version: 9, name: 'group holds' },

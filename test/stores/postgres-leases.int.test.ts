@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LeaseLostError, type RunWrite } from '../../src/index.js';
+import { LeaseHolder } from '../../src/runtime/lease.js';
 import { MIGRATIONS } from '../../src/stores/postgres/migrations.js';
 import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
 import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';
@@ -13,6 +14,7 @@ const url = target.url ?? '';
 const schemas: string[] = [];
 const stores: PostgresStore[] = [];
 const clients: pg.Client[] = [];
+const pools: pg.Pool[] = [];
 
 function open(schema = freshSchema('pglease')): PostgresStore {
   if (!schemas.includes(schema)) schemas.push(schema);
@@ -52,6 +54,7 @@ const oneCall = {
 afterAll(async () => {
   await Promise.all(stores.map((s) => s.close()));
   await Promise.all(clients.map((c) => c.end()));
+  await Promise.all(pools.map((p) => p.end()));
   if (target.url) for (const schema of schemas) await dropSchema(url, schema);
 });
 
@@ -92,6 +95,82 @@ describe.skipIf(!target.url)(
       await store.save('old', write(2, { status: 'awaiting_approval', pendingCalls: [oneCall, oneCall] }), 3, lease);
       const { rows: raw } = await old.query(`SELECT pending FROM ${s}.runs WHERE run_id = 'old'`);
       expect(JSON.parse(raw[0].pending)).toEqual([oneCall, oneCall]);
+    });
+
+    it('a schema made before leases kept their holder’s process (version 8) upgrades: a lease held then shows no process; new claims keep theirs', async () => {
+      const { schema, s, client: old } = await oldSchema(url, 'lease_process', 8, schemas);
+      clients.push(old);
+      await old.query(
+        `INSERT INTO ${s}.leases (run_id, token, owner, expires_at) VALUES ('held', 3, 'old-worker', now() + interval '1 minute')`,
+      );
+      const store = open(schema);
+      expect(await store.migrate()).toBe(SCHEMA_VERSION);
+      await expect(store.claim('held', { owner: 'new', leaseMs: 1_000 })).rejects.toMatchObject({
+        name: 'RunBusyError',
+        holder: 'old-worker',
+        token: 3,
+        holderProcess: null,
+      });
+      const process = { host: 'h', bootId: 'b', pidNamespace: '1', pid: 2, startTime: '3' };
+      const lease = await store.claim('fresh', { owner: 'new', leaseMs: 60_000, process });
+      await expect(store.claim('fresh', { owner: 'other', leaseMs: 1_000 })).rejects.toMatchObject({
+        holderProcess: process,
+      });
+      expect(await store.release(lease)).toBe(true);
+      const { rows } = await old.query(`SELECT owner, process FROM ${s}.leases WHERE run_id = 'fresh'`);
+      expect(rows).toEqual([{ owner: null, process: null }]); // released: the process is forgotten with the owner
+    });
+
+    it('renewMany is one statement for any number of leases; the agents of a process renew theirs in one call per interval', async () => {
+      // Every statement the store sends, counted on a pool of our own.
+      const pool = new pg.Pool({ connectionString: url, max: 4 });
+      pools.push(pool);
+      const sent: string[] = [];
+      pool.on('connect', (c) => {
+        const query = c.query.bind(c) as (...args: unknown[]) => unknown;
+        (c as unknown as { query: unknown }).query = (...args: unknown[]) => {
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text;
+          sent.push(text ?? '');
+          return query(...args);
+        };
+      });
+      const schema = freshSchema('renew_many');
+      schemas.push(schema);
+      const store = new PostgresStore(pool, { schema });
+      stores.push(store);
+      const leases = [];
+      for (let i = 0; i < 50; i++) leases.push(await store.claim(`r${i}`, { owner: 'w', leaseMs: 60_000 }));
+      sent.length = 0;
+      const renewed = await store.renewMany(leases);
+      expect(sent).toHaveLength(1);
+      expect(renewed.every((r) => !(r instanceof LeaseLostError))).toBe(true);
+
+      // Thirty holders of 600 ms leases: one renewMany per 200 ms interval, no renew at all.
+      const calls = { renew: 0, renewMany: 0 };
+      const counting = new Proxy(store, {
+        get(target, key) {
+          const value: unknown = Reflect.get(target, key);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (key === 'renew' || key === 'renewMany') calls[key]++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const holders = Array.from(
+        { length: 30 },
+        (_, i) => new LeaseHolder(counting, `h${i}`, { owner: `o${i}`, leaseMs: 600, waitMs: 0 }, () => {}),
+      );
+      for (const holder of holders) await holder.current();
+      sent.length = 0;
+      await new Promise((r) => setTimeout(r, 1_050));
+      const renewals = sent.filter((text) => /UPDATE .*leases AS l SET expires_at/s.test(text));
+      expect(calls.renew).toBe(0);
+      expect(calls.renewMany).toBeGreaterThanOrEqual(4); // every 200 ms
+      expect(calls.renewMany).toBeLessThanOrEqual(6);
+      expect(renewals).toHaveLength(calls.renewMany); // one statement each, for thirty leases
+      for (const holder of holders) expect(holder.lease).not.toBeNull();
+      for (const holder of holders) await holder.release();
     });
 
     it('leases on the database clock: expiresAt is the server’s time, and a waiting claim takes a lapsed lease over', async () => {

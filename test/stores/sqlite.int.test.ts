@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type RunWrite, SchemaVersionError, StoreUnavailableError, SystemError } from '../../src/index.js';
 import { type ListFilter, listQuery } from '../../src/stores/sqlite/listing.js';
 import { MIGRATIONS, migrate, SCHEMA_VERSION } from '../../src/stores/sqlite/migrations.js';
+import { CLAIM_QUERIES } from '../../src/stores/sqlite/queue.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 
 const root = mkdtempSync(join(tmpdir(), 'tollgate-sqlite-test-'));
@@ -136,6 +137,33 @@ describe('SqliteStore: connection settings', () => {
           /SEARCH runs USING INDEX runs_by_agent \(agent=\?\)/,
         );
       }
+    } finally {
+      db.close();
+    }
+  });
+
+  it('claimNext finds each class through its own index: a decision or an expiry, a lapsed lease, a running run; never a scan of all runs', async () => {
+    const path = fresh();
+    await SqliteStore.open(path).close();
+    const db = new Database(path, { readonly: true });
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ agents: '["a"]', now: 0 }) as { detail: string }[])
+        .map((row) => row.detail)
+        .join('; ');
+    try {
+      const decided = plan(CLAIM_QUERIES.decided);
+      expect(decided).toMatch(/SCAN runs USING INDEX runs_decided/); // the few runs with a decision
+      expect(decided).toMatch(
+        /SEARCH runs USING COVERING INDEX runs_expiring \(pending_expires_at>\? AND pending_expires_at<\?\)/,
+      );
+      expect(decided).toMatch(/SEARCH r USING PRIMARY KEY \(run_id=\?\)/);
+      expect(decided).not.toMatch(/runs_by_agent|SCAN r\b/); // never the backlog
+      const lapsed = plan(CLAIM_QUERIES.lapsed);
+      expect(lapsed).toMatch(/^SCAN l USING INDEX leases_held/); // the few held leases
+      expect(lapsed).toMatch(/SEARCH r USING PRIMARY KEY \(run_id=\?\)/);
+      expect(lapsed).not.toMatch(/runs_by_agent|SCAN r\b/);
+      // The running runs (at work, and the backlog), sorted; never every run kept.
+      expect(plan(CLAIM_QUERIES.running)).toMatch(/^SCAN r USING INDEX runs_running/);
     } finally {
       db.close();
     }
@@ -346,6 +374,30 @@ describe('SqliteStore: migrations', () => {
     expect(indexes.runs_running).toMatch(/\(run_id\) WHERE status = 'running'$/);
     expect(indexes.runs_by_agent).toMatch(/WHERE agent IS NOT NULL$/);
     expect(indexes.runs_by_update).toMatch(/\(updated_at, run_id\)$/);
+  });
+
+  it('a database made before leases kept their holder’s process (version 8) upgrades: a lease held then shows no process, and is only left to lapse', async () => {
+    const path = fresh();
+    const old = new Database(path);
+    expect(migrate(old, MIGRATIONS.slice(0, 8))).toBe(8);
+    const until = Date.now() + 60_000;
+    old.prepare("INSERT INTO leases (run_id, token, owner, expires_at) VALUES ('held', 3, 'old-worker', ?)").run(until);
+    old.close();
+    const store = SqliteStore.open(path);
+    expect(store.settings.schemaVersion).toBe(SCHEMA_VERSION);
+    await expect(store.claim('held', { owner: 'new', leaseMs: 1_000 })).rejects.toMatchObject({
+      name: 'RunBusyError',
+      holder: 'old-worker',
+      token: 3,
+      holderProcess: null,
+    });
+    const process = { host: 'h', bootId: 'b', pidNamespace: '1', pid: 2, startTime: '3' };
+    const lease = await store.claim('fresh', { owner: 'new', leaseMs: 60_000, process });
+    await expect(store.claim('fresh', { owner: 'other', leaseMs: 1_000 })).rejects.toMatchObject({
+      holderProcess: process,
+    });
+    expect(await store.release(lease)).toBe(true);
+    await store.close();
   });
 
   it('a database from a newer Tollgate is refused with SchemaVersionError, untouched', async () => {

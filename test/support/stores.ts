@@ -75,6 +75,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       groupBudgets: true,
       summary: true,
       bases: true,
+      renewMany: true,
       skip: {
         crossProcess: 'a MemoryStore lives inside one process',
         reopen: 'a MemoryStore keeps nothing once closed',
@@ -87,6 +88,7 @@ export const storesUnderTest: StoreUnderTest[] = [
     context: () => ({
       ...specContext(() => ({ kind: 'file', dir: fileDirs.next() })),
       summary: true,
+      renewMany: true,
       skip: {
         groupBudgets: 'the file store keeps no group budgets',
         bases: 'the file store writes its head file whole every save: a base would save nothing',
@@ -101,6 +103,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       groupBudgets: true,
       summary: true,
       bases: true,
+      renewMany: true,
     }),
     cleanup: sqliteDirs.cleanup,
   },
@@ -116,6 +119,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       groupBudgets: true,
       summary: true,
       bases: true,
+      renewMany: true,
     }),
     cleanup: async () => {
       const url = (await postgresTarget()).url;

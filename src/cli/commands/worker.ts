@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import type { AgentDefinition } from '../../define.js';
+import { DEFAULT_LEASE_MS } from '../../options.js';
 import { Worker, type WorkerEvent } from '../../worker/worker.js';
 import { loadAgentModule } from '../agent-module.js';
 import { CliUsageError } from '../exit-codes.js';
@@ -16,6 +17,7 @@ import { type Act, type Common, jsonOption, storeOption, withStore } from './sha
 interface WorkerFlags extends Common {
   concurrency: number;
   pollMs: number;
+  leaseMs: number;
 }
 
 const positive = (max: number) => (value: string) => {
@@ -33,13 +35,19 @@ export function workerCommand(act: Act): Command {
     .argument('<modules...>', 'files whose default export is defineAgent({...})')
     .option('--concurrency <n>', 'runs worked at once', positive(1_000), 4)
     .option('--poll-ms <ms>', 'how often to look for work when the store cannot notify', positive(2 ** 31 - 1), 1_000)
+    .option(
+      '--lease-ms <ms>',
+      "how long a run stays this worker's without a renewal (renewed every third of it); a dead worker's runs wait this long for another",
+      positive(2 ** 31 - 1),
+      DEFAULT_LEASE_MS,
+    )
     .addOption(storeOption())
     .addOption(jsonOption())
     .addHelpText(
       'after',
       `
 Example:
-  $ tollgate worker ./agents/support.js ./agents/billing.js --concurrency 8 --store postgres://…`,
+  $ tollgate worker ./agents/support.js ./agents/billing.js --concurrency 8 --lease-ms 10000 --store postgres://…`,
     )
     .action(act(work));
 }
@@ -76,6 +84,7 @@ async function work(modules: string[], o: WorkerFlags): Promise<number> {
       agents: definitions,
       concurrency: o.concurrency,
       pollMs: o.pollMs,
+      leaseMs: o.leaseMs,
     });
     const registry = new AgentRegistry();
     worker.observe((event) => {
@@ -101,7 +110,8 @@ async function work(modules: string[], o: WorkerFlags): Promise<number> {
     });
     await worker.start();
     if (!o.json) {
-      out(`worker ${worker.owner} · agents ${[...paths.keys()].join(', ')} · store ${opened.location.display}\n`);
+      const agents = [...paths.keys()].join(', ');
+      out(`worker ${worker.owner} · agents ${agents} · lease ${o.leaseMs} ms · store ${opened.location.display}\n`);
     }
     await stopped;
     return 0;

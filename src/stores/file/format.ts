@@ -22,6 +22,7 @@ import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
 import type { RecordedDecision, RunSummary } from '../../store.js';
+import { checkProcess } from '../holder-process.js';
 import type { LeaseRecord } from '../leases.js';
 import { pendingCallsOf, pendingFields } from '../rules.js';
 
@@ -102,6 +103,13 @@ export function leaseProblem(lease: Partial<LeaseRecord> | null): string | null 
   const released = lease.owner === null && lease.expiresAt === null;
   const held = typeof lease.owner === 'string' && Number.isSafeInteger(lease.expiresAt);
   if (!released && !held) return 'lease has neither an owner and an expiry nor null for both';
+  if (lease.process !== undefined && lease.process !== null) {
+    try {
+      checkProcess('lease', lease.process);
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
   return null;
 }
 

@@ -40,13 +40,15 @@ export async function readLeaseFile(call: string, dir: string, runId: string): P
   const problem = leaseProblem(stored);
   if (problem) throw damaged(runId, path, `is not a lease: ${problem}`);
   if (stored.runId !== runId) throw damaged(runId, path, `holds the lease of run ${JSON.stringify(stored.runId)}`);
-  return { token: stored.token as number, owner: stored.owner ?? null, expiresAt: stored.expiresAt ?? null };
+  const { token, owner = null, expiresAt = null, process = null } = stored;
+  return { token: token as number, owner, expiresAt, process };
 }
 
 /** Writes `lease.json` durably; `runsDir` is synced too, for a run directory made just now. */
 export async function writeLeaseFile(dir: string, runsDir: string, runId: string, lease: LeaseRecord): Promise<void> {
-  const { token, owner, expiresAt } = lease;
-  await replaceFile(join(dir, LEASE), dir, JSON.stringify({ runId, token, owner, expiresAt }), randomUUID());
+  const { token, owner, expiresAt, process = null } = lease;
+  const text = JSON.stringify({ runId, token, owner, expiresAt, process });
+  await replaceFile(join(dir, LEASE), dir, text, randomUUID());
   await syncDir(runsDir);
 }
 

@@ -1,7 +1,7 @@
 /**
  * The file store's approval queue and worker claims. `queueDecision` rewrites the run's head
  * under its lock, like a save without entries. `claimNext` reads every head (as `list` does),
- * then tries the runnable runs oldest first, each under its own lock, checking again there that
+ * then tries the runnable runs in claim order (claim-order.ts), each under its own lock, checking again there that
  * it is still runnable and its lease free: two processes that pick the same run take turns on
  * its lock, and the second finds it held and moves on to the next. No lock is held while
  * scanning, so claims never wait on each other except for the one run they both want.
@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { ClaimNextOptions, Lease, RecordedDecision, RunSummary } from '../../store.js';
+import { type ClaimTurns, claimClass, rankOf } from '../claim-order.js';
 import { claimRecord, fenceRecord, isLive, leaseOf } from '../leases.js';
 import { checkQueue, isRunnable } from '../queue.js';
 import { compareRuns, nowOf } from '../rules.js';
@@ -23,6 +24,8 @@ export interface QueueRoom {
   lockTimeoutMs: number;
   now: () => number;
   onDamaged: (damage: DamagedRun) => void;
+  /** When this store object next takes the oldest run whatever its class (claim-order.ts). */
+  turns: ClaimTurns;
 }
 
 /** Whether a worker of `agents` may take the run of `meta` at `now`: runnable, its lease not live. */
@@ -55,15 +58,20 @@ export async function queueIn(room: QueueRoom, runId: string, text: string, expe
 /** `claimNext` after its options were checked. */
 export async function claimNextIn(
   room: QueueRoom,
-  { owner, leaseMs, agents }: ClaimNextOptions,
+  { owner, leaseMs, agents, process = null }: ClaimNextOptions,
 ): Promise<{ lease: Lease; run: RunSummary } | null> {
   const call = 'claimNext';
   const seen = nowOf(room.now, call);
+  const oldestFirst = room.turns.oldestFirst;
   const heads = await readAllHeads(room.runs, room.onDamaged);
+  const rank = (meta: HeadMeta) =>
+    oldestFirst ? 0 : rankOf(claimClass(meta, meta.lease ?? null, seen) as NonNullable<ReturnType<typeof claimClass>>);
   const candidates = heads
     .map((h) => h.meta)
     .filter((meta) => takable(meta, agents, seen))
-    .sort(compareRuns);
+    .map((meta) => ({ meta, rank: rank(meta) }))
+    .sort((a, b) => a.rank - b.rank || compareRuns(a.meta, b.meta))
+    .map((c) => c.meta);
   for (const candidate of candidates) {
     const dir = join(room.runs, runDirName(candidate.runId));
     const taken = await withLock(join(dir, room.lock), room.lockTimeoutMs, async () => {
@@ -71,11 +79,14 @@ export async function claimNextIn(
       const now = nowOf(room.now, call);
       // Changed since the scan (claimed, saved, deleted by another process): not this one.
       if (!found || !takable(found.meta, agents, now)) return null;
-      const record = claimRecord(candidate.runId, found.meta.lease ?? null, owner, leaseMs, now);
+      const record = claimRecord(candidate.runId, found.meta.lease ?? null, owner, leaseMs, now, process);
       await replaceFile(join(dir, HEAD), dir, encodeHead({ ...found.meta, lease: record }, found.head), randomUUID());
       return { lease: leaseOf(candidate.runId, record, leaseMs), run: summaryOf(found.meta) };
     });
-    if (taken) return taken;
+    if (taken) {
+      room.turns.claimed(oldestFirst);
+      return taken;
+    }
   }
   return null;
 }

@@ -21,6 +21,8 @@ export interface ClaimTry {
   runId: string;
   owner: string;
   leaseMs: number;
+  /** The claiming process as JSON text, or null. */
+  process: string | null;
 }
 
 /** A release, as the single statement takes it. */
@@ -96,6 +98,7 @@ export class LeaseGroups {
       part.map((w) => w.item.owner),
       part.map((w) => w.item.leaseMs),
       this.#o.at(),
+      part.map((w) => w.item.process),
     ]);
     const made = new Map(rows.map((row) => [row.run_id, row]));
     for (const w of part) w.resolve(made.get(w.item.runId) ?? null);

@@ -167,6 +167,28 @@ async function createGroupHolds(client: Sql, s: string): Promise<void> {
     );`);
 }
 
+/**
+ * The holder's process with its lease (`process`: JSON text of a `ProcessIdentity`, null when
+ * unknown or released), so that a claimer on the same machine can prove a holder dead and release
+ * its lease at once. Existing rows get null: their holders are left to lapse.
+ */
+async function addLeaseProcess(client: Sql, s: string): Promise<void> {
+  await client.query(`ALTER TABLE ${s}.leases ADD COLUMN process text`);
+}
+
+/**
+ * `claimNext`'s order (claim-order.ts, claim-sql.ts): an index per class that is few where the
+ * backlog is many. Each holds no row a save of a running run writes (no decision, not awaiting,
+ * and a lease's owner is not changed by an extension: its row is still updated in place).
+ */
+async function indexClaimOrder(client: Sql, s: string): Promise<void> {
+  await client.query(`
+    CREATE INDEX runs_decided ON ${s}.runs (updated_at, run_id COLLATE "C") WHERE decision IS NOT NULL;
+    CREATE INDEX runs_expiring ON ${s}.runs (pending_expires_at)
+      WHERE status = 'awaiting_approval' AND pending_expires_at IS NOT NULL;
+    CREATE INDEX leases_held ON ${s}.leases (run_id) WHERE owner IS NOT NULL;`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -177,6 +199,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'head base', up: addBase },
   { version: 8, name: 'entries without a foreign key', up: dropEntriesKey },
   { version: 9, name: 'group holds', up: createGroupHolds },
+  { version: 10, name: 'lease holder process', up: addLeaseProcess },
+  { version: 11, name: 'claim order indexes', up: indexClaimOrder },
 ];
 
 /** The schema version this code writes and reads. */

@@ -6,6 +6,7 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import { ConflictError } from '../../errors.js';
 import type { ClaimNextOptions, Lease, RunSummary } from '../../store.js';
+import type { ClaimTurns } from '../claim-order.js';
 import { leaseOf } from '../leases.js';
 import { checkQueue } from '../queue.js';
 import { fenceError, type LeaseRow, type RefusalRow, type RunRow, recordOf, summaryOf } from './rows.js';
@@ -61,21 +62,30 @@ export async function queueIn(
   }
 }
 
-/** `claimNext` after its options were checked (`at`: the store's now, for each try). */
+/**
+ * `claimNext` after its options were checked (`at`: the store's now, for each try), in claim
+ * order: by class, or the oldest when `turns` says this store object's turn for it has come.
+ */
 export async function claimNextIn(
   query: Query,
   sql: Statements,
-  { owner, leaseMs, agents }: ClaimNextOptions,
+  { owner, leaseMs, agents, process = null }: ClaimNextOptions,
   at: () => string | null,
+  turns: ClaimTurns,
 ): Promise<{ lease: Lease; run: RunSummary } | null> {
+  const oldestFirst = turns.oldestFirst;
+  const statement = oldestFirst ? sql.claimNext : sql.claimNextByClass;
   // Runs this call found taken (or their lease row held) since it chose them: passed by after.
   const passed: string[] = [];
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt++) {
-    const values = [owner, leaseMs, agents, at(), passed];
-    const { rows } = await query<RunRow & Partial<LeaseRow>>('claimNext', sql.claimNext, values);
+    const values = [owner, leaseMs, agents, at(), passed, process === null ? null : JSON.stringify(process)];
+    const { rows } = await query<RunRow & Partial<LeaseRow>>('claimNext', statement, values);
     const row = rows[0];
     if (!row) return null;
-    if (row.token) return { lease: leaseOf(row.run_id, recordOf(row as LeaseRow), leaseMs), run: summaryOf(row) };
+    if (row.token) {
+      turns.claimed(oldestFirst);
+      return { lease: leaseOf(row.run_id, recordOf(row as LeaseRow), leaseMs), run: summaryOf(row) };
+    }
     passed.push(row.run_id);
   }
   return null;

@@ -1,5 +1,6 @@
 /** The rows the Postgres store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
+import type { ProcessIdentity } from '../../process-identity.js';
 import type { Lease, RunSummary } from '../../store.js';
 import { fenceRecord, type LeaseRecord } from '../leases.js';
 import { decisionOf } from '../queue.js';
@@ -20,6 +21,8 @@ export interface LeaseRow {
   token: string;
   owner: string | null;
   expires_at: Date | null;
+  /** The holder's `ProcessIdentity` as JSON text, or null (absent where a statement does not read it). */
+  process?: string | null;
 }
 
 /** What a refused write finds: the run (nulls when missing), its lease (nulls when none), now. */
@@ -33,7 +36,16 @@ export interface RefusalRow {
   token: string | null;
   owner: string | null;
   expires_at: Date | null;
+  process: string | null;
   now: Date;
+}
+
+/** A lease as `renewMany` finds it (sql.ts `renewRuns`): renewed (token, owner, expiry), or lost (nulls) to the current record. */
+export interface RenewedRow extends Omit<LeaseRow, 'token'> {
+  ord: number;
+  token: string | null;
+  current_token: string | null;
+  current_owner: string | null;
 }
 
 /** A run row as `list` gives it. */
@@ -86,7 +98,8 @@ export function loadedRunOf(row: readonly unknown[]): RunRow & { entry_count: nu
 
 /** A lease row as the shared lease rules take it. */
 export function recordOf(row: LeaseRow): LeaseRecord {
-  return { token: Number(row.token), owner: row.owner, expiresAt: row.expires_at?.getTime() ?? null };
+  const process = row.process ? (JSON.parse(row.process) as ProcessIdentity) : null;
+  return { token: Number(row.token), owner: row.owner, expiresAt: row.expires_at?.getTime() ?? null, process };
 }
 
 /** The lease error a refused write gets (the rules of leases.ts, on what the store holds now), or null. */

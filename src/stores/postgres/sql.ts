@@ -12,6 +12,8 @@
  * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
+import { claimNextStatements } from './claim-sql.js';
+
 export interface Statements {
   /**
    * The run's row (idx -1, its head as `body`), then its entries' rows in order: one statement,
@@ -41,17 +43,27 @@ export interface Statements {
   delete: string;
   /** The entries of run $1: after `delete`, in the same transaction but a statement of its own (postgres.ts). */
   deleteEntries: string;
-  /** Claims run $1 for owner $2 for $3 ms (now $4): one statement; returns the lease, or no row while another owner's is live. */
+  /**
+   * Claims run $1 for owner $2 (in process $5, JSON text or null) for $3 ms (now $4): one
+   * statement; returns the lease, or no row while another owner's is live.
+   */
   claim: string;
-  /** The lease record of run $1, and now ($2: the store's now). */
+  /** The lease record of run $1 (with its holder's process), and now ($2: the store's now). */
   lease: string;
   /** Renews run $1's lease if token $2 is current, to now ($3) + $4 ms; returns the lease, or no row. */
   renew: string;
+  /**
+   * `renew` for many leases at once: $1 run ids, $2 tokens, $3 lengths in ms (one element per
+   * lease), $4 the store's now. One row per lease, by its position (`ord`, from 1): the renewed
+   * lease (`token`, `owner`, `expires_at`), or nulls and the run's current lease record
+   * (`current_token`, `current_owner`; nulls when it has none) when it was lost.
+   */
+  renewRuns: string;
   /** Releases run $1's lease if token $2 is current, and notifies watchers; one row, or none. */
   release: string;
   /**
    * `claim` for several runs at once (lease-groups.ts): $1 run ids, $2 owners, $3 lease lengths
-   * in ms (arrays, one element per claim, one claim per run), $4 the store's now; returns the
+   * in ms, $5 processes (arrays, one element per claim, one claim per run), $4 the store's now; returns the
    * lease of each claim made (with its run id), none for a run another owner holds.
    */
   claimRuns: string;
@@ -67,11 +79,13 @@ export interface Statements {
   queue: string;
   /**
    * Claims the oldest runnable run of agents $3 (text[]) whose lease is free, but runs $5
-   * (text[]), for owner $1 for $2 ms (now $4); returns it with the new lease, the run without a
-   * lease when another claim took it first or a writer holds its lease row (try again, without
-   * it), or no row when none is runnable.
+   * (text[]), for owner $1 (in process $6) for $2 ms (now $4); returns it with the new lease, the
+   * run without a lease when another claim took it first or a writer holds its lease row (try
+   * again, without it), or no row when none is runnable (claim-sql.ts).
    */
   claimNext: string;
+  /** `claimNext`, taking the first run by class (a recorded decision, a lapsed lease, then the oldest). */
+  claimNextByClass: string;
 }
 
 /** A run's columns as `list` and `summary` read them (no head, no entries). */
@@ -87,10 +101,9 @@ const ms = (param: string) => `(${param}::integer * interval '1 millisecond')`;
 /** `s`: the quoted schema name; `schema`: the name itself (an identifier: safe in a literal). */
 export function statements(s: string, schema: string): Statements {
   const now = nowOf('$7');
+  const claims = claimNextStatements(s, nowOf, ms);
   // After a commit, every listening store of this schema hears it (NOTIFY is transactional).
   const notify = `(SELECT pg_notify('${CHANNEL}', '${schema}'))::text`;
-  const runnable = (at: string) => `(r.status = 'running' OR (r.status = 'awaiting_approval'
-          AND (r.decision IS NOT NULL OR r.pending_expires_at <= ${at})))`;
   // The lease check of a write, evaluated once the lease row is locked (FOR UPDATE returns its
   // newest version): a claim waits for this statement to commit, and this statement for a claim
   // in progress, so the check and the write are one atomic step. Lease row first, then the run:
@@ -195,7 +208,7 @@ export function statements(s: string, schema: string): Statements {
       SELECT r.run_id, r.version, (SELECT ${notify} WHERE EXISTS (SELECT 1 FROM r WHERE r.token IS NULL)) AS notified,
              ${relax} AS relaxed
         FROM r`,
-    refusal: `SELECT r.version, r.entry_count, r.status, r.agent, r.decision IS NOT NULL AS decided, l.token::text AS token, l.owner, l.expires_at, ${nowOf('$2')} AS now
+    refusal: `SELECT r.version, r.entry_count, r.status, r.agent, r.decision IS NOT NULL AS decided, l.token::text AS token, l.owner, l.expires_at, l.process, ${nowOf('$2')} AS now
          FROM (SELECT 1) AS one
          LEFT JOIN ${s}.runs r ON r.run_id = $1
          LEFT JOIN ${s}.leases l ON l.run_id = $1`,
@@ -211,37 +224,55 @@ export function statements(s: string, schema: string): Statements {
     // One statement: the row lock of ON CONFLICT serialises claimers; the WHERE, checked on the
     // newest row once locked, lets the claim through only if the lease is free, lapsed or the
     // claimer's own. Every claim makes the next token.
-    claim: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at)
-        VALUES ($1, 1, $2, ${nowOf('$4')} + ${ms('$3')})
+    claim: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at, process)
+        VALUES ($1, 1, $2, ${nowOf('$4')} + ${ms('$3')}, $5::text)
         ON CONFLICT (run_id) DO UPDATE
-           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at
+           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at, process = excluded.process
          WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')} OR l.owner = excluded.owner
         RETURNING token::text AS token, owner, expires_at`,
-    lease: `SELECT token::text AS token, owner, expires_at, ${nowOf('$2')} AS now FROM ${s}.leases WHERE run_id = $1`,
+    lease: `SELECT token::text AS token, owner, expires_at, process, ${nowOf('$2')} AS now
+        FROM ${s}.leases WHERE run_id = $1`,
     renew: `UPDATE ${s}.leases SET expires_at = ${nowOf('$3')} + ${ms('$4')}
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL
         RETURNING token::text AS token, owner, expires_at`,
+    // The lease rows locked first, in run-id order as every group statement locks them (two never
+    // deadlock); each lease renewed by the rule of `renew` or left alone. A lost lease reads the
+    // newest record, which the lock returned.
+    renewRuns: `WITH b AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[]) WITH ORDINALITY AS b (run_id, token, lease_ms, ord)
+      ), k AS MATERIALIZED (
+        SELECT run_id, token, owner FROM ${s}.leases WHERE run_id = ANY ($1::text[])
+         ORDER BY run_id COLLATE "C" FOR UPDATE
+      ), u AS (
+        UPDATE ${s}.leases AS l SET expires_at = ${nowOf('$4')} + ${ms('b.lease_ms')}
+          FROM b WHERE l.run_id = b.run_id AND l.token = b.token AND l.owner IS NOT NULL
+        RETURNING l.run_id, l.token, l.owner, l.expires_at
+      )
+      SELECT b.ord::integer AS ord, u.token::text AS token, u.owner, u.expires_at,
+             k.token::text AS current_token, k.owner AS current_owner
+        FROM b LEFT JOIN u ON u.run_id = b.run_id AND u.token = b.token LEFT JOIN k ON k.run_id = b.run_id
+       ORDER BY b.ord`,
     // The rows in run-id order, as saveRuns locks them: two groups on the same runs wait, never
     // deadlock (a claim inserts or updates each row in the order it is given).
-    claimRuns: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at)
-        SELECT b.run_id, 1, b.owner, ${nowOf('$4')} + ${ms('b.lease_ms')}
-          FROM unnest($1::text[], $2::text[], $3::integer[]) AS b (run_id, owner, lease_ms)
+    claimRuns: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at, process)
+        SELECT b.run_id, 1, b.owner, ${nowOf('$4')} + ${ms('b.lease_ms')}, b.process
+          FROM unnest($1::text[], $2::text[], $3::integer[], $5::text[]) AS b (run_id, owner, lease_ms, process)
          ORDER BY b.run_id COLLATE "C"
         ON CONFLICT (run_id) DO UPDATE
-           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at
+           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at, process = excluded.process
          WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')} OR l.owner = excluded.owner
         RETURNING l.run_id, token::text AS token, owner, expires_at`,
     releaseRuns: `WITH k AS MATERIALIZED (
         SELECT run_id FROM ${s}.leases WHERE run_id = ANY ($1::text[]) ORDER BY run_id COLLATE "C" FOR UPDATE
       ), u AS (
-        UPDATE ${s}.leases AS l SET owner = NULL, expires_at = NULL
+        UPDATE ${s}.leases AS l SET owner = NULL, expires_at = NULL, process = NULL
           FROM unnest($1::text[], $2::bigint[]) AS b (run_id, token)
          WHERE l.run_id = b.run_id AND l.token = b.token AND l.owner IS NOT NULL
            AND EXISTS (SELECT 1 FROM k WHERE k.run_id = b.run_id)
         RETURNING l.run_id
       )
       SELECT u.run_id, (SELECT ${notify} WHERE EXISTS (SELECT 1 FROM u)) AS notified FROM u`,
-    release: `WITH u AS (UPDATE ${s}.leases SET owner = NULL, expires_at = NULL
+    release: `WITH u AS (UPDATE ${s}.leases SET owner = NULL, expires_at = NULL, process = NULL
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL RETURNING 1)
       SELECT ${notify} AS notified FROM u`,
     // The lease row first, then the run, as every write: the fence of a write without a lease.
@@ -252,31 +283,7 @@ export function statements(s: string, schema: string): Statements {
         RETURNING version
       )
       SELECT version, ${notify} AS notified FROM r`,
-    // c: the oldest runnable run whose lease is free, its row locked; rows other workers have
-    // locked are skipped (SKIP LOCKED), so racing workers take different runs without waiting.
-    // held: its lease row, locked too, without waiting: a writer that holds it (a save, a
-    // decision) is about to change the run; waiting for it while holding the run's row could
-    // deadlock with that writer, which locks the lease first. k: the claim, with the rule of
-    // `claim`, checked on the newest lease row: at most one claimer wins a run.
-    claimNext: `WITH c AS MATERIALIZED (
-        SELECT r.run_id, r.version, r.status, r.pending, r.updated_at, r.agent, r.decision
-          FROM ${s}.runs r LEFT JOIN ${s}.leases l ON l.run_id = r.run_id
-         WHERE r.agent = ANY ($3::text[]) AND r.run_id <> ALL ($5::text[]) AND ${runnable(nowOf('$4'))}
-           AND (l.owner IS NULL OR l.expires_at <= ${nowOf('$4')})
-         ORDER BY r.updated_at, r.run_id COLLATE "C"
-         LIMIT 1
-           FOR UPDATE OF r SKIP LOCKED
-      ), held AS MATERIALIZED (
-        SELECT l.run_id FROM ${s}.leases l JOIN c ON l.run_id = c.run_id FOR UPDATE OF l SKIP LOCKED
-      ), k AS (
-        INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at)
-        SELECT c.run_id, 1, $1, ${nowOf('$4')} + ${ms('$2')} FROM c
-         WHERE EXISTS (SELECT 1 FROM held) OR NOT EXISTS (SELECT 1 FROM ${s}.leases x WHERE x.run_id = c.run_id)
-        ON CONFLICT (run_id) DO UPDATE
-           SET token = l.token + 1, owner = excluded.owner, expires_at = excluded.expires_at
-         WHERE l.owner IS NULL OR l.expires_at <= ${nowOf('$4')}
-        RETURNING run_id, token::text AS token, owner, expires_at
-      )
-      SELECT c.*, k.token, k.owner, k.expires_at FROM c LEFT JOIN k ON k.run_id = c.run_id`,
+    claimNext: claims.oldest,
+    claimNextByClass: claims.byClass,
   };
 }

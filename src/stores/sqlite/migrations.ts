@@ -153,6 +153,28 @@ function createGroupHolds(db: Database): void {
     ) WITHOUT ROWID;`);
 }
 
+/**
+ * The holder's process with its lease (`process`: JSON of a `ProcessIdentity`, null when unknown
+ * or released), so that a claimer on the same machine can prove a holder dead and release its
+ * lease at once. Existing rows get null: their holders are left to lapse.
+ */
+function addLeaseProcess(db: Database): void {
+  db.exec('ALTER TABLE leases ADD COLUMN process TEXT');
+}
+
+/**
+ * `claimNext`'s order (claim-order.ts, sqlite/queue.ts): an index per class that is few where the
+ * backlog is many. None holds a row that a save of a running run writes: it has no decision, is
+ * not awaiting, and extends its lease without setting the owner (sqlite/queue.ts `extend`).
+ */
+function indexClaimOrder(db: Database): void {
+  db.exec(`
+    CREATE INDEX runs_decided ON runs (updated_at, run_id) WHERE decision IS NOT NULL;
+    CREATE INDEX runs_expiring ON runs (pending_expires_at)
+      WHERE status = 'awaiting_approval' AND pending_expires_at IS NOT NULL;
+    CREATE INDEX leases_held ON leases (run_id) WHERE owner IS NOT NULL;`);
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'runs and entries', up: createRunsAndEntries },
   { version: 2, name: 'listing indexes', up: indexListing },
@@ -163,6 +185,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'head bases', up: addBase },
   { version: 8, name: 'partial listing indexes', up: partialListingIndexes },
   { version: 9, name: 'group holds', up: createGroupHolds },
+  { version: 10, name: 'lease holder process', up: addLeaseProcess },
+  { version: 11, name: 'claim order indexes', up: indexClaimOrder },
 ];
 
 /** The schema version this code writes and reads. */

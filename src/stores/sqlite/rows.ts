@@ -1,6 +1,7 @@
 /** The rows the SQLite store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
+import type { ProcessIdentity } from '../../process-identity.js';
 import type { RunSummary, StoredRun } from '../../store.js';
 import type { LeaseRecord } from '../leases.js';
 import { decisionOf } from '../queue.js';
@@ -23,6 +24,8 @@ export interface LeaseRow {
   token: number;
   owner: string | null;
   expires_at: number | null;
+  /** The holder's `ProcessIdentity` as JSON text, or null. */
+  process: string | null;
 }
 
 /** A run row as `list` gives it. */
@@ -38,7 +41,14 @@ export const summary = (row: Omit<RunRow, 'head' | 'base' | 'entry_count'>): Run
 
 /** A lease row as the shared lease rules take it (null: no row). */
 export const recordOf = (row: LeaseRow | undefined): LeaseRecord | null =>
-  row ? { token: row.token, owner: row.owner, expiresAt: row.expires_at } : null;
+  row
+    ? {
+        token: row.token,
+        owner: row.owner,
+        expiresAt: row.expires_at,
+        process: row.process === null ? null : (JSON.parse(row.process) as ProcessIdentity),
+      }
+    : null;
 
 /** A run row and its entries as `load` gives them. @throws CheckpointError when the row counts other entries than there are. */
 export function storedRun(path: string, row: RunRow, bodies: string[]): StoredRun {

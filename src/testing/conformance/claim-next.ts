@@ -28,7 +28,7 @@ async function until(done: () => boolean, what: string): Promise<void> {
 
 export const claimNextCases: ConformanceCase[] = [
   {
-    name: 'claimNext takes the oldest runnable run (running, or awaiting with a decision or an expired call; ties by run id in code-point order) with a new lease and its summary; null when none',
+    name: 'claimNext takes runnable runs (running, or awaiting with a decision or an expired call; ties by run id in code-point order) with a new lease and its summary; null when none',
     requires: ['clock'],
     run: (ctx) =>
       withClock(ctx, async (store, clock) => {
@@ -57,11 +57,12 @@ export const claimNextCases: ConformanceCase[] = [
         at(10);
         const listed = new Map((await store.list()).map((r) => [r.runId, r]));
         const first = await take(store, 'worker-w', ['refunds'], 1_000);
+        // The recorded decision first (claim order), then the others oldest first.
         assert.deepEqual(first, {
-          lease: { runId: 'B', owner: 'worker-w', token: 1, expiresAt: iso(t + 1_010), leaseMs: 1_000 },
-          run: listed.get('B'),
+          lease: { runId: 'decided', owner: 'worker-w', token: 1, expiresAt: iso(t + 1_010), leaseMs: 1_000 },
+          run: listed.get('decided'),
         });
-        assert.deepEqual(await drain(store), ['a', 'b', 'old', 'decided']);
+        assert.deepEqual(await drain(store), ['B', 'a', 'b', 'old']);
         const decided = listed.get('decided');
         assert.deepEqual([decided?.status, decided?.decision?.by], ['awaiting_approval', 'alice']);
         assert.equal(await take(store), null, 'a call not expired yet: not runnable');

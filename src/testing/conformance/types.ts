@@ -5,7 +5,7 @@ import type { CheckpointStore } from '../../store.js';
  * What a store may be unable to do. A context that lacks one says why (`skip`), and every case
  * that needs it is reported as skipped with that reason: a skip is never silent.
  */
-export type Capability = 'crossProcess' | 'reopen' | 'clock' | 'groupBudgets' | 'summary' | 'bases';
+export type Capability = 'crossProcess' | 'reopen' | 'clock' | 'groupBudgets' | 'summary' | 'bases' | 'renewMany';
 
 /** One writer process in the cross-process race: make `saves` successful saves on `runId`. */
 export interface SaveRaceJob {
@@ -130,6 +130,11 @@ export interface ConformanceContext {
    * cases run. @default false (skipped, saying so)
    */
   bases?: boolean;
+  /**
+   * The store renews many leases in one call (`renewMany`), an optional capability: its cases
+   * run. @default false (skipped, saying so)
+   */
+  renewMany?: boolean;
   /** Why a capability this context does not provide is missing; shown on each skipped case. */
   skip?: Partial<Record<Capability, string>>;
 }

@@ -1,0 +1,32 @@
+/**
+ * A process that holds a run and is then killed, for test/crash/dead-holder.int.test.ts: it starts
+ * run `<runId>` with an `Agent` (default lease, 30 s) whose first tool call never returns, says
+ * `holding` once the call is in flight (the run saved `running`, its lease held by this process),
+ * and waits to be killed. Run: `node --import tsx test/crash/dead-holder-child.ts sqlite <db> <runId>`
+ * or `… postgres <url> <schema> <runId>`.
+ */
+import { Agent, type CheckpointStore } from '../../src/index.js';
+import { PostgresStore } from '../../src/stores/postgres.js';
+import { SqliteStore } from '../../src/stores/sqlite.js';
+
+const [kind = '', where = '', ...rest] = process.argv.slice(2);
+const schema = kind === 'postgres' ? rest.shift() : undefined;
+const runId = rest[0] ?? '';
+
+const store: CheckpointStore =
+  kind === 'sqlite' ? SqliteStore.open(where) : new PostgresStore(where, { schema: schema as string });
+const agent = new Agent({
+  runId,
+  store,
+  policy: (history) => (history.some((e) => e.role === 'tool') ? { final: 'looked' } : { tool: 'look' }),
+  tools: [
+    {
+      name: 'look',
+      fn: () => {
+        process.stdout.write('holding\n');
+        return new Promise(() => {}); // until killed
+      },
+    },
+  ],
+});
+void agent.start('look it up');
