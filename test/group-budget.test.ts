@@ -303,6 +303,87 @@ function flaky() {
   return { store, state };
 }
 
+describe('a run that lost its lease', () => {
+  it('is refused its hold (LeaseLostError): it stops in this process, calls no policy, and the new owner’s hold still counts', async () => {
+    const clock = { now: Date.parse('2026-05-06T07:08:09.010Z') };
+    const store = new MemoryStore({ now: () => clock.now });
+    await store.setGroupBudget('acme', { maxTokens: 10_000 });
+    const hold = store.holdGroup.bind(store);
+    let taken: { token: number } | null = null;
+    // Between A's save and its next hold, A is paused past its lease and B takes the run over and holds.
+    store.holdGroup = async (group, request) => {
+      if (request.runId === 'r1' && taken === null && policy.calls === 1) {
+        clock.now += 120_000;
+        taken = await store.claim('r1', { owner: 'b', leaseMs: 60_000 });
+        expect((await hold(group, { ...request, token: taken.token, tokens: 9_000, minTokens: 9_000 })).held).toEqual({
+          tokens: 9_000,
+          costMicroUsd: 0,
+        });
+      }
+      return hold(group, request);
+    };
+    const policy = spending(0);
+    const a = new Agent({ ...base(store, policy, 'r1'), owner: 'a', leaseMs: 60_000 });
+    const stopped = await a.start('go').catch((error: unknown) => error);
+    // The hold's refusal itself stops the run (not a later save): the run is not saved as failed.
+    expect(stopped).toMatchObject({
+      name: 'LeaseLostError',
+      message: expect.stringMatching(
+        /^holdGroup: run "r1" asked a hold with lease token 1, which is not live: the run was claimed again \(token 2\) by "b"/,
+      ),
+      currentToken: (taken as { token: number } | null)?.token,
+    });
+    expect(policy.calls).toBe(1);
+    // B's hold of 9,000 still keeps another run out of all but 1,000 tokens.
+    const c = await store.claim('r2', { owner: 'c', leaseMs: 60_000 });
+    const other = { runId: 'r2', token: c.token, tokens: 2_000, costMicroUsd: 0, minTokens: 1_001, minCostMicroUsd: 0 };
+    expect((await hold('acme', other)).held).toBeNull();
+  });
+});
+
+describe('a call that fails', () => {
+  it('gives its hold back: a policy that throws is charged nothing, as the run’s own budget charges it', async () => {
+    const store = new MemoryStore();
+    await store.setGroupBudget('acme', { maxTokens: 1_000 });
+    const failing = (() => {
+      throw new Error('model server said 500');
+    }) as Policy;
+    const a = new Agent({ ...base(store, failing, 'r1'), policyRetries: 0 });
+    expect(await a.start('go')).toBe('failed');
+    // Another run's hold charges the holds of leases no longer live: r1's was given back, so nothing.
+    const policy = spending(0);
+    const b = new Agent({ ...base(store, policy, 'r2'), maxSteps: 1 });
+    expect(await b.start('go')).toBe('budget_exhausted');
+    expect(await store.groupSpend('acme')).toMatchObject({ tokens: 10 });
+  });
+
+  it('but the hold of an owner gone with its call in flight is charged as spent at the next hold: the call may have been billed', async () => {
+    const clock = { now: Date.parse('2026-05-06T07:08:09.010Z') };
+    const store = new MemoryStore({ now: () => clock.now });
+    await store.setGroupBudget('acme', { maxTokens: 100_000 });
+    let called = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      called = resolve;
+    });
+    const hanging = ((_view: unknown, ctx: { signal: AbortSignal }) => {
+      called();
+      return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+    }) as unknown as Policy;
+    const a = new Agent({ ...base(store, hanging, 'r1'), owner: 'a', leaseMs: 60_000 });
+    const gone = a.start('go').catch((error: unknown) => error);
+    await inFlight;
+    clock.now += 120_000; // a's process is gone as far as the store knows: its lease lapsed, the call in flight
+    const b = new Agent({ ...base(store, spending(0), 'r2'), owner: 'b', maxSteps: 1 });
+    expect(await b.start('go')).toBe('budget_exhausted');
+    const { tokens } = await store.groupSpend('acme');
+    // a's hold: its estimated request and the default output cap (4,096); then b's call, 10 tokens.
+    expect(tokens - 10).toBe(estimateTokens([{ type: 'goal', text: 'go' }] as never) + 4_096);
+    expect(await a.cancel()).toBe('cancelled'); // nobody took r1 over: its owner may still end it
+    expect(await gone).toBe('cancelled');
+    expect((await store.groupSpend('acme')).tokens).toBe(tokens);
+  });
+});
+
 describe('fail closed', () => {
   it('a group check the store cannot answer calls no policy: the run fails saying why, and run() tries again', async () => {
     const { store, state } = flaky();

@@ -87,6 +87,9 @@ describe("Stately's machine extractor", () => {
     expect(transitionsOf(read.root)).toEqual(transitionsOf(agentMachine.root));
     // The descriptions Stately shows come through too.
     const source = readFileSync(file, 'utf8');
-    expect(source).toContain((read.root.states.running?.states.deciding as AnyStateNode).description?.slice(0, 40));
+    const deciding = read.root.states.running?.states.deciding as AnyStateNode | undefined;
+    const described = deciding?.description ?? '';
+    expect(described).not.toBe('');
+    expect(source).toContain(described.slice(0, 40));
   }, 180_000);
 });

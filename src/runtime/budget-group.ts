@@ -8,14 +8,14 @@
  * run ends `failed` with the reason: `run()` tries again). When it cannot take a settlement, the
  * charge is kept here and settled before the next hold, which fails until it is: the run makes no
  * further call while its group's spending is not up to date. A process that dies holding such a
- * charge loses it, but not its hold: that lapses with its lease, so the group never counts less
- * than was held in the meantime.
+ * charge leaves its hold, which the store charges as spent once the lease lapses: the group never
+ * counts less than the call spent.
  */
 import { microUsd } from '../../machines/budget.js';
 import { describeError } from '../../machines/describe-error.js';
 import type { CallCost, TokenCount } from '../../machines/types.js';
 import type { Clock } from '../clock.js';
-import { StoreUnavailableError } from '../errors.js';
+import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import { type GroupBudgetStore, type GroupCharge, MAX_GROUP_MICRO_USD, MAX_GROUP_TOKENS } from '../stores/groups.js';
 
 /** The first pause while other runs' holds fill the group, doubling up to the last. */
@@ -37,23 +37,30 @@ export interface Held {
   costMicroUsd: number | null;
 }
 
+/** The run's lease, as its group port sees it. */
+export interface GroupLease {
+  /** The run's lease token now, or null (a hold lives as long as that lease does). */
+  token(): number | null;
+  /** The store refused a hold: the lease is not the run's live one (the run stops in this process). */
+  refused(error: LeaseLostError): void;
+}
+
 export class GroupPort {
   readonly group: string;
   readonly #store: GroupBudgetStore;
   readonly #runId: string;
-  readonly #token: () => number | null;
+  readonly #lease: GroupLease;
   readonly #clock: Clock;
   /** The hold of the call in flight, until it is settled. */
   #held: { token: number } | null = null;
   /** A settlement the store did not take: made before the next hold. */
   #owed: { token: number; charge: Required<GroupCharge> } | null = null;
 
-  /** `token`: the run's lease token now (a hold lives as long as that lease does). */
-  constructor(store: GroupBudgetStore, group: string, runId: string, token: () => number | null, clock: Clock) {
+  constructor(store: GroupBudgetStore, group: string, runId: string, lease: GroupLease, clock: Clock) {
     this.#store = store;
     this.group = group;
     this.#runId = runId;
-    this.#token = token;
+    this.#lease = lease;
     this.#clock = clock;
   }
 
@@ -67,13 +74,14 @@ export class GroupPort {
   /**
    * Holds what a call may spend; waits while other runs' holds fill the group's room. A group
    * whose spending leaves no room for the call is reported as `{ budget: 'group' }`.
-   * @throws StoreUnavailableError when the store cannot answer: the call must not be made.
+   * @throws StoreUnavailableError when the store cannot answer, LeaseLostError when it refuses the
+   * run's lease: either way the call must not be made.
    */
   async hold(
     ask: HoldAsk,
     abort: { aborted: boolean; signal: AbortSignal },
   ): Promise<Held | { budget: 'group'; why: string }> {
-    const token = this.#token() ?? 0;
+    const token = this.#lease.token() ?? 0;
     const tokens = Math.min(ask.input + ask.output, MAX_GROUP_TOKENS);
     const minTokens = Math.min(ask.input + ask.least, tokens);
     const price = ask.price();
@@ -93,6 +101,11 @@ export class GroupPort {
           minCostMicroUsd: minCost,
         });
       } catch (error) {
+        // Another owner holds the run now (or nobody does): this process stops working it.
+        if (error instanceof LeaseLostError) {
+          this.#lease.refused(error);
+          throw error;
+        }
         throw this.#unavailable(error);
       }
       if (result.held) {
@@ -117,9 +130,21 @@ export class GroupPort {
     }
   }
 
+  /**
+   * The call failed, timed out or was cancelled, and reported nothing: its hold is given back
+   * (charged nothing, as the run's own budget charges it) while the run's lease is still the one it
+   * was held under. Once the lease is lost the hold is left to be charged as spent (the call may
+   * have been billed). Never throws.
+   */
+  async giveBack(): Promise<void> {
+    const held = this.#held;
+    if (held === null || this.#lease.token() !== held.token) return;
+    await this.settle({ inputTokens: 0, outputTokens: 0 }, { usd: 0 });
+  }
+
   /** Settles the call's hold to what it spent; kept to settle before the next hold if the store fails. Never throws. */
   async settle(tokens: TokenCount, cost: CallCost): Promise<void> {
-    const token = this.#held?.token ?? this.#token() ?? 0;
+    const token = this.#held?.token ?? this.#lease.token() ?? 0;
     this.#held = null;
     const charge = {
       tokens: Math.min(tokens.inputTokens + tokens.outputTokens, MAX_GROUP_TOKENS),

@@ -137,6 +137,15 @@ export class LeaseHolder {
     if (this.#lease && this.#lease.token === lease.token) this.#confirmed(sent, lease.leaseMs);
   }
 
+  /**
+   * The store refused an operation made under the lease (a group hold): the run is another
+   * owner's, or nobody's, now. Given up as lost when it names the lease held (the run stops in
+   * this process); a refusal of a lease given up or claimed anew since changes nothing.
+   */
+  refused(error: LeaseLostError): void {
+    if (this.#lease && this.#lease.token === error.token) this.#lose(error);
+  }
+
   /** A save extended the lease: remember its new end. */
   extended(lease: Lease): void {
     if (this.#lease && this.#lease.token === lease.token) this.#lease = lease;

@@ -40,6 +40,7 @@ export const policyActor = fromTask<Decision, PolicyInput>(async ({ input, abort
     endPolicySpan(span, decision, tries.count, model);
     return decision;
   } catch (error) {
+    if (reservation.group !== null) await run.group()?.giveBack();
     span.set({ 'tollgate.policy.attempts': tries.count });
     span.fail(describeError(error));
     span.end();

@@ -164,7 +164,10 @@ export class RunActor {
       groups,
       group,
       this.runId,
-      () => this.#saver?.lease?.token ?? null,
+      {
+        token: () => this.#saver?.lease?.token ?? null,
+        refused: (error) => this.#saver?.refused(error),
+      },
       this.#runtime.clock,
     );
   }

@@ -23,6 +23,7 @@ import {
   type PersistedRun,
   resumedHead,
 } from '../checkpoint/index.js';
+import type { LeaseLostError } from '../errors.js';
 import type { Durability, LeaseTerms } from '../options.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { groupBudgetsOf } from '../stores/groups.js';
@@ -141,6 +142,11 @@ export class Saver {
    */
   fence(since: number): Promise<Lease> {
     return this.#lease.fence(since);
+  }
+
+  /** The store refused an operation under the run's lease (`LeaseHolder.refused`): the run stops here. */
+  refused(error: LeaseLostError): void {
+    this.#lease.refused(error);
   }
 
   /** The lease checked again right before the effect, synchronously (`LeaseHolder.fenceNow`). */

@@ -124,10 +124,11 @@ export const summaryActor = fromTask<SummaryOutcome, PolicyInput>(async ({ input
     );
     read = readSummary(value);
   } catch (error) {
+    // Nothing is known of what it spent: charged nothing, as a failed policy call is.
+    if (reservation.group !== null) await run.group()?.giveBack();
     // Cancelled: the machine has left this state; nothing is recorded.
     if (abort.aborted) throw error;
     const now = run.clock.now();
-    // Nothing is known of what it spent; its hold in the group is replaced by the run's next call's.
     return { type: 'failed', error: describeError(error), usage: null, elapsedMs: spent(), at: isoTime(now) };
   }
   const charge = summaryCharge(read, run, reservation);

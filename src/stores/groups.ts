@@ -8,8 +8,9 @@
  * caps every sum at `MAX_COST_USD` (tokens at 2^53−1) so that it stays exact.
  */
 import { MAX_COST_USD, MICRO_USD } from '../../machines/budget.js';
-import { OptionsError } from '../errors.js';
+import { LeaseLostError, OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
+import { isLive, type LeaseRecord } from './leases.js';
 
 /** The window a group budget counts spending in: a UTC calendar day, or all time. */
 export type GroupPeriod = 'day' | 'total';
@@ -109,6 +110,7 @@ export interface GroupBudgetStore {
    * Holds room in the group's current window for run `request.runId`, atomically: what fits under
    * each limit beside the spending and the live holds of other runs, up to what was asked, if at
    * least the minimum fits (`groupHold` says how). Replaces the run's own earlier hold.
+   * @throws LeaseLostError unless `request.token` is the run's live lease (`holdLeaseLost`): nothing changes.
    */
   holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult>;
   /**
@@ -329,6 +331,46 @@ export function checkGroupSettlement(
     throw new OptionsError(`${call}: token must be a whole number ≥ 0, got ${showValue(s.token)}`);
   }
   return { runId: s.runId, token: s.token, charge: checkGroupCharge(call, s.charge) };
+}
+
+/**
+ * A hold (asked with `token`) whose lease is no longer live (`current`, at `now`): its owner died,
+ * lost the run or let it go with the call in flight. The call may have been made, and billed, so
+ * the hold is charged to its group as spent — the next hold in the group does it — and no longer
+ * held. An owner that settles it after all adds what its call spent (the group then counts the call
+ * twice, never less than it spent).
+ */
+export function lapsedHold(token: number, current: LeaseRecord | null, now: number): boolean {
+  return current === null || current.token !== token || !isLive(current, now);
+}
+
+/**
+ * Why a hold asked with `token` is refused, or null: it must be asked under the run's lease that
+ * is live at `now` (`current` is the run's lease record). A hold counts only while its lease is
+ * live, so one granted to an owner that lost its run would count for nobody, and would replace
+ * the new owner's hold: other runs would get that room, and the group would spend past its limit.
+ */
+export function holdLeaseLost(
+  runId: string,
+  token: number,
+  current: LeaseRecord | null,
+  now: number,
+): LeaseLostError | null {
+  if (current !== null && current.token === token && isLive(current, now)) return null;
+  let why: string;
+  if (current === null) why = 'the run has no lease';
+  else if (current.token !== token) {
+    const by = current.owner === null ? 'and released since' : `by ${JSON.stringify(current.owner)}`;
+    why = `the run was claimed again (token ${current.token}) ${by}`;
+  } else if (current.owner === null) why = 'the lease was released';
+  else why = `the lease ended at ${new Date(current.expiresAt ?? 0).toISOString()}`;
+  return new LeaseLostError(
+    `holdGroup: run ${JSON.stringify(runId)} asked a hold with lease token ${token}, which is not live: ${why}; nothing was held`,
+    token,
+    current?.token ?? null,
+    current?.owner ?? null,
+    { runId },
+  );
 }
 
 /**

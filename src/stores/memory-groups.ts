@@ -19,10 +19,14 @@ import {
   type GroupSpend,
   groupAfterJoin,
   groupHold,
+  holdLeaseLost,
+  lapsedHold,
+  MAX_GROUP_MICRO_USD,
+  MAX_GROUP_TOKENS,
   spendOf,
   windowOf,
 } from './groups.js';
-import { isLive, type LeaseRecord } from './leases.js';
+import type { LeaseRecord } from './leases.js';
 import { checkRunId, nowOf } from './rules.js';
 
 /** One run's hold on its group, in one window, under one lease. */
@@ -71,14 +75,15 @@ export class MemoryGroups implements GroupBudgetStore {
     const r = checkGroupHold('holdGroup', request);
     checkRunId('holdGroup', r.runId);
     const now = nowOf(this.#now, 'holdGroup');
+    const lost = holdLeaseLost(r.runId, r.token, this.#leaseOf(r.runId), now);
+    if (lost) throw lost;
+    this.#chargeLapsed(group, now);
     const { budget, window, spent } = this.#window(group, now);
     const spend = spendOf(group, budget, window, spent.tokens, spent.cost);
     const holds = this.#holds.get(group) ?? new Map<string, Hold>();
     const others = { tokens: 0, cost: 0 };
     for (const [runId, hold] of holds) {
       if (runId === r.runId || hold.window !== window) continue;
-      const lease = this.#leaseOf(runId);
-      if (lease === null || lease.token !== hold.token || !isLive(lease, now)) continue;
       others.tokens += hold.tokens;
       others.cost += hold.cost;
     }
@@ -107,6 +112,26 @@ export class MemoryGroups implements GroupBudgetStore {
   async groupOf(runId: string): Promise<string | null> {
     checkRunId('groupOf', runId);
     return this.#members.get(runId) ?? null;
+  }
+
+  /**
+   * Charges the group's holds whose lease is no longer live (`lapsedHold`) to their windows, as
+   * spent, and drops them: the call each was held for may have been made, and billed.
+   */
+  #chargeLapsed(group: string, now: number): void {
+    const holds = this.#holds.get(group);
+    if (!holds) return;
+    const windows = this.#spent.get(group) ?? new Map<string, { tokens: number; cost: number }>();
+    for (const [runId, hold] of holds) {
+      if (!lapsedHold(hold.token, this.#leaseOf(runId), now)) continue;
+      const before = windows.get(hold.window) ?? { tokens: 0, cost: 0 };
+      windows.set(hold.window, {
+        tokens: Math.min(before.tokens + hold.tokens, MAX_GROUP_TOKENS),
+        cost: Math.min(before.cost + hold.cost, MAX_GROUP_MICRO_USD),
+      });
+      holds.delete(runId);
+    }
+    if (windows.size > 0) this.#spent.set(group, windows);
   }
 
   /** The group's budget, its window at `now`, and what that window has spent. */

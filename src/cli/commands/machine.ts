@@ -15,7 +15,9 @@ export function machineCommand(act: Act): Command {
       'print the agent state machine: Mermaid (docs), xstate (a createMachine config, for Stately), scxml, or json (states and edges)',
     )
     .addOption(
-      new Option('--format <format>', 'output format').choices(['mermaid', 'xstate', 'scxml', 'json']).default('mermaid'),
+      new Option('--format <format>', 'output format')
+        .choices(['mermaid', 'xstate', 'scxml', 'json'])
+        .default('mermaid'),
     )
     .action(
       act(async (o: { format: 'mermaid' | 'xstate' | 'scxml' | 'json' }) => {

@@ -16,6 +16,7 @@ import {
   type GroupSpend,
   groupAfterJoin,
   groupHold,
+  holdLeaseLost,
   MAX_GROUP_MICRO_USD,
   MAX_GROUP_TOKENS,
   microOf,
@@ -35,6 +36,18 @@ interface SpendRow {
   max_cost_micro: string | null;
   max_tokens: string | null;
   period: 'day' | 'total' | null;
+}
+
+/** What a hold reads: the spending, the other runs' live holds, the run's lease and the time. */
+interface HoldRow extends SpendRow {
+  held_tokens: string;
+  held_cost: string;
+  /** How many of the group's holds have a lease no longer live. */
+  lapsed: number;
+  lease_token: string | null;
+  lease_owner: string | null;
+  lease_expires: string | null;
+  now_ms: string;
 }
 
 /** The group statements for schema `s` (quoted). `at`: the store's now as ISO text, or null for the database's. */
@@ -75,7 +88,7 @@ export function groupStatements(s: string) {
     /** $1 group (and the schema's name in the key): the holds of a group take turns. */
     holdLock: `SELECT pg_advisory_xact_lock(${HOLD_LOCK}, hashtext('${s}' || $1))`,
     /**
-     * $1 group, $2 run, $3 now: the window, its spending, and the live holds of the other runs —
+     * $1 group, $2 run, $3 now: the window, its spending, the live holds of the other runs and the run's lease —
      * one statement, one snapshot (a settle that commits meanwhile is seen whole or not at all).
      */
     holdRead: `WITH ${budget}, ${window('$3')}
@@ -85,10 +98,27 @@ export function groupStatements(s: string) {
             AND l.expires_at > ${now('$3')}) AS held_tokens,
         (SELECT COALESCE(SUM(h.cost_micro), 0)::text FROM ${s}.group_holds h JOIN ${s}.leases l ON l.run_id = h.run_id
           WHERE h.grp = $1 AND h.win = w.win AND h.run_id <> $2 AND l.token = h.token AND l.owner IS NOT NULL
-            AND l.expires_at > ${now('$3')}) AS held_cost
-        FROM w LEFT JOIN ${s}.group_spend g ON g.grp = $1 AND g.win = w.win LEFT JOIN b ON true`,
+            AND l.expires_at > ${now('$3')}) AS held_cost,
+        (SELECT count(*) FROM ${s}.group_holds h WHERE h.grp = $1 AND NOT EXISTS (
+          SELECT 1 FROM ${s}.leases l WHERE l.run_id = h.run_id AND l.token = h.token AND l.owner IS NOT NULL
+            AND l.expires_at > ${now('$3')}))::int AS lapsed,
+        m.token::text AS lease_token, m.owner AS lease_owner,
+        (extract(epoch FROM m.expires_at) * 1000)::bigint::text AS lease_expires,
+        (extract(epoch FROM ${now('$3')}) * 1000)::bigint::text AS now_ms
+        FROM w LEFT JOIN ${s}.leases m ON m.run_id = $2 LEFT JOIN ${s}.group_spend g ON g.grp = $1 AND g.win = w.win LEFT JOIN b ON true`,
     /** $1 group, $2 run. */
     holdDrop: `DELETE FROM ${s}.group_holds WHERE grp = $1 AND run_id = $2`,
+    /** $1 group, $2 now: the group's holds whose lease is no longer live are charged as spent (`lapsedHold`). */
+    holdLapsed: `WITH gone AS (
+        DELETE FROM ${s}.group_holds h WHERE h.grp = $1 AND NOT EXISTS (
+          SELECT 1 FROM ${s}.leases l WHERE l.run_id = h.run_id AND l.token = h.token AND l.owner IS NOT NULL
+            AND l.expires_at > ${now('$2')})
+        RETURNING h.win, h.tokens, h.cost_micro),
+      sums AS (SELECT win, SUM(tokens) AS tokens, SUM(cost_micro) AS cost FROM gone GROUP BY win)
+      INSERT INTO ${s}.group_spend AS g (grp, win, tokens, cost_micro)
+        SELECT $1, win, LEAST(tokens, ${MAX_GROUP_TOKENS})::bigint, LEAST(cost, ${MAX_GROUP_MICRO_USD})::bigint FROM sums
+        ON CONFLICT (grp, win) DO UPDATE SET tokens = LEAST(g.tokens + excluded.tokens, ${MAX_GROUP_TOKENS}),
+          cost_micro = LEAST(g.cost_micro + excluded.cost_micro, ${MAX_GROUP_MICRO_USD})`,
     /** $1 group, $2 run, $3 token, $4 window, $5 tokens, $6 micro-dollars. */
     holdPut: `INSERT INTO ${s}.group_holds (grp, run_id, token, win, tokens, cost_micro) VALUES ($1, $2, $3, $4, $5, $6)`,
     /** As `spend`, with $6 run and $7 token: that hold is dropped in the same statement. */
@@ -132,26 +162,32 @@ export function groupsOn(
         await client.query('BEGIN', []);
         try {
           await client.query(sql.holdLock, [group]);
-          const { rows } = await client.query<SpendRow & { held_tokens: string; held_cost: string }>(sql.holdRead, [
-            group,
-            request.runId,
-            at,
-          ]);
-          const row = rows[0] as SpendRow & { held_tokens: string; held_cost: string };
+          const read = async () =>
+            (await client.query<HoldRow>(sql.holdRead, [group, request.runId, at])).rows[0] as HoldRow;
+          let row = await read();
+          const lease =
+            row.lease_token === null
+              ? null
+              : {
+                  token: Number(row.lease_token),
+                  owner: row.lease_owner,
+                  expiresAt: row.lease_expires === null ? null : Number(row.lease_expires),
+                };
+          const lost = holdLeaseLost(request.runId, request.token, lease, Number(row.now_ms));
+          if (lost) throw lost;
+          if (Number(row.lapsed) > 0) {
+            // Holds whose lease is no longer live are charged as spent, and the spending read again.
+            await client.query(sql.holdLapsed, [group, at]);
+            row = await read();
+          }
           const spend = spendOfRow(group, row);
           const spent = { tokens: Number(row.tokens), cost: Number(row.cost_micro) };
           const others = { tokens: Number(row.held_tokens), cost: Number(row.held_cost) };
           const { held, exhausted } = groupHold(spend.budget, spent, others, request);
           await client.query(sql.holdDrop, [group, request.runId]);
           if (held) {
-            await client.query(sql.holdPut, [
-              group,
-              request.runId,
-              request.token,
-              row.win,
-              held.tokens,
-              held.costMicroUsd,
-            ]);
+            const { tokens, costMicroUsd } = held;
+            await client.query(sql.holdPut, [group, request.runId, request.token, row.win, tokens, costMicroUsd]);
           }
           await client.query('COMMIT', []);
           return { held, exhausted, spend };

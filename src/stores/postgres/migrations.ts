@@ -151,8 +151,9 @@ async function dropEntriesKey(client: Sql, s: string): Promise<void> {
 
 /**
  * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
- * for the model call it is making. A hold counts while the run's lease with its token is live, so
- * it is read joined with `leases`; one per group and run.
+ * for the model call it is making. A hold counts while the run's lease with its token is live, and
+ * is charged as spent once it is not (`lapsedHold`), so it is read joined with `leases`; one per
+ * group and run.
  */
 async function createGroupHolds(client: Sql, s: string): Promise<void> {
   await client.query(`

@@ -16,6 +16,9 @@ import {
   type GroupSpend,
   groupAfterJoin,
   groupHold,
+  holdLeaseLost,
+  lapsedHold,
+  MAX_GROUP_MICRO_USD,
   MAX_GROUP_TOKENS,
   microOf,
   spendOf,
@@ -26,6 +29,18 @@ interface BudgetRow {
   max_cost_micro: number | null;
   max_tokens: number | null;
   period: 'day' | 'total';
+}
+
+/** A hold of the group, with its run's lease (nulls: none). */
+interface HoldRow {
+  run_id: string;
+  hold_token: number;
+  win: string;
+  tokens: number;
+  cost_micro: number;
+  token: number | null;
+  owner: string | null;
+  expires_at: number | null;
 }
 
 /** The group transactions on `db`, called by the store after it checked the arguments. */
@@ -66,6 +81,16 @@ export function groupTransactions(db: Database): GroupTransactions {
       WHERE h.grp = ? AND h.win = ? AND h.run_id <> ?
         AND l.token = h.token AND l.owner IS NOT NULL AND l.expires_at > ?`,
   );
+  const leaseRow = db.prepare('SELECT token, owner, expires_at FROM leases WHERE run_id = ?');
+  const holdsOf = db.prepare(
+    `SELECT h.run_id, h.token AS hold_token, h.win, h.tokens, h.cost_micro, l.token, l.owner, l.expires_at
+       FROM group_holds h LEFT JOIN leases l ON l.run_id = h.run_id WHERE h.grp = ?`,
+  );
+  const addSpent = db.prepare(
+    `INSERT INTO group_spend (grp, win, tokens, cost_micro) VALUES (?, ?, ?, ?)
+     ON CONFLICT (grp, win) DO UPDATE SET tokens = MIN(tokens + excluded.tokens, ${MAX_GROUP_TOKENS}),
+       cost_micro = MIN(cost_micro + excluded.cost_micro, ${MAX_GROUP_MICRO_USD})`,
+  );
   const dropHold = db.prepare('DELETE FROM group_holds WHERE grp = ? AND run_id = ?');
   const dropHoldOf = db.prepare('DELETE FROM group_holds WHERE grp = ? AND run_id = ? AND token = ?');
   const putHold = db.prepare(
@@ -93,6 +118,19 @@ export function groupTransactions(db: Database): GroupTransactions {
   });
 
   const hold = db.transaction((group: string, request: GroupHoldRequest, now: number): GroupHoldResult => {
+    const lease = leaseRow.get(request.runId) as
+      | { token: number; owner: string | null; expires_at: number | null }
+      | undefined;
+    const current = lease ? { token: lease.token, owner: lease.owner, expiresAt: lease.expires_at } : null;
+    const lost = holdLeaseLost(request.runId, request.token, current, now);
+    if (lost) throw lost;
+    // Holds whose lease is no longer live are charged as spent (`lapsedHold`).
+    for (const h of holdsOf.all(group) as HoldRow[]) {
+      const owner = h.token === null ? null : { token: h.token, owner: h.owner, expiresAt: h.expires_at };
+      if (!lapsedHold(h.hold_token, owner, now)) continue;
+      addSpent.run(group, h.win, h.tokens, h.cost_micro);
+      dropHoldOf.run(group, h.run_id, h.hold_token);
+    }
     const budget = budgetOf(group);
     const window = windowOf(budget?.period ?? 'day', now);
     const row = spentRow.get(group, window) as { tokens: number; cost_micro: number } | undefined;

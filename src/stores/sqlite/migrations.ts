@@ -137,8 +137,9 @@ function partialListingIndexes(db: Database): void {
 
 /**
  * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
- * for the model call it is making. A hold counts while the run's lease with its token is live, so
- * it is read joined with `leases`; one per group and run.
+ * for the model call it is making. A hold counts while the run's lease with its token is live, and
+ * is charged as spent once it is not (`lapsedHold`), so it is read joined with `leases`; one per
+ * group and run.
  */
 function createGroupHolds(db: Database): void {
   db.exec(`

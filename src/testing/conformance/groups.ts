@@ -5,6 +5,7 @@
  * kept for life.
  */
 import assert from 'node:assert/strict';
+import { LeaseLostError } from '../../errors.js';
 import type { CheckpointStore } from '../../store.js';
 import type { GroupBudgetStore } from '../../stores/groups.js';
 import { optionsError, withClock, withStore, write } from './fixtures.js';
@@ -77,32 +78,76 @@ export const groupCases: ConformanceCase[] = [
       }),
   },
   {
-    name: 'group holds: a hold lives with its lease — released, lapsed or claimed by another, it no longer takes room; settling with another token leaves it',
+    name: 'group holds: a hold whose lease is no longer live — lapsed, released or claimed by another — is charged as spent at the next hold; settling with another token leaves a hold',
+    requires: ['groupBudgets', 'clock'],
+    run: (ctx) =>
+      withClock(ctx, async (store, clock) => {
+        const g = groups(store);
+        await g.setGroupBudget('acme', { maxTokens: 1_000 });
+        const hold = async (runId: string, token: number, tokens: number, min = 1) =>
+          (await g.holdGroup('acme', ask(runId, token, tokens, 0, min))).held?.tokens ?? null;
+        const spent = async () => (await g.groupSpend('acme')).tokens;
+        const a = await store.claim('a', { owner: 'worker-a', leaseMs: 1_000 });
+        const b = await store.claim('b', { owner: 'worker-b', leaseMs: 60_000 });
+        assert.equal(await hold('a', a.token, 300), 300);
+        assert.equal(await hold('b', b.token, 800, 701), null); // 700 left beside a's hold
+        // A hold replaces the run's own earlier one (same lease): not counted against itself, not charged.
+        assert.equal(await hold('a', a.token, 400), 400);
+        clock.now += 1_000; // a's lease lapsed with its call in flight: the call may have been billed
+        assert.equal(await spent(), 0);
+        assert.equal(await hold('b', b.token, 100), 100);
+        assert.equal(await spent(), 400, 'the lapsed hold is charged as spent by the next hold');
+        const a2 = await store.claim('a', { owner: 'worker-c', leaseMs: 60_000 });
+        assert.equal(await hold('a', a2.token, 600, 501), null); // 1000 - 400 spent - 100 held by b
+        assert.equal(await hold('a', a2.token, 500), 500);
+        // b settles with a stale token: its hold stays, the charge is added.
+        await g.settleGroup('acme', { runId: 'b', token: b.token + 7, charge: { tokens: 5, costMicroUsd: 0 } });
+        assert.equal(await spent(), 405);
+        assert.equal(await hold('a', a2.token, 500, 496), null); // 1000 - 405 - 100 = 495
+        assert.equal(await store.release(b), true); // released with b's hold unsettled: charged too
+        assert.equal(await hold('a', a2.token, 500), 495);
+        assert.equal(await spent(), 505);
+        // The first owner of a wakes and settles its call: what it spent is added (counted twice, never less).
+        await g.settleGroup('acme', { runId: 'a', token: a.token, charge: { tokens: 50, costMicroUsd: 0 } });
+        assert.equal(await spent(), 555);
+        // A group without limits holds what is asked (and a null cost is no cost).
+        const free = await g.holdGroup('other', ask('a', a2.token, 1_000_000, null));
+        assert.deepEqual(free.held, { tokens: 1_000_000, costMicroUsd: 0 });
+      }),
+  },
+  {
+    name: 'group holds: a hold is asked under the run’s live lease — an owner that lost its run is refused (LeaseLostError), and the new owner’s hold still counts',
     requires: ['groupBudgets', 'clock'],
     run: (ctx) =>
       withClock(ctx, async (store, clock) => {
         const g = groups(store);
         await g.setGroupBudget('acme', { maxTokens: 100 });
-        const hold = async (runId: string, token: number, tokens: number, min = 1) =>
-          (await g.holdGroup('acme', ask(runId, token, tokens, 0, min))).held?.tokens ?? null;
-        const a = await store.claim('a', { owner: 'worker-a', leaseMs: 1_000 });
-        const b = await store.claim('b', { owner: 'worker-b', leaseMs: 60_000 });
-        assert.equal(await hold('a', a.token, 80), 80);
-        assert.equal(await hold('b', b.token, 80, 30), null); // 20 left beside a's hold
-        // A hold replaces the run's own earlier one: it is not counted against itself.
-        assert.equal(await hold('a', a.token, 90), 90);
-        clock.now += 1_000; // a's lease lapsed: its process is gone, and so is its hold
-        assert.equal(await hold('b', b.token, 80), 80);
-        const a2 = await store.claim('a', { owner: 'worker-c', leaseMs: 60_000 });
-        assert.equal(await hold('a', a2.token, 50, 30), null); // b holds 80
-        // b settles with a stale token: nothing is dropped, the charge is added.
-        await g.settleGroup('acme', { runId: 'b', token: b.token + 7, charge: { tokens: 5, costMicroUsd: 0 } });
-        assert.equal(await hold('a', a2.token, 50, 16), null); // 100 - 5 - 80 = 15
-        assert.equal(await store.release(b), true); // released: its hold is gone
-        assert.equal(await hold('a', a2.token, 50), 50);
-        // A group without limits holds what is asked (and a null cost is no cost).
-        const free = await g.holdGroup('other', ask('a', a2.token, 1_000_000, null));
-        assert.deepEqual(free.held, { tokens: 1_000_000, costMicroUsd: 0 });
+        const refused = async (request: ReturnType<typeof ask>, current: number | null) => {
+          await assert.rejects(g.holdGroup('acme', request), (error: unknown) => {
+            assert.ok(error instanceof LeaseLostError, `a LeaseLostError, got ${String(error)}`);
+            assert.equal(error.token, request.token);
+            assert.equal(error.currentToken, current);
+            return true;
+          });
+        };
+        // Worker A holds for run r1, then is paused past its lease; B takes r1 over and holds.
+        const a = await store.claim('r1', { owner: 'worker-a', leaseMs: 1_000 });
+        assert.equal((await g.holdGroup('acme', ask('r1', a.token, 60))).held?.tokens, 60);
+        clock.now += 1_000;
+        await refused(ask('r1', a.token, 60), a.token); // lapsed, not yet taken over
+        const b = await store.claim('r1', { owner: 'worker-b', leaseMs: 60_000 });
+        // A's hold, whose lease is lost, is charged as spent (60): B holds what is left.
+        assert.equal((await g.holdGroup('acme', ask('r1', b.token, 60))).held?.tokens, 40);
+        const c = await store.claim('r2', { owner: 'worker-c', leaseMs: 60_000 });
+        assert.equal((await g.holdGroup('acme', ask('r2', c.token, 60, 0, 41))).held, null);
+        // A wakes and asks with its old token: refused, and B's hold still keeps C out.
+        await refused(ask('r1', a.token, 60), b.token);
+        assert.equal((await g.holdGroup('acme', ask('r2', c.token, 60, 0, 41))).held, null);
+        // A run without a lease record, and a released one, hold nothing either.
+        await refused(ask('r3', 1, 10), null);
+        assert.equal(await store.release(c), true);
+        await refused(ask('r2', c.token, 10), c.token);
+        assert.equal((await g.holdGroup('acme', ask('r1', b.token, 40))).held?.tokens, 40);
       }),
   },
   {
