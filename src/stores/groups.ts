@@ -109,13 +109,15 @@ export interface GroupBudgetStore {
   /**
    * Holds room in the group's current window for run `request.runId`, atomically: what fits under
    * each limit beside the spending and the live holds of other runs, up to what was asked, if at
-   * least the minimum fits (`groupHold` says how). Replaces the run's own earlier hold.
+   * least the minimum fits (`groupHold` says how). Replaces the run's own earlier hold; charges the
+   * group's holds whose lease is no longer live as spent first (`lapsedHold`).
    * @throws LeaseLostError unless `request.token` is the run's live lease (`holdLeaseLost`): nothing changes.
    */
   holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult>;
   /**
    * Drops run `runId`'s hold (when its token is `token`) and adds `charge` to the current window,
-   * in one atomic step (a charge without a hold is added all the same). Returns the totals after it.
+   * in one atomic step. Without such a hold the charge is added only under the run's live lease of
+   * that token: else the hold was charged as spent already (`settledByLapse`). Returns the totals after it.
    */
   settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend>;
   /**
@@ -337,11 +339,20 @@ export function checkGroupSettlement(
  * A hold (asked with `token`) whose lease is no longer live (`current`, at `now`): its owner died,
  * lost the run or let it go with the call in flight. The call may have been made, and billed, so
  * the hold is charged to its group as spent — the next hold in the group does it — and no longer
- * held. An owner that settles it after all adds what its call spent (the group then counts the call
- * twice, never less than it spent).
+ * held. An owner that settles it after all adds nothing more (`settledByLapse`): a call is charged
+ * at most what it held. Settled before it is charged, it is charged what the call spent.
  */
 export function lapsedHold(token: number, current: LeaseRecord | null, now: number): boolean {
   return current === null || current.token !== token || !isLive(current, now);
+}
+
+/**
+ * A settlement with `token` that finds no hold of that token adds nothing when the lease of that
+ * token is no longer live (`current`, at `now`): its hold was charged as spent (`lapsedHold`), at
+ * least what the call could be charged. Under the live lease it adds its charge (there was no hold).
+ */
+export function settledByLapse(token: number, current: LeaseRecord | null, now: number): boolean {
+  return lapsedHold(token, current, now);
 }
 
 /**

@@ -23,6 +23,7 @@ import {
   lapsedHold,
   MAX_GROUP_MICRO_USD,
   MAX_GROUP_TOKENS,
+  settledByLapse,
   spendOf,
   windowOf,
 } from './groups.js';
@@ -100,6 +101,9 @@ export class MemoryGroups implements GroupBudgetStore {
     checkRunId('settleGroup', s.runId);
     const holds = this.#holds.get(group);
     if (holds?.get(s.runId)?.token === s.token) holds.delete(s.runId);
+    else if (settledByLapse(s.token, this.#leaseOf(s.runId), nowOf(this.#now, 'settleGroup'))) {
+      return this.#spend('settleGroup', group, null);
+    }
     return this.#spend('settleGroup', group, s.charge);
   }
 

@@ -121,18 +121,28 @@ export function groupStatements(s: string) {
           cost_micro = LEAST(g.cost_micro + excluded.cost_micro, ${MAX_GROUP_MICRO_USD})`,
     /** $1 group, $2 run, $3 token, $4 window, $5 tokens, $6 micro-dollars. */
     holdPut: `INSERT INTO ${s}.group_holds (grp, run_id, token, win, tokens, cost_micro) VALUES ($1, $2, $3, $4, $5, $6)`,
-    /** As `spend`, with $6 run and $7 token: that hold is dropped in the same statement. */
-    settle: `WITH dropped AS (DELETE FROM ${s}.group_holds WHERE grp = $1 AND run_id = $6 AND token = $7),
+    /**
+     * As `spend`, with $6 run and $7 token: that hold is dropped in the same statement. Without such a
+     * hold, the charge is added only under the run's live lease of that token: else the hold was
+     * charged as spent when its lease stopped being live (`settledByLapse`), and the spending is read.
+     */
+    settle: `WITH dropped AS (DELETE FROM ${s}.group_holds WHERE grp = $1 AND run_id = $6 AND token = $7 RETURNING 1),
       ${budget}, ${window('$4')}, up AS (
         INSERT INTO ${s}.group_spend AS g (grp, win, tokens, cost_micro)
         SELECT $1, w.win, $2::bigint, GREATEST($3::bigint, ${floor}) FROM w
+         WHERE EXISTS (SELECT 1 FROM dropped) OR EXISTS (SELECT 1 FROM ${s}.leases l WHERE l.run_id = $6
+           AND l.token = $7 AND l.owner IS NOT NULL AND l.expires_at > ${now('$4')})
         ON CONFLICT (grp, win) DO UPDATE SET
           tokens = LEAST(g.tokens + $2::bigint, ${MAX_GROUP_TOKENS}),
           cost_micro = GREATEST(LEAST(g.cost_micro + $3::bigint, ${MAX_GROUP_MICRO_USD}), ${floor})
         RETURNING win, tokens, cost_micro
       )
       SELECT up.win, up.tokens::text AS tokens, up.cost_micro::text AS cost_micro, ${limits}
-        FROM up LEFT JOIN b ON true`,
+        FROM up LEFT JOIN b ON true
+      UNION ALL
+      SELECT w.win, COALESCE(g.tokens, 0)::text, COALESCE(g.cost_micro, 0)::text, ${limits}
+        FROM w LEFT JOIN ${s}.group_spend g ON g.grp = $1 AND g.win = w.win LEFT JOIN b ON true
+       WHERE NOT EXISTS (SELECT 1 FROM up)`,
   };
 }
 

@@ -21,9 +21,11 @@ import {
   MAX_GROUP_MICRO_USD,
   MAX_GROUP_TOKENS,
   microOf,
+  settledByLapse,
   spendOf,
   windowOf,
 } from '../groups.js';
+import type { LeaseRecord } from '../leases.js';
 
 interface BudgetRow {
   max_cost_micro: number | null;
@@ -98,6 +100,11 @@ export function groupTransactions(db: Database): GroupTransactions {
   );
   const putMember = db.prepare('INSERT INTO run_groups (run_id, grp) VALUES (?, ?) ON CONFLICT (run_id) DO NOTHING');
 
+  const leaseOf = (runId: string): LeaseRecord | null => {
+    const row = leaseRow.get(runId) as { token: number; owner: string | null; expires_at: number | null } | undefined;
+    return row ? { token: row.token, owner: row.owner, expiresAt: row.expires_at } : null;
+  };
+
   const budgetOf = (group: string): GroupBudget | null => {
     const row = budgetRow.get(group) as BudgetRow | undefined;
     if (!row) return null;
@@ -118,11 +125,7 @@ export function groupTransactions(db: Database): GroupTransactions {
   });
 
   const hold = db.transaction((group: string, request: GroupHoldRequest, now: number): GroupHoldResult => {
-    const lease = leaseRow.get(request.runId) as
-      | { token: number; owner: string | null; expires_at: number | null }
-      | undefined;
-    const current = lease ? { token: lease.token, owner: lease.owner, expiresAt: lease.expires_at } : null;
-    const lost = holdLeaseLost(request.runId, request.token, current, now);
+    const lost = holdLeaseLost(request.runId, request.token, leaseOf(request.runId), now);
     if (lost) throw lost;
     // Holds whose lease is no longer live are charged as spent (`lapsedHold`).
     for (const h of holdsOf.all(group) as HoldRow[]) {
@@ -144,7 +147,9 @@ export function groupTransactions(db: Database): GroupTransactions {
 
   const settle = db.transaction(
     (group: string, s: Required<GroupSettlement> & { charge: Required<GroupCharge> }, now: number) => {
-      dropHoldOf.run(group, s.runId, s.token);
+      if (dropHoldOf.run(group, s.runId, s.token).changes === 0 && settledByLapse(s.token, leaseOf(s.runId), now)) {
+        return spend(group, null, now);
+      }
       return spend(group, s.charge, now);
     },
   );

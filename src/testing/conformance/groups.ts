@@ -78,7 +78,7 @@ export const groupCases: ConformanceCase[] = [
       }),
   },
   {
-    name: 'group holds: a hold whose lease is no longer live — lapsed, released or claimed by another — is charged as spent at the next hold; settling with another token leaves a hold',
+    name: 'group holds: a hold whose lease is no longer live — lapsed, released or claimed by another — is charged as spent at the next hold, and its late settlement adds nothing; a settlement under the live lease adds what was spent',
     requires: ['groupBudgets', 'clock'],
     run: (ctx) =>
       withClock(ctx, async (store, clock) => {
@@ -100,16 +100,23 @@ export const groupCases: ConformanceCase[] = [
         const a2 = await store.claim('a', { owner: 'worker-c', leaseMs: 60_000 });
         assert.equal(await hold('a', a2.token, 600, 501), null); // 1000 - 400 spent - 100 held by b
         assert.equal(await hold('a', a2.token, 500), 500);
-        // b settles with a stale token: its hold stays, the charge is added.
+        // b settles with a token that is not its lease's: b's hold stays, and nothing is added.
         await g.settleGroup('acme', { runId: 'b', token: b.token + 7, charge: { tokens: 5, costMicroUsd: 0 } });
-        assert.equal(await spent(), 405);
-        assert.equal(await hold('a', a2.token, 500, 496), null); // 1000 - 405 - 100 = 495
+        assert.equal(await spent(), 400);
+        assert.equal(await hold('a', a2.token, 600, 501), null); // 1000 - 400 - 100 = 500
         assert.equal(await store.release(b), true); // released with b's hold unsettled: charged too
-        assert.equal(await hold('a', a2.token, 500), 495);
-        assert.equal(await spent(), 505);
-        // The first owner of a wakes and settles its call: what it spent is added (counted twice, never less).
+        assert.equal(await hold('a', a2.token, 600), 500);
+        assert.equal(await spent(), 500);
+        // a's first owner wakes and settles its call: its hold was charged (at least what it may be charged).
         await g.settleGroup('acme', { runId: 'a', token: a.token, charge: { tokens: 50, costMicroUsd: 0 } });
-        assert.equal(await spent(), 555);
+        assert.equal(await spent(), 500);
+        // Settled under the live lease: the hold is dropped and what the call spent is added; without a
+        // hold (none was asked), the charge is added all the same.
+        await g.settleGroup('acme', { runId: 'a', token: a2.token, charge: { tokens: 120, costMicroUsd: 0 } });
+        assert.equal(await spent(), 620);
+        await g.settleGroup('acme', { runId: 'a', token: a2.token, charge: { tokens: 7, costMicroUsd: 0 } });
+        assert.equal(await spent(), 627);
+        assert.equal(await hold('a', a2.token, 400), 373);
         // A group without limits holds what is asked (and a null cost is no cost).
         const free = await g.holdGroup('other', ask('a', a2.token, 1_000_000, null));
         assert.deepEqual(free.held, { tokens: 1_000_000, costMicroUsd: 0 });
