@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { PendingCall } from '../../src/index.js';
+import { random } from '../support/random.js';
 import { checkInvariants, type Lifetime, type LoggedDecision } from './invariants.js';
 import { openWorld, type WorldSpec } from './ledger.js';
 import {
@@ -45,18 +46,6 @@ export interface CrashOptions {
   logFile?: string;
   /** The agents' durability mode. @default 'full' */
   durability?: 'full' | 'points';
-}
-
-/** mulberry32: a small seeded generator, so a failing seed can be rerun (timing aside). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
