@@ -54,10 +54,9 @@ async function run(store: ChaosOptions['store']): Promise<void> {
 }
 
 function print(report: ChaosReport): void {
-  const { violations, knownBugs, notes, ...figures } = report;
+  const { violations, notes, ...figures } = report;
   console.log(`chaos (${report.store}, seed ${report.seed}):`, JSON.stringify(figures));
   for (const line of notes) console.log(`  note: ${line}`);
-  for (const line of knownBugs) console.log(`  KNOWN BUG ${line}`);
   for (const line of violations) console.log(`  VIOLATION ${line}`);
   mkdirSync('reports', { recursive: true });
   writeFileSync(`reports/chaos-${report.store}.json`, JSON.stringify(report, null, 1));

@@ -59,14 +59,13 @@ export interface ChaosReport {
       limitUsd: number;
       runsUsd: number;
       exhausted: string | null;
+      /** Holds asked by owners that had lost their run (refused by the store). */
       staleHolds: number;
-      chargedOnStaleHoldsUsd: number;
-      lateChargesUsd: number;
+      /** What those owners' settlements reported (added only for a hold not yet charged as spent). */
+      staleChargesUsd: number;
     }
   >;
   violations: string[];
-  /** Breaches an open bug explains, named and filed apart (docs/testing.md, "Runtime bugs these suites found"). */
-  knownBugs: string[];
   notes: string[];
 }
 
@@ -104,7 +103,6 @@ export function emptyReport(store: string, seed: number): ChaosReport {
     workerErrors: {},
     groups: {},
     violations: [],
-    knownBugs: [],
     notes: [],
   };
 }
