@@ -14,6 +14,8 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
+    // One project: the base's two (unit, then the process suites) are not what a mutant runs.
+    projects: undefined,
     // Replaces the base list (mergeConfig would append to it).
     include: [
       'test/*.test.ts',

@@ -15,7 +15,8 @@ import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Run
 import { readDecisions } from './runtime/decisions.js';
 import { claimRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
-import { RunActor, type StoredPlace } from './runtime/run-actor.js';
+import type { StoredPlace } from './runtime/place.js';
+import { RunActor } from './runtime/run-actor.js';
 import type { CheckpointStore, Lease, RecordedDecision } from './store.js';
 import { groupBudgetsOf } from './stores/groups.js';
 import { checkLease } from './stores/leases.js';

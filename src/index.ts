@@ -1,6 +1,5 @@
 /** Tollgate's public API. Everything a user imports from 'tollgate' is named here. */
 
-export { agentMachine } from '../machines/index.js';
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint/index.js';
 export { type Clock, systemClock } from './clock.js';
@@ -133,6 +132,7 @@ export type {
   FinalEntry,
   HistoryCall,
   HistoryEntry,
+  InspectEvent,
   InspectOption,
   Json,
   JsonObject,

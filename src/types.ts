@@ -1,5 +1,4 @@
 /** The public types of the Agent API. */
-import type { InspectionEvent, Observer } from 'xstate';
 import type {
   ApprovalRecord,
   AssistantCall,
@@ -106,8 +105,30 @@ export type Policy<Tools extends readonly Tool[] = readonly Tool[]> = ((
  */
 type ComparedByStructure<T> = { readonly [K in keyof T as never]?: never };
 
-/** An inspector of a run's live machine: a function or an observer of XState inspection events. */
-export type InspectOption = ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
+/**
+ * An event of XState's inspection API (xstate's `InspectionEvent`, which is assignable to it), as
+ * far as an inspector reads it. Written out here so that Tollgate's declarations do not load
+ * XState's, which fail `exactOptionalPropertyTypes` under `skipLibCheck: false`.
+ */
+export type InspectEvent = { rootId: string; actorRef: unknown } & (
+  | {
+      type: '@xstate.snapshot' | '@xstate.transition' | '@xstate.microstep';
+      event: { type: string };
+      snapshot: unknown;
+    }
+  | { type: '@xstate.event'; event: { type: string }; sourceRef: unknown }
+  | { type: '@xstate.action'; action: { type: string; params: unknown } }
+  | { type: '@xstate.actor' }
+);
+
+/**
+ * An inspector of a run's live machine: a function or an observer of XState inspection events —
+ * `inspector.inspect` of `@statelyai/inspect`, or a function of xstate's `InspectionEvent` (both
+ * are accepted: the parameter is compared both ways).
+ */
+export type InspectOption =
+  | { bivariant(event: InspectEvent): void }['bivariant']
+  | { next?(event: InspectEvent): void; error?(error: unknown): void; complete?(): void };
 
 /**
  * Options shared by `new Agent` and `Agent.resume`. `Tools` is inferred from `tools`, never from

@@ -76,6 +76,8 @@ beforeAll(async () => {
       '@modelcontextprotocol/sdk',
       '@opentelemetry/api',
       '@opentelemetry/sdk-trace-base',
+      'hono',
+      '@hono/node-server',
     ],
   });
   mkdirSync(join(project, 'docs'));

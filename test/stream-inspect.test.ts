@@ -3,8 +3,8 @@
  * the history records only the final action. And `inspect`: XState's inspector sees the live run.
  */
 import { describe, expect, it } from 'vitest';
-import type { InspectionEvent } from 'xstate';
-import { Agent, defineAgent, type RunEvent } from '../src/index.js';
+import type { InspectionEvent, Observer } from 'xstate';
+import { Agent, defineAgent, type InspectEvent, type RunEvent } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { submitRun, Worker } from '../src/worker/index.js';
 import { gate, until } from './support/helpers.js';
@@ -86,11 +86,24 @@ describe('streaming deltas', () => {
 
 describe('inspect', () => {
   it('is handed to XState: the inspector sees the run actor and its events', async () => {
-    const events: InspectionEvent[] = [];
+    const events: InspectEvent[] = [];
     const agent = new Agent({ tools: [], policy: () => ({ final: 1 }), inspect: (e) => events.push(e) });
     await agent.start('go');
     expect(events.some((e) => e.type === '@xstate.actor')).toBe(true);
     expect(events.some((e) => e.type === '@xstate.event' && e.event.type === 'START')).toBe(true);
+  });
+
+  it("takes XState's own inspector types: a function of InspectionEvent, and an Observer of them", async () => {
+    const seen: InspectionEvent[] = [];
+    const fn = (event: InspectionEvent) => {
+      seen.push(event);
+    };
+    const observer: Observer<InspectionEvent> = { next: (event) => seen.push(event) };
+    for (const inspect of [fn, observer]) {
+      const agent = new Agent({ tools: [], policy: () => ({ final: 1 }), inspect });
+      await agent.start('go');
+    }
+    expect(seen.filter((e) => e.type === '@xstate.actor').length).toBeGreaterThanOrEqual(2);
   });
 
   it('must be a function or an observer', () => {
@@ -101,7 +114,7 @@ describe('inspect', () => {
 
   it("on a Worker: passed to each run's actor, in place of the definition's", async () => {
     const store = new MemoryStore();
-    const own: InspectionEvent[] = [];
+    const own: InspectEvent[] = [];
     const support = defineAgent({
       name: 'support',
       tools: [],
@@ -110,7 +123,7 @@ describe('inspect', () => {
     });
     await submitRun(store, { agent: support, goal: 'a', runId: 'w1' });
     await submitRun(store, { agent: support, goal: 'b', runId: 'w2' });
-    const events: InspectionEvent[] = [];
+    const events: InspectEvent[] = [];
     const worker = new Worker({ store, agents: [support], inspect: (e) => events.push(e) });
     expect(await worker.drain()).toBe(2);
     // Each run's actor (restored from the store), and the machine's events as the run goes on.

@@ -15,7 +15,7 @@ export const EXIT = {
   budgetExhausted: 4,
   /** The policy failed after its retries. */
   failed: 5,
-  /** The run was cancelled. */
+  /** The run was cancelled (by someone else: `tollgate cancel` itself ends with 0). */
   cancelled: 6,
 } as const;
 

@@ -10,7 +10,7 @@ Examples:
   $ tollgate run ./agents/support.js "Order A-1001 arrived broken, refund it" --run-id ticket-42
   $ tollgate runs --status awaiting_approval
   $ tollgate show ticket-42
-  $ tollgate approve ticket-42 --call-id 'ticket-42:2#1' --note "receipt checked"
+  $ tollgate approve ticket-42 --call-id 'ticket-42:2#1@86a2a281216a0046d647d0bb5da7f245' --note "receipt checked"
   $ tollgate deny ticket-42 --note "refunds over $100 need a manager"
   $ tollgate resume ticket-42 --max-steps 12
   $ tollgate cancel ticket-42 --reason "customer withdrew the request"

@@ -7,8 +7,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { RunNotFoundError } from '../errors.js';
 import type { CheckpointStore, Lease, ListOptions, RunSummary, StoredRun } from '../store.js';
-import { CliEnvironmentError, CliUsageError } from './exit-codes.js';
-import { buildMissingMessage, missingOwnFile, missingPackage } from './self.js';
+import { CliUsageError } from './exit-codes.js';
+import { importNeeding } from './self.js';
 import type { StoreLocation } from './store-location.js';
 
 /** An opened store and what the command needs to say about it. */
@@ -54,24 +54,14 @@ class MissingStore implements CheckpointStore {
   async close(): Promise<void> {}
 }
 
-/** Imports a store module of Tollgate's, telling a missing driver from a missing build file. */
-async function importStore<T>(load: () => Promise<T>, driver: string, install: string): Promise<T> {
-  try {
-    return await load();
-  } catch (error) {
-    const file = missingOwnFile(error);
-    if (file) throw new CliEnvironmentError(buildMissingMessage(file));
-    if (missingPackage(error) === driver) {
-      throw new CliEnvironmentError(`this store needs ${driver}, which is not installed: ${install}`);
-    }
-    throw new CliEnvironmentError(`cannot load ${driver}: ${(error as Error).message.split('\n')[0]}`);
-  }
-}
-
 /** Opens the store; `create: false` never creates an SQLite file (nor its folder). */
 export async function openStore(location: StoreLocation, options: { create: boolean }): Promise<OpenedStore> {
   if (location.kind === 'postgres') {
-    const { PostgresStore } = await importStore(() => import('../stores/postgres.js'), 'pg', 'npm install pg@8');
+    const { PostgresStore } = await importNeeding(() => import('../stores/postgres.js'), {
+      packages: ['pg'],
+      who: 'this store',
+      install: 'npm install pg@8',
+    });
     const store = new PostgresStore(location.target, { connectTimeoutMs: 3000 });
     try {
       await store.migrate();
@@ -84,11 +74,11 @@ export async function openStore(location: StoreLocation, options: { create: bool
   if (!options.create && !existsSync(location.target)) {
     return { store: new MissingStore(location.target), location, exists: false };
   }
-  const { SqliteStore } = await importStore(
-    () => import('../stores/sqlite.js'),
-    'better-sqlite3',
-    'npm install better-sqlite3@12',
-  );
+  const { SqliteStore } = await importNeeding(() => import('../stores/sqlite.js'), {
+    packages: ['better-sqlite3'],
+    who: 'this store',
+    install: 'npm install better-sqlite3@12',
+  });
   mkdirSync(dirname(location.target), { recursive: true });
   return { store: SqliteStore.open(location.target), location, exists: true };
 }

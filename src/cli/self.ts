@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CliEnvironmentError } from './exit-codes.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -55,4 +56,34 @@ export function missingPackage(error: unknown): string | null {
 /** The one line to say when Tollgate's build is missing a file. */
 export function buildMissingMessage(file: string): string {
   return `Tollgate's build is missing (${file}): run npm run build`;
+}
+
+/** What an optional part of Tollgate needs: its packages, who needs them, and the command that installs them. */
+export interface Needs {
+  packages: readonly string[];
+  /** Said first: "this store", "tollgate serve". */
+  who: string;
+  install: string;
+}
+
+/**
+ * Imports a module of Tollgate's that needs optional packages (a store driver, the inbox's web
+ * server), telling a missing package — said with the command that installs it — from a missing
+ * file of the build.
+ * @throws CliEnvironmentError when either is missing.
+ */
+export async function importNeeding<T>(load: () => Promise<T>, needs: Needs): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const file = missingOwnFile(error);
+    if (file) throw new CliEnvironmentError(buildMissingMessage(file));
+    const missing = missingPackage(error);
+    if (missing !== null && needs.packages.includes(missing)) {
+      throw new CliEnvironmentError(`${needs.who} needs ${missing}, which is not installed: ${needs.install}`);
+    }
+    throw new CliEnvironmentError(
+      `cannot load ${needs.packages.join(', ')}: ${(error as Error).message.split('\n')[0]}`,
+    );
+  }
 }

@@ -24,26 +24,12 @@ import { Drives } from './drives.js';
 import { machineFor, type RuntimeMachine } from './host.js';
 import { remainingOf } from './limits.js';
 import { Observers } from './observe.js';
+import type { StoredPlace } from './place.js';
 import { registerPorts } from './ports.js';
 import { runStateOf } from './run-state.js';
 import { type RunView, Saver } from './saver.js';
 
 type Snapshot = ReturnType<Actor<RuntimeMachine>['getSnapshot']>;
-
-/** Where a stored run lives: its store, the version read, what is stored already, and its lease. */
-export interface StoredPlace {
-  store: CheckpointStore;
-  version: number;
-  stored: number;
-  head: string | null;
-  /** The stored base a delta `head` was written against (`StoredRun.base`); absent or null: none. */
-  base?: string | null;
-  lease: LeaseTerms;
-  /** The lease `Agent.load` claimed before it read the run; null: claimed before the first save. */
-  claimed: Lease | null;
-  /** The run's budget group (joined before the first save); absent or null: none. */
-  group?: string | null;
-}
 
 /** How a run actor begins: fresh from an input, or from a (validated) persisted run. */
 export type Origin = { input: AgentInput } | { run: PersistedRun };

@@ -14,7 +14,8 @@ describe('tollgate with several pending calls', () => {
     expect(run.code).toBe(3);
     const first = callIdOf('s2:1.1', 1, 'pay', { amount: 10 });
     const second = callIdOf('s2:1.2', 1, 'pay', { amount: 20 });
-    for (const id of [first, second]) expect(run.stdout).toContain(`tollgate approve s2 --call-id '${id}'`);
+    for (const id of [first, second])
+      expect(run.stdout).toContain(`npx --no-install tollgate approve s2 --call-id '${id}'`);
 
     const ambiguous = await cli(['approve', 's2', '--no-input']);
     expect(ambiguous.code).toBe(2);

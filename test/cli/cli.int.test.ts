@@ -44,7 +44,7 @@ describe('tollgate (built) in child processes', () => {
     expect(run.stdout).toContain('approval needed');
     expect(run.stdout).toContain('key       inv-7:2');
     expect(run.stdout).toContain(
-      `tollgate approve inv-7 --call-id '${callIdOf('inv-7:2', 1, 'pay', { amount: 250 })}' --store ${dir}/tollgate.db --agent ${fixture('pay-agent.mjs')} --note`,
+      `npx --no-install tollgate approve inv-7 --call-id '${callIdOf('inv-7:2', 1, 'pay', { amount: 250 })}' --store ${dir}/tollgate.db --agent ${fixture('pay-agent.mjs')} --note`,
     );
     expect(paid()).toEqual([]);
     expect(await stored('inv-7')).toMatchObject({ status: 'awaiting_approval', pending: { key: 'inv-7:2' } });

@@ -3,12 +3,13 @@
  * output into a closed pipe, and decide-later commands that work from anywhere.
  */
 
-import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { callIdOf } from '../../machines/index.js';
-import { build, fixture, runNode, workspace } from './workspace.js';
+import { build, fixture, workspace } from './workspace.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -56,11 +57,11 @@ describe('tollgate as a finished command', () => {
     );
   });
 
-  it('cancel ends a run as cancelled with its reason (exit 6); a second cancel is refused', async () => {
+  it('cancel ends a run as cancelled with its reason (exit 0: what was asked); a second cancel is refused', async () => {
     const { cli, paid } = workspace();
     expect((await cli(['run', fixture('pay-agent.mjs'), 'pay', '--run-id', 'x1'])).code).toBe(3);
     const cancel = await cli(['cancel', 'x1', '--reason', 'customer withdrew']);
-    expect(cancel.code).toBe(6);
+    expect(cancel.code).toBe(0);
     expect(cancel.stdout).toContain('cancelled: customer withdrew');
     const show = JSON.parse((await cli(['show', 'x1', '--json'])).stdout);
     expect(show).toMatchObject({ status: 'cancelled', cancelReason: 'customer withdrew', pending: null });
@@ -121,23 +122,29 @@ describe('tollgate as a finished command', () => {
     });
   });
 
-  it('the printed decide-later commands use absolute paths and the call id, and work from another directory', async () => {
+  it('the printed decide-later commands use absolute paths and the call id, and work as printed from another directory of the project', async () => {
     const { cli, dir, paid, env } = workspace();
     mkdirSync(join(dir, 'agents'));
     const module = relative(dir, fixture('pay-agent.mjs'));
     const run = await cli(['run', module, 'pay', '--run-id', 'a1', '--store', 'data/runs.db']);
     expect(run.code).toBe(3);
-    const lines = run.stdout.split('\n').filter((l) => /^\s+tollgate (approve|deny) /.test(l));
+    const lines = run.stdout.split('\n').filter((l) => /^\s+npx --no-install tollgate (approve|deny) /.test(l));
     expect(lines).toEqual([
-      `  tollgate approve a1 --call-id '${callIdOf('a1:2', 1, 'pay', { amount: 250 })}' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
-      `  tollgate deny a1 --call-id '${callIdOf('a1:2', 1, 'pay', { amount: 250 })}' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
+      `  npx --no-install tollgate approve a1 --call-id '${callIdOf('a1:2', 1, 'pay', { amount: 250 })}' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
+      `  npx --no-install tollgate deny a1 --call-id '${callIdOf('a1:2', 1, 'pay', { amount: 250 })}' --store ${dir}/data/runs.db --agent ${fixture('pay-agent.mjs')} --note '…'`,
     ]);
-    const args = (lines[0] as string)
-      .trim()
-      .split(' ')
-      .slice(1, -2)
-      .map((a) => a.replace(/^'(.*)'$/, '$1'));
-    const approve = await runNode(build.bin, [...args, '--note', 'ok'], join(dir, 'agents'), env);
+    // The workspace as a project that installed tollgate: npx finds its command in node_modules/.bin.
+    writeFileSync(join(dir, 'package.json'), '{"private": true}\n');
+    mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
+    const shim = join(dir, 'node_modules', '.bin', 'tollgate');
+    writeFileSync(shim, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(build.bin)} "$@"\n`);
+    chmodSync(shim, 0o755);
+    const command = (lines[0] as string).trim().replace("'…'", 'ok');
+    // Without the npm_* variables of an `npm test` running us: npx would read them as its own settings.
+    const shell = Object.fromEntries(Object.entries(env).filter(([key]) => !/^npm_/i.test(key)));
+    const approve = await promisify(execFile)('/bin/sh', ['-c', command], { cwd: join(dir, 'agents'), env: shell })
+      .then(() => ({ code: 0 }))
+      .catch((error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr }));
     expect(approve.code).toBe(0);
     expect(paid()).toEqual(['a1:2 250']);
   });

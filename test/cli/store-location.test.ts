@@ -57,8 +57,8 @@ describe('laterCommands', () => {
   it('names the call id, the absolute store and module; a secret store through $TOLLGATE_STORE', () => {
     const sqlite = locateStore('/srv/runs.db');
     expect(laterCommands('r 1', 'r 1:2#1', sqlite, '/srv/agent.js')).toEqual([
-      `tollgate approve 'r 1' --call-id 'r 1:2#1' --store /srv/runs.db --agent /srv/agent.js --note '…'`,
-      `tollgate deny 'r 1' --call-id 'r 1:2#1' --store /srv/runs.db --agent /srv/agent.js --note '…'`,
+      `npx --no-install tollgate approve 'r 1' --call-id 'r 1:2#1' --store /srv/runs.db --agent /srv/agent.js --note '…'`,
+      `npx --no-install tollgate deny 'r 1' --call-id 'r 1:2#1' --store /srv/runs.db --agent /srv/agent.js --note '…'`,
     ]);
     const pg = locateStore('postgres://app:s3cret@db/ops');
     const lines = laterCommands('r1', 'r1:2#1', pg, '/srv/agent.js');

@@ -121,7 +121,7 @@ describe('Postgres passwords', () => {
       // The printed command, as a user would paste it, from another directory.
       const command = approveLine
         .trim()
-        .replace(/^tollgate /, `node ${build.bin} `)
+        .replace(/^npx --no-install tollgate /, `node ${build.bin} `)
         .replace("'…'", 'ok');
       const out = execFileSync('sh', ['-c', command], {
         cwd: build.dir,

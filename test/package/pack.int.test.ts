@@ -3,12 +3,23 @@
  * in the project setups the README promises — ESM, CommonJS through `require(esm)`, and
  * TypeScript with `module: NodeNext` in both.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exec, installedProject, type Packed, packedTarball, tsc } from '../support/package-tarball.js';
 
-const manifest = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
+const repoRoot = join(import.meta.dirname, '..', '..');
+const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+  version: string;
   main: string;
   types: string;
   exports: Record<string, unknown>;
@@ -33,6 +44,9 @@ const entryPoints = Object.keys(manifest.exports)
 
 /** The SDKs of the model adapters (tollgate/openai, …) and of tollgate/mcp, optional peers like the drivers. */
 const modelSdks = ['openai', '@anthropic-ai/sdk', '@ai-sdk/provider', '@modelcontextprotocol/sdk'];
+/** The `tollgate` command's packages, and the inbox's web server: optional peers too. */
+const cliPackages = ['commander', '@inquirer/prompts', 'picocolors', 'yocto-spinner'];
+const inboxPackages = ['hono', '@hono/node-server'];
 
 let packed: Packed;
 const projects: string[] = [];
@@ -86,7 +100,10 @@ describe('installed in an ESM project', () => {
   beforeAll(async () => {
     // No better-sqlite3 nor pg: `tollgate` and the stores without a driver must load without them.
     // The model SDKs are there for the type check: the adapters' declarations name their types.
-    project = await installedProject(packed, { type: 'module', link: ['@types/node', '@types/pg', ...modelSdks] });
+    project = await installedProject(packed, {
+      type: 'module',
+      link: ['@types/node', '@types/pg', ...modelSdks, ...cliPackages, ...inboxPackages],
+    });
     projects.push(project);
     pkg = join(project, 'node_modules', 'tollgate');
   }, 300_000);
@@ -146,43 +163,115 @@ describe('installed in an ESM project', () => {
     expect(stdout).toMatch(/tollgate/);
   });
 
-  it("type-checks every entry point's declarations, strictly and without skipLibCheck", async () => {
-    writeFileSync(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022',
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          strict: true,
-          noUncheckedIndexedAccess: true,
-          exactOptionalPropertyTypes: true,
-          skipLibCheck: false,
-          types: ['node'],
-          noEmit: true,
-        },
-        files: ['entry-points.ts'],
-      }),
+  it("type-checks every entry point's declarations, strictly and without skipLibCheck: none loads XState's but tollgate/machine", async () => {
+    const check = async (names: string[]) => {
+      writeFileSync(
+        join(project, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            strict: true,
+            noUncheckedIndexedAccess: true,
+            exactOptionalPropertyTypes: true,
+            skipLibCheck: false,
+            types: ['node'],
+            noEmit: true,
+          },
+          files: ['entry-points.ts'],
+        }),
+      );
+      writeFileSync(
+        join(project, 'entry-points.ts'),
+        names.map((name, i) => `import type * as entry${i} from '${name}';\nexport type { entry${i} };\n`).join(''),
+      );
+      return (await tsc(project)).split(/\n(?! )/).filter((diagnostic) => diagnostic.trim() !== '');
+    };
+    // @ai-sdk/provider's declarations import the types of json-schema, which it does not depend on
+    // (a user of tollgate/ai-sdk installs @types/json-schema): theirs, and the only ones allowed.
+    const aiSdk = /^\.\.\/.*@ai-sdk\/provider\/dist\/index\.d\.ts\(\d+,\d+\): error TS7016: .*'json-schema'/;
+    const rest = await check(entryPoints.filter((name) => name !== 'tollgate/machine'));
+    expect(rest.filter((diagnostic) => !aiSdk.test(diagnostic))).toEqual([]);
+    // tollgate/machine is XState's machine, typed by XState: its declarations fail
+    // exactOptionalPropertyTypes (xstate's setup.d.ts), and nothing else does.
+    const machine = await check(['tollgate/machine']);
+    expect(machine.filter((diagnostic) => !/^node_modules\/xstate\//.test(diagnostic))).toEqual([]);
+    expect(machine.length).toBeGreaterThan(0); // when XState fixes it, say so in the README
+  }, 180_000);
+});
+
+/** The packages in a project's node_modules (scoped ones as `@scope/name`), but `tollgate`. */
+function installedPackages(project: string): string[] {
+  const modules = join(project, 'node_modules');
+  return readdirSync(modules)
+    .filter((name) => !name.startsWith('.'))
+    .flatMap((name) => (name.startsWith('@') ? readdirSync(join(modules, name)).map((n) => `${name}/${n}`) : [name]))
+    .filter((name) => name !== 'tollgate')
+    .sort();
+}
+
+/** Bytes under `dir`, files only (symlinks not followed). */
+function bytesUnder(dir: string): number {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0);
+}
+
+describe('a library install (npm install tollgate, nothing else)', () => {
+  let project = '';
+
+  beforeAll(async () => {
+    project = await installedProject(packed, { type: 'module' });
+    projects.push(project);
+  }, 300_000);
+
+  it('pulls in the runtime dependencies only: no CLI, web server or driver package', () => {
+    const installed = installedPackages(project);
+    console.log(
+      `library install: ${installed.length} packages beside tollgate (${installed.join(', ')}), ${(bytesUnder(join(project, 'node_modules')) / 1e6).toFixed(1)} MB in node_modules`,
     );
-    writeFileSync(
-      join(project, 'entry-points.ts'),
-      entryPoints.map((name, i) => `import type * as entry${i} from '${name}';\nexport type { entry${i} };\n`).join(''),
+    expect(installed).toEqual(['@noble/hashes', '@standard-schema/spec', 'leven', 'xstate', 'zod']);
+    expect(installed.length).toBeLessThanOrEqual(6);
+  });
+
+  it('runs an agent', async () => {
+    const script = `import { Agent } from 'tollgate';
+      const agent = new Agent({ tools: [], policy: () => ({ final: 'ok' }) });
+      console.log(await agent.start('go'));`;
+    const { stdout } = await exec(process.execPath, ['--input-type=module', '-e', script], project);
+    expect(stdout.trim()).toBe('done');
+  });
+
+  it('the tollgate command says in one line what to install for it, and works once it is installed', async () => {
+    const bin = join(project, 'node_modules', '.bin', 'tollgate');
+    const missing = await exec(bin, ['--help'], project).catch((error: Error) => error);
+    expect(missing).toBeInstanceOf(Error);
+    expect((missing as Error).message).toMatch(/exited 1\n/);
+    expect((missing as Error).message).toContain(
+      'tollgate: the tollgate command needs commander, which is not installed (the library does not): npm install commander@14 @inquirer/prompts@7 picocolors@1 yocto-spinner@1\n',
     );
-    // Other libraries' declarations are theirs to fix (xstate's fail exactOptionalPropertyTypes,
-    // @ai-sdk/provider's name the untyped json-schema): only diagnostics in Tollgate's files, or
-    // in the importing file, count. A linked SDK is reported at its real path, outside the project.
-    const ours = (await tsc(project))
-      .split(/\n(?! )/)
-      .filter((diagnostic) => diagnostic.trim() !== '' && !/^(node_modules\/(?!tollgate\/)|\.\.\/)/.test(diagnostic));
-    expect(ours).toEqual([]);
-  }, 120_000);
+    for (const name of cliPackages) {
+      const target = join(project, 'node_modules', name);
+      mkdirSync(dirname(target), { recursive: true });
+      symlinkSync(realpathSync(join(repoRoot, 'node_modules', name)), target, 'dir');
+    }
+    expect((await exec(bin, ['--version'], project)).stdout.trim()).toBe(manifest.version);
+    // The inbox's web server is needed by `tollgate serve` only, and said so.
+    const serve = await exec(bin, ['serve', '--store', join(project, 'runs.db')], project).catch(
+      (error: Error) => error,
+    );
+    expect((serve as Error).message).toContain(
+      'tollgate: tollgate serve needs @hono/node-server, which is not installed: npm install hono@4 @hono/node-server@2\n',
+    );
+  });
 });
 
 describe('installed in a CommonJS project (npm init -y)', () => {
   let project = '';
 
   beforeAll(async () => {
-    project = await installedProject(packed, { type: 'commonjs', link: ['@types/node'] });
+    project = await installedProject(packed, { type: 'commonjs', link: ['@types/node', ...inboxPackages] });
     projects.push(project);
   }, 300_000);
 

@@ -56,8 +56,8 @@ function decideCommand(act: Act, approved: boolean): Command {
     .addHelpText(
       'after',
       approved
-        ? `\nExample:\n  $ tollgate approve ticket-42 --call-id 'ticket-42:2#1' --note "receipt checked" --as carol`
-        : `\nExample:\n  $ tollgate deny ticket-42 --call-id 'ticket-42:2#1' --note "refunds over $100 need a manager"`,
+        ? `\nExample:\n  $ tollgate approve ticket-42 --call-id 'ticket-42:2#1@86a2a281216a0046d647d0bb5da7f245' --note "receipt checked" --as carol`
+        : `\nExample:\n  $ tollgate deny ticket-42 --call-id 'ticket-42:2#1@86a2a281216a0046d647d0bb5da7f245' --note "refunds over $100 need a manager"`,
     )
     .action(act((runId: string, o: DecideFlags) => decide(runId, approved, o)));
   return cmd;

@@ -8,11 +8,18 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { AgentDefinition } from '../../define.js';
 import type { InboxAuth } from '../../inbox/auth.js';
-import { createInboxServer } from '../../inbox/server.js';
 import { loadAgentModule } from '../agent-module.js';
 import { CliUsageError } from '../exit-codes.js';
 import { errOut, out } from '../output.js';
+import { importNeeding } from '../self.js';
 import { type Act, approver, type Common, jsonOption, storeOption, withStore } from './shared.js';
+
+/** The inbox's web server: optional peers of the package. */
+export const INBOX_NEEDS = {
+  packages: ['hono', '@hono/node-server'],
+  who: 'tollgate serve',
+  install: 'npm install hono@4 @hono/node-server@2',
+};
 
 interface ServeFlags extends Common {
   port: number;
@@ -105,6 +112,8 @@ async function serve(modules: string[], o: ServeFlags): Promise<number> {
   const agents: AgentDefinition[] = [];
   for (const module of modules) agents.push(await loadAgentModule(module));
   const { auth, generated, mode } = authOf(o);
+  // Loaded here: the inbox's web server (hono) is an optional peer, needed by this command only.
+  const { createInboxServer } = await importNeeding(() => import('../../inbox/server.js'), INBOX_NEEDS);
   return withStore(o, { create: true }, async (opened) => {
     const inbox = createInboxServer({ store: opened.store, auth, agents, ...(o.origin ? { origins: o.origin } : {}) });
     const stopped = new Promise<void>((done) => {
