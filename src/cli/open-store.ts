@@ -54,6 +54,12 @@ class MissingStore implements CheckpointStore {
   async close(): Promise<void> {}
 }
 
+/**
+ * The better-sqlite3 major for this Node: 12 on Node 20 (13 needs 22, and crashes on 20); 13 from
+ * Node 22 on (12 aborts the process on Node 24.19+ when the GC collects a statement).
+ */
+export const SQLITE_DRIVER_MAJOR = Number(process.versions.node.split('.')[0]) >= 22 ? 13 : 12;
+
 /** Opens the store; `create: false` never creates an SQLite file (nor its folder). */
 export async function openStore(location: StoreLocation, options: { create: boolean }): Promise<OpenedStore> {
   if (location.kind === 'postgres') {
@@ -77,7 +83,7 @@ export async function openStore(location: StoreLocation, options: { create: bool
   const { SqliteStore } = await importNeeding(() => import('../stores/sqlite.js'), {
     packages: ['better-sqlite3'],
     who: 'this store',
-    install: 'npm install better-sqlite3@12',
+    install: `npm install better-sqlite3@${SQLITE_DRIVER_MAJOR}`,
   });
   mkdirSync(dirname(location.target), { recursive: true });
   return { store: SqliteStore.open(location.target), location, exists: true };

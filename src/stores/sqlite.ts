@@ -1,5 +1,5 @@
 /**
- * A `CheckpointStore` in a SQLite file, with better-sqlite3 12: `tollgate/sqlite`.
+ * A `CheckpointStore` in a SQLite file, with better-sqlite3 (12 on Node 20, 13 on Node 22 and 24): `tollgate/sqlite`.
  * (better-sqlite3 13 crashes on Node 20.)
  *
  * - WAL mode: readers never block the writer, nor the writer readers.
