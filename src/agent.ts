@@ -10,8 +10,8 @@ import type { HistoryEntry, Limits, Status } from '../machines/types.js';
 import { decodeCheckpoint, decodeStored, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
-import { checkKeys, showValue } from './option-keys.js';
-import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime } from './options.js';
+import { checkOptions } from './option-schema.js';
+import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime, runShape } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
 import { claimRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
@@ -277,12 +277,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * @throws RunStateError if the run was never started.
    */
   async run(options: RunOptions = {}): Promise<Status> {
-    checkKeys('run', options, ['signal']);
-    const { signal } = options;
+    const { signal } = checkOptions('run', options, runShape, this.#details());
     if (signal === undefined) return this.#runNow();
-    if (!(signal instanceof AbortSignal)) {
-      throw new OptionsError(`run: signal must be an AbortSignal, got ${showValue(signal)}`, this.#details());
-    }
     signal.throwIfAborted();
     const abandon = () => void this.#run.abandon(signal.reason);
     signal.addEventListener('abort', abandon, { once: true });

@@ -2,9 +2,9 @@
  * The agent module format: a file whose default export is `defineAgent({...})`. The CLI
  * (`tollgate run <module>`) and services load such modules to start and resume runs.
  */
-import { OptionsError } from './errors.js';
-import { checkKeys, showValue } from './option-keys.js';
-import { AGENT_OPTION_KEYS, parseAgentOptions } from './options.js';
+import { z } from 'zod';
+import { checkOptions, must, type OptionShape } from './option-schema.js';
+import { agentShape, parseAgentOptions } from './options.js';
 import type { AgentOptions, ResumeOptions, Tool } from './types.js';
 
 // Symbol.for: recognised even when the module was built against another copy of tollgate.
@@ -19,6 +19,18 @@ export interface AgentDefinition<Tools extends readonly Tool[] = readonly Tool[]
   description?: string;
 }
 
+// A run's id, store, agent name and group (a tenant, a user) are per run, not per definition: new
+// Agent and submitRun take them.
+const { runId: _r, store: _s, agent: _a, budgetGroup: _g, ...definitionOptions } = agentShape;
+const definitionShape = {
+  ...definitionOptions,
+  // Stored with each run (StoredRun.agent): as long and as plain as every store keeps it.
+  name: must('a non-empty string of at most 256 characters, without NUL', (e) =>
+    z.custom<string>((v) => typeof v === 'string' && v.trim() !== '' && v.length <= 256 && !v.includes('\u0000'), e),
+  ),
+  description: z.string({ error: 'a string' }).optional(),
+} satisfies OptionShape<AgentDefinition>;
+
 /**
  * Declares an agent, checked up front.
  *
@@ -29,23 +41,7 @@ export interface AgentDefinition<Tools extends readonly Tool[] = readonly Tool[]
 export function defineAgent<Tools extends readonly Tool[] = readonly Tool[]>(
   definition: AgentDefinition<Tools>,
 ): AgentDefinition<Tools> {
-  const known = [
-    // A run's group (a tenant, a user) is per run, not per definition: new Agent and submitRun take it.
-    ...AGENT_OPTION_KEYS.filter((k) => k !== 'runId' && k !== 'store' && k !== 'agent' && k !== 'budgetGroup'),
-    'name',
-    'description',
-  ];
-  checkKeys('defineAgent', definition, known);
-  const { name } = definition;
-  // Stored with each run (StoredRun.agent): as long and as plain as every store keeps it.
-  if (typeof name !== 'string' || name.trim() === '' || name.length > 256 || name.includes('\u0000')) {
-    throw new OptionsError(
-      `defineAgent: name must be a non-empty string of at most 256 characters, without NUL, got ${showValue(name)}`,
-    );
-  }
-  if (definition.description !== undefined && typeof definition.description !== 'string') {
-    throw new OptionsError(`defineAgent: description must be a string, got ${showValue(definition.description)}`);
-  }
+  checkOptions('defineAgent', definition, definitionShape);
   parseAgentOptions(agentOptionsOf(definition), 'defineAgent');
   return Object.freeze({ ...definition, [BRAND]: true });
 }

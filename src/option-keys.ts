@@ -5,7 +5,7 @@
  * call, the option and the bad value.
  */
 import leven from 'leven';
-import { OptionsError } from './errors.js';
+import { type ErrorDetails, OptionsError } from './errors.js';
 
 const MAX_SHOWN = 60;
 
@@ -58,22 +58,28 @@ export function closestKey(key: string, known: readonly string[]): string | null
  * Throws `OptionsError` unless `value` is a plain object whose own keys are all in `known`:
  * `new Agent: unknown option "maxStep" (did you mean "maxSteps"?)`.
  */
-export function checkKeys(call: string, value: unknown, known: readonly string[], noun = 'option'): void {
+export function checkKeys(
+  call: string,
+  value: unknown,
+  known: readonly string[],
+  noun = 'option',
+  details: ErrorDetails = {},
+): void {
   let keys: string[];
   try {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      throw new OptionsError(`${call}: options must be an object, got ${showValue(value)}`);
+      throw new OptionsError(`${call}: options must be an object, got ${showValue(value)}`, details);
     }
     // Symbol keys are not options (a `defineAgent` brand is one); only names can be typos.
     keys = Object.keys(value);
   } catch (error) {
     if (error instanceof OptionsError) throw error;
-    throw new OptionsError(`${call}: options could not be read (${String(error)})`, { cause: error });
+    throw new OptionsError(`${call}: options could not be read (${String(error)})`, { ...details, cause: error });
   }
   for (const key of keys) {
     if (known.includes(key)) continue;
     const meant = closestKey(key, known);
     const hint = meant ? ` (did you mean ${JSON.stringify(meant)}?)` : ` (known: ${known.join(', ')})`;
-    throw new OptionsError(`${call}: unknown ${noun} ${JSON.stringify(key)}${hint}`);
+    throw new OptionsError(`${call}: unknown ${noun} ${JSON.stringify(key)}${hint}`, details);
   }
 }

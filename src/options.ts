@@ -1,9 +1,9 @@
 /**
- * Option checking, up front: a bad option throws `OptionsError` naming the call, the option and
- * the bad value (`new Agent: maxSteps must be a whole number ≥ 0, got -1`), before anything runs
- * or is persisted. Every options object is strict: an unknown key is an error with the key meant
- * (`{ sideEfect: true }` would otherwise silently remove the approval gate). Every duration is
- * bounded where it becomes a timer (2^31−1 ms) or a date (the representable range).
+ * The options of an Agent (`new Agent`, `Agent.resume`, `Agent.load`, `extendBudget`), each object
+ * defined once by its schema (option-schema.ts) and checked up front: a bad option throws
+ * `OptionsError` naming the call, the option and the bad value (`new Agent: maxSteps must be a
+ * whole number ≥ 0, got -1`), before anything runs or is persisted. Every duration is bounded
+ * where it becomes a timer (2^31−1 ms) or a date (the representable range).
  */
 
 import { randomUUID } from 'node:crypto';
@@ -17,22 +17,28 @@ import { type Compaction, compactionOf } from './compaction.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
+import {
+  checkOptions,
+  clockSchema,
+  count,
+  fn,
+  keysOf,
+  must,
+  type OptionShape,
+  pathText,
+  text,
+  timerMs,
+  valueAt,
+} from './option-schema.js';
 import { type Pricing, pricingOf } from './price.js';
 import { checkGroupId, groupBudgetsOf } from './stores/groups.js';
 import { checkToolSchema } from './tool-schema.js';
 import type { TracerLike } from './tracer.js';
-import type { AgentOptions, InspectOption, Policy, ResumeOptions, RuntimeOptions, Tool } from './types.js';
+import type { AgentOptions, InspectOption, Policy, ResumeOptions, RunOptions, RuntimeOptions, Tool } from './types.js';
 
 /** The longest approval TTL: 10 years, so every expiry time is a representable date. */
 export const MAX_APPROVAL_TTL_MS = 10 * 365 * 24 * 3_600_000;
 
-/** A schema whose every failure reads as `must be <what>`. */
-function must<T extends z.ZodType>(what: string, make: (e: { error: string }) => T): T {
-  return make({ error: what });
-}
-
-const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { error: 'a function' });
-const count = must('a whole number ≥ 0', (e) => z.number(e).int(e).min(0, e).max(Number.MAX_SAFE_INTEGER, e));
 const tokens = must('a whole number ≥ 0, or null for no limit', (e) =>
   z.number(e).int(e).min(0, e).max(Number.MAX_SAFE_INTEGER, e).nullable().optional(),
 );
@@ -58,12 +64,6 @@ const price = z
     error: priceTable,
   })
   .optional();
-const timerMs = (extra = '') =>
-  must(`a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}${extra}`, (e) => z.number(e).gt(0, e).max(MAX_TIMER_MS, e));
-const text = (what: string) =>
-  z.custom<string>((v) => typeof v === 'string' && !hasLoneSurrogate(v), {
-    error: `${what} (without lone surrogates)`,
-  });
 const runId = must('a string of 1 to 200 characters, without control characters or lone surrogates', (e) =>
   z.custom<string>(
     (v) =>
@@ -77,38 +77,31 @@ const runId = must('a string of 1 to 200 characters, without control characters 
   ),
 );
 
-/** The keys a tool may have. */
-export const TOOL_KEYS = [
-  'name',
-  'description',
-  'input',
-  'fn',
-  'sideEffect',
-  'needsApproval',
-  'idempotent',
-  'allowEdit',
-  'timeoutMs',
-  'verify',
-] as const;
-
-const tool = z.looseObject({
+const toolShape = {
   name: must('a non-empty string (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v !== '' && !hasLoneSurrogate(v), e),
   ),
   description: z.string({ error: 'a string' }).optional(),
+  // Checked apart (tool-schema.ts), for errors that name the schema's problem.
+  input: z.unknown().optional(),
   fn,
   sideEffect: z.boolean({ error: 'true or false' }).optional(),
-  allowEdit: z.boolean({ error: 'true or false' }).optional(),
   needsApproval: z.union([z.boolean(), fn], { error: 'true, false or a function' }).optional(),
   idempotent: z.boolean({ error: 'true or false' }).optional(),
+  allowEdit: z.boolean({ error: 'true or false' }).optional(),
   timeoutMs: timerMs().optional(),
   verify: fn.optional(),
-});
+} satisfies OptionShape<Tool>;
+const tool = z.looseObject(toolShape);
 
-const runtimeShape = {
+/** The keys a tool may have. */
+export const TOOL_KEYS = keysOf(toolShape);
+
+/** The schema of every run's runtime options (the worker's lease and observer options are these). */
+export const runtimeShape = {
   policy: fn,
   tools: z.array(tool, { error: 'an array of tools' }),
-  clock: z.looseObject({ now: fn, sleep: fn }, { error: 'an object with now() and sleep()' }).optional(),
+  clock: clockSchema.optional(),
   policyRetries: must('a whole number from 0 to 100', (e) => z.number(e).int(e).min(0, e).max(100, e)).optional(),
   retryDelayMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
     z.number(e).min(0, e).max(MAX_TIMER_MS, e),
@@ -149,8 +142,13 @@ const runtimeShape = {
       e,
     ),
   ).optional(),
-};
-const limitShape = { maxSteps: count.optional(), maxTokens: tokens, maxActiveMs: activeMs, maxCostUsd: costUsd };
+} satisfies OptionShape<RuntimeOptions>;
+const limitShape = {
+  maxSteps: count.optional(),
+  maxTokens: tokens,
+  maxActiveMs: activeMs,
+  maxCostUsd: costUsd,
+} satisfies OptionShape<Limits>;
 const storeShape = z.custom<object>(
   (v) =>
     v !== null &&
@@ -158,7 +156,8 @@ const storeShape = z.custom<object>(
     ['load', 'save', 'list', 'delete'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
   { error: 'a CheckpointStore (an object with load, save, list and delete)' },
 );
-const agentShape = {
+/** The schema of `new Agent`'s options. */
+export const agentShape = {
   ...runtimeShape,
   ...limitShape,
   approvalTtlMs: must(`a number of milliseconds > 0 and ≤ ${MAX_APPROVAL_TTL_MS} (10 years), or null for never`, (e) =>
@@ -178,13 +177,13 @@ const agentShape = {
   ).optional(),
   runId: runId.optional(),
   store: storeShape.optional(),
-};
-const resumeShape = { ...runtimeShape, ...limitShape };
+} satisfies OptionShape<AgentOptions>;
+const resumeShape = { ...runtimeShape, ...limitShape } satisfies OptionShape<ResumeOptions>;
 
-/** The keys of each options object, for the unknown-key check. */
-export const AGENT_OPTION_KEYS = Object.keys(agentShape);
-export const RESUME_OPTION_KEYS = Object.keys(resumeShape);
-export const LIMIT_KEYS = Object.keys(limitShape);
+/** The options of `agent.run()`. */
+export const runShape = {
+  signal: z.instanceof(AbortSignal, { error: 'an AbortSignal' }).optional(),
+} satisfies OptionShape<RunOptions>;
 
 /** How a run holds its lease: who it is, how long a lease lasts, how long to wait for a busy run. */
 export interface LeaseTerms {
@@ -231,45 +230,6 @@ export interface Runtime {
   price: Pricing | null;
   /** When and how the run summarises older turns (compaction.ts); null: it never does. */
   compaction: Compaction | null;
-}
-
-/** The value at `path` in `value`, read without throwing. */
-function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
-  let at = value;
-  try {
-    for (const key of path) at = (at as Record<PropertyKey, unknown>)?.[key];
-    return at;
-  } catch {
-    return undefined;
-  }
-}
-
-function pathText(path: readonly PropertyKey[]): string {
-  return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i === 0 ? '' : '.'}${String(k)}`)).join('');
-}
-
-/** Each shape's object schema, built once: zod compiles a schema on its first parse (~5% of a 10-step run). */
-const schemas = new WeakMap<z.core.$ZodLooseShape, z.ZodObject>();
-function schemaOf(shape: z.core.$ZodLooseShape): z.ZodObject {
-  const known = schemas.get(shape);
-  if (known) return known;
-  const schema = z.looseObject(shape);
-  schemas.set(shape, schema);
-  return schema;
-}
-
-/**
- * Validates `value` against `shape` (after the unknown-key check) and returns it as it was: zod's
- * output is a plain copy, which would unbind methods of a class-based clock or tool.
- */
-export function checkShape<T>(call: string, value: T, shape: z.core.$ZodLooseShape, known: readonly string[]): T {
-  checkKeys(call, value, known);
-  const result = schemaOf(shape).safeParse(value);
-  if (result.success) return value;
-  const issue = result.error.issues[0] as z.core.$ZodIssue;
-  const where = pathText(issue.path);
-  const got = showValue(valueAt(value, issue.path));
-  throw new OptionsError(`${call}: ${where || 'options'} must be ${issue.message}, got ${got}`);
 }
 
 /**
@@ -332,7 +292,7 @@ function limitsGiven(options: Partial<Limits>): Partial<Limits> {
 }
 
 export function parseAgentOptions(options: AgentOptions<any>, call = 'new Agent') {
-  const o = checkShape(call, options, agentShape, AGENT_OPTION_KEYS);
+  const o = checkOptions(call, options, agentShape);
   // Group budgets exist only in a store, where every process sees the same spending.
   if (o.budgetGroup !== undefined && !(o.store && groupBudgetsOf(o.store))) {
     throw new OptionsError(
@@ -354,12 +314,12 @@ export function parseResumeOptions(options: ResumeOptions<any>, call: string) {
       `${call}: store is not an option here: Agent.load(store, runId, options) continues a stored run and saves it back (with conflict protection)`,
     );
   }
-  const o = checkShape(call, options, resumeShape, RESUME_OPTION_KEYS);
+  const o = checkOptions(call, options, resumeShape);
   return { runtime: runtimeOf(call, o), limits: limitsGiven(o) };
 }
 
 export function parseLimits(limits: unknown, call = 'extendBudget'): Partial<Limits> {
-  return limitsGiven(checkShape(call, limits as Partial<Limits>, limitShape, LIMIT_KEYS));
+  return limitsGiven(checkOptions(call, limits as Partial<Limits>, limitShape));
 }
 
 /** Checks a string argument of a call: `start: goal must be a string (…), got 42`. */

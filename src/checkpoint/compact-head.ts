@@ -1,5 +1,5 @@
 /**
- * The compact head a store keeps (ARCHITECTURE: "append-only journal with periodic snapshots"):
+ * The compact head a store keeps (docs/architecture.md, "Saves": a head plus an append-only journal):
  * the run's persisted snapshot without what the rest determines, so each save writes less.
  *
  * `{"h":<checkpoint version>,"s":<snapshot>}` where the snapshot leaves out

@@ -1,7 +1,7 @@
 /**
  * Decoding: parse, migrate and validate a checkpoint blob before XState sees it. Restoring a
  * snapshot whose state does not exist does not throw but kills the process later, and a missing
- * or renamed invoke hangs the run (ARCHITECTURE.md, "XState pitfalls"): a blob that passes
+ * or renamed invoke hangs the run (docs/architecture.md, "XState pitfalls"): a blob that passes
  * `decodeCheckpoint` restores to a run that can only do what its state allows.
  */
 import type { z } from 'zod';
@@ -190,7 +190,7 @@ export function checkParsed(parsed: unknown, surrogates: boolean): PersistedRun 
     fail(`format is ${JSON.stringify(format)}, expected "${CHECKPOINT_FORMAT}"`, 'format');
   const given = migrate(version, outer.data.snapshot);
   // The history is checked apart, entry by entry, with a quick check before the schema: the
-  // schema alone takes ~5 µs an entry, and a long run has many.
+  // schema's cost per entry adds up over a long run's many entries.
   const context = isObject(given) && isObject(given.context) ? given.context : null;
   const history = context?.history;
   const shallow =

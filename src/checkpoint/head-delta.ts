@@ -1,5 +1,5 @@
 /**
- * Head deltas (ARCHITECTURE: "append-only journal with periodic snapshots"). A store that keeps
+ * Head deltas (docs/architecture.md, "Saves"). A store that keeps
  * bases (`CheckpointStore.keepsBase`) is given a run's whole compact head now and then as its
  * *base*, and on the saves between a small *delta* against that base as the head: most of a
  * head (the limits, the run id, the usage, the state) is the same from one save to the next.
@@ -39,7 +39,7 @@ export interface Base {
 
 /**
  * The compact head of `run` in parts, read off the run without building its compact snapshot
- * (a save's head costs ~2× less so). O(1) in the history, as `compactHead`.
+ * (a save's head is made with half the work). O(1) in the history, as `compactHead`.
  */
 export function headParts(run: Omit<PersistedRun, 'children'>): HeadParts {
   const snapshot = run as unknown as Record<string, unknown>;

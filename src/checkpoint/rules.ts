@@ -1,7 +1,7 @@
 /**
  * The rules that tie a snapshot's context to its state: what zod's shapes cannot say. A blob that
  * passes them restores to a run that can only do what its state allows (XState restores a snapshot
- * whose state is wrong without complaint and fails later: ARCHITECTURE.md, "XState pitfalls").
+ * whose state is wrong without complaint and fails later: docs/architecture.md, "XState pitfalls").
  */
 
 import { callIdOf, keyOf } from '../../machines/calls.js';

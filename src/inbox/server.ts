@@ -7,10 +7,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
-import { checkKeys, showValue } from '../option-keys.js';
+import { checkedApart, checkOptions, fn, must, type OptionShape } from '../option-schema.js';
 import type { CheckpointStore } from '../store.js';
 import { checkQueueStore, definitionsByName } from '../worker/checks.js';
 import { apiRoutes } from './api.js';
@@ -73,15 +74,26 @@ export interface InboxServer {
   close(): Promise<void>;
 }
 
-const KEYS = ['store', 'auth', 'agents', 'maxBodyBytes', 'pollMs', 'sessionTtlMs', 'origins', 'clock'];
+const whole = (max: number) =>
+  must(`a whole number from 1 to ${max}`, (e) => z.number(e).int(e).min(1, e).max(max, e)).optional();
+const origin = 'a list of origins such as https://inbox.example.com';
 
-function positive(call: string, name: string, value: unknown, fallback: number, max = 2 ** 31 - 1): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
-    throw new OptionsError(`${call}: ${name} must be a whole number from 1 to ${max}, got ${showValue(value)}`);
-  }
-  return value;
-}
+const inboxShape = {
+  // Checked apart: the store (its queue's methods), auth and agents by their own checks.
+  store: checkedApart,
+  auth: checkedApart,
+  agents: checkedApart,
+  maxBodyBytes: whole(16 * 1024 * 1024),
+  pollMs: whole(2 ** 31 - 1),
+  sessionTtlMs: whole(2 ** 31 - 1),
+  origins: z
+    .array(
+      z.custom<string>((o) => typeof o === 'string' && URL.canParse(o), { error: origin }),
+      { error: origin },
+    )
+    .optional(),
+  clock: z.looseObject({ now: fn }, { error: 'an object with now()' }).optional(),
+} satisfies OptionShape<InboxOptions>;
 
 /**
  * Makes the approval inbox for a store. Nothing listens until `listen()`.
@@ -93,23 +105,13 @@ function positive(call: string, name: string, value: unknown, fallback: number, 
  */
 export function createInboxServer(options: InboxOptions): InboxServer {
   const call = 'createInboxServer';
-  checkKeys(call, options, KEYS);
+  checkOptions(call, options, inboxShape);
   checkQueueStore(call, options.store);
   const auth = new Authenticator(options.auth, call);
   const agents = options.agents?.length ? definitionsByName(call, options.agents) : new Map();
-  const maxBodyBytes = positive(call, 'maxBodyBytes', options.maxBodyBytes, 65_536, 16 * 1024 * 1024);
-  const pollMs = positive(call, 'pollMs', options.pollMs, 1_000);
-  const sessionTtlMs = positive(call, 'sessionTtlMs', options.sessionTtlMs, 8 * 3600 * 1000);
-  const given = options.origins ?? null;
-  if (given !== null && (!Array.isArray(given) || given.some((o) => typeof o !== 'string' || !URL.canParse(o)))) {
-    throw new OptionsError(`${call}: origins must be a list of origins such as https://inbox.example.com`);
-  }
+  const { maxBodyBytes = 65_536, pollMs = 1_000, sessionTtlMs = 8 * 3600 * 1000, clock } = options;
   // As browsers send them: scheme, host and port only (`https://x.example/` → `https://x.example`).
-  const origins = given?.map((o) => new URL(o).origin) ?? null;
-  const clock = options.clock;
-  if (clock !== undefined && typeof clock?.now !== 'function') {
-    throw new OptionsError(`${call}: clock must have now(), got ${showValue(clock)}`);
-  }
+  const origins = options.origins?.map((o) => new URL(o).origin) ?? null;
   const now = () => (clock ?? { now: Date.now }).now();
   const sessions = new Sessions(sessionTtlMs, now);
   const feed = new RunFeed(options.store, pollMs);

@@ -1,9 +1,10 @@
 /** `mcpTools`' options, checked up front: a typo must not turn the approval gate off. */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import { MAX_TIMER_MS } from '../clock.js';
+import { z } from 'zod';
 import { OptionsError } from '../errors.js';
-import { checkKeys, showValue } from '../option-keys.js';
+import { showValue } from '../option-keys.js';
+import { checkOptions, fn, type OptionShape, timerMs } from '../option-schema.js';
 import type { McpToolProblem } from './errors.js';
 
 /** Options of `mcpTools`. */
@@ -36,7 +37,22 @@ export interface McpToolsOptions {
   signal?: AbortSignal;
 }
 
-const KEYS = ['trust', 'prefix', 'recheck', 'timeoutMs', 'validator', 'onInvalidTool', 'signal'] as const;
+const optionsShape = {
+  trust: z.boolean({ error: 'true or false' }).optional(),
+  prefix: z
+    .string({ error: 'at most 32 letters, digits, _ or -' })
+    .regex(/^[A-Za-z0-9_-]{0,32}$/, { error: 'at most 32 letters, digits, _ or -' })
+    .optional(),
+  recheck: z.boolean({ error: 'true or false' }).optional(),
+  timeoutMs: timerMs().optional(),
+  validator: z
+    .custom<jsonSchemaValidator>((v) => typeof (v as Partial<jsonSchemaValidator>)?.getValidator === 'function', {
+      error: 'a jsonSchemaValidator (with a getValidator method)',
+    })
+    .optional(),
+  onInvalidTool: fn.optional(),
+  signal: z.instanceof(AbortSignal, { error: 'an AbortSignal' }).optional(),
+} satisfies OptionShape<McpToolsOptions>;
 
 /** The options with their defaults. */
 export interface CheckedOptions {
@@ -54,25 +70,18 @@ function fail(what: string, value: unknown): never {
 }
 
 /** Checks the client and the options; throws `OptionsError` naming the one that is wrong. */
-export function checkOptions(client: Client, options: McpToolsOptions): CheckedOptions {
+export function checkMcpOptions(client: Client, options: McpToolsOptions): CheckedOptions {
   if (client === null || typeof client !== 'object' || typeof (client as Partial<Client>).callTool !== 'function') {
     fail('client must be a connected MCP Client (@modelcontextprotocol/sdk)', client);
   }
-  checkKeys('mcpTools', options, KEYS);
-  const { trust = false, prefix = '', recheck = true, timeoutMs, validator, onInvalidTool, signal } = options;
-  if (typeof trust !== 'boolean') fail('trust must be true or false', trust);
-  if (typeof prefix !== 'string' || !/^[A-Za-z0-9_-]{0,32}$/.test(prefix)) {
-    fail('prefix must be at most 32 letters, digits, _ or -', prefix);
-  }
-  if (typeof recheck !== 'boolean') fail('recheck must be true or false', recheck);
-  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
-    fail(`timeoutMs must be a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}`, timeoutMs);
-  }
-  if (validator !== undefined && typeof (validator as Partial<jsonSchemaValidator>)?.getValidator !== 'function') {
-    fail('validator must have a getValidator method (a jsonSchemaValidator)', validator);
-  }
-  if (onInvalidTool !== undefined && typeof onInvalidTool !== 'function')
-    fail('onInvalidTool must be a function', onInvalidTool);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) fail('signal must be an AbortSignal', signal);
+  const {
+    trust = false,
+    prefix = '',
+    recheck = true,
+    timeoutMs,
+    validator,
+    onInvalidTool,
+    signal,
+  } = checkOptions('mcpTools', options, optionsShape);
   return { trust, prefix, recheck, timeoutMs, validator, onInvalidTool, signal };
 }

@@ -11,7 +11,7 @@ import { showValue } from '../option-keys.js';
 import type { Tool } from '../types.js';
 import { type McpToolProblem, McpToolsError } from './errors.js';
 import { findTool, listAll, type RequestLimits } from './list.js';
-import { type CheckedOptions, checkOptions, type McpToolsOptions } from './options.js';
+import { type CheckedOptions, checkMcpOptions, type McpToolsOptions } from './options.js';
 import { resultOf } from './result.js';
 import { compile, inputSchemaOf, readSchema } from './schema.js';
 
@@ -126,7 +126,7 @@ function clip(text: string): string {
  * const agent = new Agent({ tools, policy });
  */
 export async function mcpTools(client: Client, options: McpToolsOptions = {}): Promise<Tool<JsonObject>[]> {
-  const checked = checkOptions(client, options);
+  const checked = checkMcpOptions(client, options);
   const limits: RequestLimits = {};
   if (checked.timeoutMs !== undefined) limits.timeout = checked.timeoutMs;
   if (checked.signal !== undefined) limits.signal = checked.signal;

@@ -1,6 +1,6 @@
 /**
  * The runtime machine: the pure agent machine with the real policy and tool actors and the O(1)
- * history append, provided once per process (`provide()` costs ~0.3 ms: not once per run).
+ * history append, provided once per process (`provide()` is costly: not once per run; docs/performance.md).
  */
 import { agentMachine, historyActions, summaryDueWhen } from '../../machines/agent-machine.js';
 import { appendInPlace } from '../../machines/history.js';

@@ -15,8 +15,8 @@ import {
   statusOfValue,
 } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
-import type { LeaseTerms, Runtime } from '../options.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { Runtime } from '../options.js';
+import type { CheckpointStore } from '../store.js';
 import { groupBudgetsOf } from '../stores/groups.js';
 import type { RunEvent, RunState } from '../types.js';
 import { GroupPort } from './budget-group.js';
@@ -55,7 +55,7 @@ export function viewOf(s: Snapshot): RunView | null {
  * An actor restored from `run`. XState's restore walks the whole context for actor refs to
  * revive (a context never holds one): the history is handed over once the actor is made, on
  * the context object the restored snapshot holds (its own copy; nothing has seen it yet), so the
- * walk is O(1) in the history (~9% of a 1,000-step run's load).
+ * walk is O(1) in the history, not a pass over every entry of a long run's load.
  */
 function restored(machine: RuntimeMachine, run: PersistedRun, inspect: { inspect?: Runtime['inspect'] }) {
   const snapshot = { ...run, context: { ...run.context, history: [] } };
@@ -185,8 +185,7 @@ export class RunActor {
     this.throwIfFaulted();
     const view = viewOf(this.#actor.getSnapshot());
     // What XState's getPersistedSnapshot gives, without its walk of the whole context (every
-    // history entry, for actor refs a context never holds; ~0.4 ms on a 1,000-step run, a later
-    // checkpoint() 0.9 → 0.5 ms). The children are those the state determines, as in every
+    // history entry, for actor refs a context never holds: O(history) on every call). The children are those the state determines, as in every
     // checkpoint that resumes (the decoder requires it); test/checkpoint-persisted.test.ts holds
     // the two equal in every state.
     const run = view ? { ...view.run, children: expectedChildren(view.run) } : this.#actor.getPersistedSnapshot();
@@ -352,7 +351,7 @@ export class RunActor {
       // actors and `settle` name by flushing.
       next: (snapshot) => this.#observers.notify(snapshot.context, statusOf(snapshot), isDeciding(snapshot)),
       // Always listen for errors: an unobserved actor error is rethrown asynchronously and
-      // would kill the host process (ARCHITECTURE.md, XState pitfalls).
+      // would kill the host process (docs/architecture.md, "XState pitfalls").
       error: (error) => {
         this.#fault ??= error;
       },

@@ -2,7 +2,7 @@
  * A run's side of its store: saves the run at its durable points, in order, each save naming
  * the version it expects. Saves are queued, and each writes the run as it is when the save
  * runs, so saves asked for together coalesce; `flush()` waits for all of them. The points, each
- * needed for a reason (ARCHITECTURE.md, crash semantics):
+ * needed for a reason (docs/architecture.md, "Saves"):
  * - before every policy call: the previous step (its action, what it spent, its results) is
  *   stored, so a crash loses at most the step in flight — one policy call's spending left
  *   unrecorded and its pure calls made again — never more;

@@ -1,8 +1,8 @@
 /**
  * A promise actor like XState's `fromPromise` whose abort signal is made only when something
- * reads it. `fromPromise` makes an `AbortController` for every policy and tool call: ~2.2 µs each
- * on Node 20 (an `EventTarget` with its maps) plus its garbage, 10–15% of a step in memory
- * (docs/performance.md), while most tools and many policies never read their signal. The
+ * reads it. `fromPromise` makes an `AbortController` for every policy and tool call (an
+ * `EventTarget` with its maps, and its garbage: a measurable share of a step in memory,
+ * docs/performance.md), while most tools and many policies never read their signal. The
  * snapshots, events and stop are `fromPromise`'s (test/task-actor.test.ts holds the two side by
  * side): done with the promise's value, error with its reason, on stop the signal aborted (or
  * made aborted, if it is read afterwards) and the promise's settling ignored, and a restored

@@ -1,14 +1,8 @@
-/**
- * `expireDue`: makes expiry fire without a worker loop, e.g. from a scheduled job. Each run
- * awaiting approval with a call past its `expiresAt` is claimed and worked: `EXPIRE` ends the
- * expired calls as `approval expired` (what the model hears), and the run continues until it
- * settles again.
- */
 import type { Status } from '../../machines/types.js';
 import type { AgentDefinition } from '../define.js';
 import { RunBusyError } from '../errors.js';
-import { checkKeys } from '../option-keys.js';
-import { parseResumeOptions } from '../options.js';
+import { checkedApart, checkOptions, type OptionShape } from '../option-schema.js';
+import { parseResumeOptions, runtimeShape } from '../options.js';
 import { claimRun } from '../runtime/lease.js';
 import type { CheckpointStore } from '../store.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
@@ -23,6 +17,13 @@ export interface ExpireOptions {
   /** The lease length while a run is worked. @default 30_000 */
   leaseMs?: number;
 }
+
+const expireShape = {
+  // Checked apart (checks.ts), for errors that name the definition that is wrong.
+  agents: checkedApart,
+  owner: runtimeShape.owner,
+  leaseMs: runtimeShape.leaseMs,
+} satisfies OptionShape<ExpireOptions>;
 
 /** One run `expireDue` took up: the status it settled in, or the error that stopped it. */
 export type ExpiredRun = { runId: string; status: Status } | { runId: string; error: unknown };
@@ -41,9 +42,9 @@ export type ExpiredRun = { runId: string; status: Status } | { runId: string; er
 export async function expireDue(store: CheckpointStore, options: ExpireOptions): Promise<ExpiredRun[]> {
   const call = 'expireDue';
   checkQueueStore(call, store);
-  checkKeys(call, options, ['agents', 'owner', 'leaseMs']);
+  checkOptions(call, options, expireShape);
   const byName = definitionsByName(call, options.agents);
-  // The same checks (and messages) as the Agent's own owner and leaseMs options.
+  // The Agent's defaults for owner and leaseMs.
   const { lease: terms } = parseResumeOptions(
     {
       policy: () => ({ final: '' }),

@@ -1,12 +1,13 @@
 /**
- * The options of `new Worker`, checked up front as every options object of Tollgate is: an
- * unknown key is an error naming the one meant, a bad value an error naming the option and value.
+ * The options of `new Worker`, defined once by their schema and checked up front as every options
+ * object of Tollgate is (option-schema.ts): an unknown key is an error naming the one meant, a bad
+ * value an error naming the option and value.
  */
-import { type Clock, MAX_TIMER_MS, systemClock } from '../clock.js';
+import { z } from 'zod';
+import { type Clock, systemClock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
-import { OptionsError } from '../errors.js';
-import { checkKeys, showValue } from '../option-keys.js';
-import { parseResumeOptions } from '../options.js';
+import { checkedApart, checkOptions, clockSchema, must, type OptionShape, timerMs } from '../option-schema.js';
+import { parseResumeOptions, runtimeShape } from '../options.js';
 import type { CheckpointStore } from '../store.js';
 import type { TracerLike } from '../tracer.js';
 import type { InspectOption } from '../types.js';
@@ -41,8 +42,22 @@ export interface WorkerOptions {
   tracer?: TracerLike;
 }
 
-const WORKER_KEYS = ['store', 'agents', 'concurrency', 'owner', 'leaseMs', 'pollMs', 'clock', 'inspect', 'tracer'];
 const MAX_CONCURRENCY = 1_000;
+
+const workerShape = {
+  // Checked apart (checks.ts), for errors that name the methods or the definition that is wrong.
+  store: checkedApart,
+  agents: checkedApart,
+  concurrency: must(`a whole number from 1 to ${MAX_CONCURRENCY}`, (e) =>
+    z.number(e).int(e).min(1, e).max(MAX_CONCURRENCY, e),
+  ).optional(),
+  owner: runtimeShape.owner,
+  leaseMs: runtimeShape.leaseMs,
+  pollMs: timerMs().optional(),
+  clock: clockSchema.optional(),
+  inspect: runtimeShape.inspect,
+  tracer: runtimeShape.tracer,
+} satisfies OptionShape<WorkerOptions>;
 
 /** A worker's options, checked, with defaults. */
 export interface WorkerSettings {
@@ -60,29 +75,11 @@ export interface WorkerSettings {
 /** Checks the options of `new Worker`. @throws OptionsError naming the option and the bad value. */
 export function parseWorkerOptions(options: WorkerOptions): WorkerSettings {
   const call = 'new Worker';
-  checkKeys(call, options, WORKER_KEYS);
+  checkOptions(call, options, workerShape);
   checkQueueStore(call, options.store);
   const agents = definitionsByName(call, options.agents);
   const { concurrency = 4, pollMs = 1_000, clock = systemClock } = options;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    throw new OptionsError(
-      `${call}: concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}, got ${showValue(concurrency)}`,
-    );
-  }
-  if (typeof pollMs !== 'number' || !(pollMs > 0) || pollMs > MAX_TIMER_MS) {
-    throw new OptionsError(
-      `${call}: pollMs must be a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}, got ${showValue(pollMs)}`,
-    );
-  }
-  if (
-    clock === null ||
-    typeof clock !== 'object' ||
-    typeof clock.now !== 'function' ||
-    typeof clock.sleep !== 'function'
-  ) {
-    throw new OptionsError(`${call}: clock must be an object with now() and sleep(), got ${showValue(clock)}`);
-  }
-  // The Agent's own checks (and messages) for the lease terms, inspector and tracer of every run.
+  // The Agent's defaults for the lease terms, inspector and tracer of every run.
   const { owner, leaseMs, inspect, tracer } = options;
   const { runtime } = parseResumeOptions(
     {

@@ -4,14 +4,16 @@
  * valid), and records it in the store for a worker to apply. Nothing runs in the caller.
  */
 
+import { z } from 'zod';
 import { isExpiredAt } from '../../machines/calls.js';
+import { hasLoneSurrogate } from '../../machines/strings.js';
 import type { CallDecision } from '../../machines/types.js';
 import { decodeStored, statusOfValue } from '../checkpoint/index.js';
 import { type Clock, isoTime, systemClock } from '../clock.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
 import { ApprovalExpiredError, CheckpointError, ConflictError, OptionsError, RunNotFoundError } from '../errors.js';
 import { isPlainObject } from '../json.js';
-import { checkKeys, showValue } from '../option-keys.js';
+import { checkedApart, checkOptions, fn, must, type OptionShape, text } from '../option-schema.js';
 import { checkText, parseResumeOptions } from '../options.js';
 import { readDecisions } from '../runtime/decisions.js';
 import type { CheckpointStore, RecordedDecision } from '../store.js';
@@ -36,7 +38,16 @@ export interface RecordDecisionOptions {
   clock?: Clock;
 }
 
-const KEYS = ['by', 'agent', 'note', 'callId', 'clock'];
+const recordShape = {
+  by: must('a string naming who decided (without lone surrogates)', (e) =>
+    z.custom<string>((v) => typeof v === 'string' && v.trim() !== '' && !hasLoneSurrogate(v), e),
+  ),
+  // Checked apart (checks.ts), for an error that names what is wrong with the definition.
+  agent: checkedApart,
+  note: text('a string').optional(),
+  callId: text('a string').optional(),
+  clock: z.looseObject({ now: fn }, { error: 'an object with now()' }).optional(),
+} satisfies OptionShape<RecordDecisionOptions>;
 
 /**
  * Records a human's decision on a run awaiting approval, for a worker to apply. Two forms, as
@@ -67,17 +78,12 @@ export async function recordDecision(
   const call = 'recordDecision';
   checkQueueStore(call, store);
   checkText(call, 'runId', runId);
-  checkKeys(call, options, KEYS);
-  const { by, agent, note, callId } = options;
-  checkText(call, 'by', by);
-  if (by.trim() === '') throw new OptionsError(`${call}: by must name who decided, got ${showValue(by)}`);
+  const { by, agent, note, callId } = checkOptions(call, options, recordShape);
   if (agent !== undefined) checkDefinition(call, 'agent', agent);
   if (typeof decisions !== 'boolean' && (note !== undefined || callId !== undefined)) {
     throw new OptionsError(`${call}: note and callId go with recordDecision(store, runId, approved, …) only`);
   }
   const clock = options.clock ?? agent?.clock ?? systemClock;
-  if (typeof clock?.now !== 'function')
-    throw new OptionsError(`${call}: clock must have now(), got ${showValue(clock)}`);
   const tools: ReadonlyMap<string, Tool> = agent
     ? parseResumeOptions(resumeOptionsOf(agent), call).runtime.tools
     : new Map();

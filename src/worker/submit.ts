@@ -12,8 +12,8 @@ import { createActor } from 'xstate';
 import type { Limits } from '../../machines/types.js';
 import { type AgentDefinition, agentOptionsOf } from '../define.js';
 import { ConflictError, SystemError } from '../errors.js';
-import { checkKeys } from '../option-keys.js';
-import { checkText, parseAgentOptions, parseLimits } from '../options.js';
+import { checkedApart, checkOptions, type OptionShape, text } from '../option-schema.js';
+import { parseAgentOptions, parseLimits } from '../options.js';
 import { runtimeMachine } from '../runtime/host.js';
 import { remainingOf } from '../runtime/limits.js';
 import { registerPorts } from '../runtime/ports.js';
@@ -36,7 +36,14 @@ export interface SubmitOptions {
   budgetGroup?: string;
 }
 
-const SUBMIT_KEYS = ['agent', 'goal', 'runId', 'limits', 'budgetGroup'];
+const submitShape = {
+  // Checked apart: the definition (checks.ts), and the rest as the Agent's own options.
+  agent: checkedApart,
+  goal: text('a string'),
+  runId: checkedApart,
+  limits: checkedApart,
+  budgetGroup: checkedApart,
+} satisfies OptionShape<SubmitOptions>;
 
 /**
  * Stores a new run of `options.agent` with `options.goal`, for a `Worker` given that definition
@@ -51,9 +58,8 @@ const SUBMIT_KEYS = ['agent', 'goal', 'runId', 'limits', 'budgetGroup'];
 export async function submitRun(store: CheckpointStore, options: SubmitOptions): Promise<string> {
   const call = 'submitRun';
   checkQueueStore(call, store);
-  checkKeys(call, options, SUBMIT_KEYS);
+  checkOptions(call, options, submitShape);
   checkDefinition(call, 'agent', options.agent);
-  checkText(call, 'goal', options.goal);
   const limits = options.limits === undefined ? {} : parseLimits(options.limits, `${call}: limits`);
   const parsed = parseAgentOptions(
     {

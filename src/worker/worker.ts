@@ -4,11 +4,12 @@
  * worker's memory: any worker can take up any run, and a worker that dies loses nothing but the
  * runs it held, which others take up once its leases lapse (under the crash rules).
  */
+import { z } from 'zod';
 import type { Status } from '../../machines/types.js';
 import { type Clock, MAX_TIMER_MS } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
-import { checkKeys, showValue } from '../option-keys.js';
+import { checkOptions, must, type OptionShape } from '../option-schema.js';
 import { thisProcess } from '../process-identity.js';
 import type { CheckpointStore, Lease } from '../store.js';
 import { parseWorkerOptions, type WorkerOptions, type WorkerSettings } from './options.js';
@@ -16,6 +17,13 @@ import { Wakeup } from './wakeup.js';
 import { workClaimed } from './work.js';
 
 /** Options of `worker.stop`. */
+const stopShape = {
+  graceful: z.boolean({ error: 'true or false' }).optional(),
+  timeoutMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
+    z.number(e).min(0, e).max(MAX_TIMER_MS, e),
+  ).optional(),
+} satisfies OptionShape<StopOptions>;
+
 export interface StopOptions {
   /**
    * true: claim nothing more and wait for the runs in hand to settle (each releases its lease);
@@ -143,16 +151,7 @@ export class Worker {
    * run is accepted any more; another worker takes the run up under the crash rules.
    */
   async stop(options: StopOptions = {}): Promise<void> {
-    checkKeys('Worker.stop', options, ['graceful', 'timeoutMs']);
-    const { graceful = true, timeoutMs } = options;
-    if (typeof graceful !== 'boolean') {
-      throw new OptionsError(`Worker.stop: graceful must be true or false, got ${showValue(graceful)}`);
-    }
-    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > MAX_TIMER_MS)) {
-      throw new OptionsError(
-        `Worker.stop: timeoutMs must be a number of milliseconds ≥ 0, got ${showValue(timeoutMs)}`,
-      );
-    }
+    const { graceful = true, timeoutMs } = checkOptions('Worker.stop', options, stopShape);
     if (this.#state === 'stopped') return;
     this.#state = 'stopping';
     this.#wakeup.wake();

@@ -120,7 +120,8 @@ export type WorkerEvent =
   /**
    * This child's lease on the run lapsed while it lived (its event loop stalled for most of
    * LEASE_MS, as on an overloaded machine) and another took the run over: the one overlap a lease
-   * cannot rule out (docs/stores.md, "What fencing guarantees"). Its saves were refused from then on.
+   * cannot rule out (docs/stores.md, "Leases: one live owner per run"). Its saves were refused
+   * from then on.
    */
   | { type: 'lost'; runId: string }
   | { type: 'stuck'; runId: string; status: string }
