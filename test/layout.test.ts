@@ -63,7 +63,7 @@ describe('fast tests and integration tests', () => {
 });
 
 describe('examples', () => {
-  const examples = filesUnder('examples');
+  const examples = filesUnder('docs/examples');
 
   it("an example's header names the npm command that runs it", () => {
     const named = examples.flatMap((file) => {
@@ -72,7 +72,7 @@ describe('examples', () => {
     });
     expect(named.map(([, script]) => script).sort()).toEqual(['example', 'start']);
     for (const [file, script] of named) {
-      const built = file.replace(/^examples\//, 'dist/examples/').replace(/\.ts$/, '.js');
+      const built = file.replace(/^docs\/examples\//, 'dist/docs/examples/').replace(/\.ts$/, '.js');
       expect(scripts[script], `${file} says npm ${script}`).toContain(built);
     }
   });

@@ -37,7 +37,7 @@ export const root = join(import.meta.dirname, '..', '..');
 const INPUTS = [
   'src',
   'machines',
-  'examples',
+  'docs/examples',
   'test/cli/fixtures',
   'package.json',
   'tsconfig.json',
@@ -115,7 +115,7 @@ function compile(dir: string): void {
     { cwd: root, stdio: 'inherit' },
   );
   cpSync(join(root, 'package.json'), join(dir, 'package.json'));
-  // The inbox page's files, as `npm run build` copies them (scripts/after-build.mjs).
+  // The inbox page's files, as `npm run build` copies them (package.json's after-build).
   cpSync(join(root, 'src', 'inbox', 'page'), join(dir, 'dist', 'src', 'inbox', 'page'), { recursive: true });
   cpSync(join(root, 'test', 'cli', 'fixtures'), join(dir, 'fixtures'), { recursive: true });
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');

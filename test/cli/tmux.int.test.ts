@@ -11,7 +11,7 @@ import { buildOnce } from './build.js';
 
 const build = buildOnce();
 const { bin } = build;
-const demo = join(build.dir, 'dist', 'examples', 'demo.js');
+const demo = join(build.dir, 'dist', 'docs', 'examples', 'demo.js');
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 const sessions: string[] = [];
 

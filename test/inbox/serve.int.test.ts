@@ -12,7 +12,7 @@ import { build, workspace } from '../cli/workspace.js';
 import { chromiumSkipReason, launchChromium } from '../support/chromium.js';
 
 const skip = chromiumSkipReason();
-const demoAgent = join(build.dir, 'dist', 'examples', 'support-desk.js');
+const demoAgent = join(build.dir, 'dist', 'docs', 'examples', 'support-desk.js');
 const GOAL = 'Customer ana@example.com: order A-1001 arrived broken, please refund it.';
 const TOKEN = 'serve-test-token-0123456789';
 const children: ChildProcess[] = [];

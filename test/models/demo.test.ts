@@ -1,5 +1,5 @@
 /**
- * The demo's agent on a "real" model: examples/support-desk.ts with `OPENAI_API_KEY` (or
+ * The demo's agent on a "real" model: docs/examples/support-desk.ts with `OPENAI_API_KEY` (or
  * `ANTHROPIC_API_KEY`) set runs the same tools and approval on openaiPolicy (or anthropicPolicy),
  * here against the fake server.
  */
@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelPolicy } from '../../examples/model.js';
+import { modelPolicy } from '../../docs/examples/model.js';
 import type { AgentDefinition } from '../../src/index.js';
 import { Agent, agentOptionsOf } from '../../src/index.js';
 import { type FakeServer, fakeServer, type Reply } from './fake-server.js';
@@ -19,7 +19,7 @@ let server: FakeServer;
 beforeAll(async () => {
   process.env.TOLLGATE_DEMO_DIR = dir;
   process.env.TOLLGATE_DEMO_THINK_MS = '0';
-  desk = (await import('../../examples/support-desk.js')).default;
+  desk = (await import('../../docs/examples/support-desk.js')).default;
   server = await fakeServer();
 });
 afterAll(async () => {

@@ -6,8 +6,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { main } from '../src/cli/main.js';
-import { SqliteStore } from '../src/stores/sqlite.js';
+import { main } from '../../src/cli/main.js';
+import { SqliteStore } from '../../src/stores/sqlite.js';
 
 const store = process.env.TOLLGATE_DEMO_STORE ?? '.tollgate/demo.db';
 const agent = fileURLToPath(new URL('./support-desk.js', import.meta.url));

@@ -4,7 +4,7 @@
  * another server of the same API), otherwise none, and the demo stays
  * offline on its scripted policy. The SDK is loaded only when it is used.
  */
-import type { Policy, Tool } from '../src/index.js';
+import type { Policy, Tool } from '../../src/index.js';
 
 const instructions = [
   'You are the support desk of a small shop.',
@@ -21,7 +21,7 @@ export function modelPolicy(tools: readonly Tool[], env = process.env): Policy |
     load = async () => {
       const [{ default: OpenAI }, { openaiPolicy }] = await Promise.all([
         import('openai'),
-        import('../src/models/openai.js'),
+        import('../../src/models/openai.js'),
       ]);
       const client = new OpenAI({ apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL });
       return openaiPolicy({ client, model: model ?? 'gpt-5-mini', tools, instructions });
@@ -30,7 +30,7 @@ export function modelPolicy(tools: readonly Tool[], env = process.env): Policy |
     load = async () => {
       const [{ default: Anthropic }, { anthropicPolicy }] = await Promise.all([
         import('@anthropic-ai/sdk'),
-        import('../src/models/anthropic.js'),
+        import('../../src/models/anthropic.js'),
       ]);
       const client = new Anthropic({ apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL });
       return anthropicPolicy({ client, model: model ?? 'claude-sonnet-4-5', tools, instructions });

@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, type Policy, type Tool } from '../src/index.js';
+import { Agent, type Policy, type Tool } from '../../src/index.js';
 
 const outbox: { to: string; key: string }[] = [];
 

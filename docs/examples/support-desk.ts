@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { defineAgent, type HistoryEntry, type Policy, type Tool } from '../src/index.js';
+import { defineAgent, type HistoryEntry, type Policy, type Tool } from '../../src/index.js';
 import { modelPolicy } from './model.js';
 
 const dir = process.env.TOLLGATE_DEMO_DIR ?? '.tollgate';
