@@ -76,7 +76,6 @@ export interface InboxServer {
 
 const whole = (max: number) =>
   must(`a whole number from 1 to ${max}`, (e) => z.number(e).int(e).min(1, e).max(max, e)).optional();
-const origin = 'a list of origins such as https://inbox.example.com';
 
 const inboxShape = {
   // Checked apart: the store (its queue's methods), auth and agents by their own checks.
@@ -88,8 +87,10 @@ const inboxShape = {
   sessionTtlMs: whole(2 ** 31 - 1),
   origins: z
     .array(
-      z.custom<string>((o) => typeof o === 'string' && URL.canParse(o), { error: origin }),
-      { error: origin },
+      z.custom<string>((o) => typeof o === 'string' && URL.canParse(o), {
+        error: 'an origin such as https://inbox.example.com',
+      }),
+      { error: 'a list of origins such as https://inbox.example.com' },
     )
     .optional(),
   clock: z.looseObject({ now: fn }, { error: 'an object with now()' }).optional(),
