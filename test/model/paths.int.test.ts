@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent.js';
 import type { ModelState } from './support/alphabet.js';
 import { describeDifference, PATH_WORLD } from './support/drive.js';
+import { FIXED_RUN, figures, n, tally, writeCommand } from './support/figures.js';
 import { KNOWN_BUGS } from './support/known-bugs.js';
 import { coverage, file, runPaths, type SuiteResult } from './support/path-suite.js';
 import { type MachinePath, maximalPaths, shortestPaths, simplePaths } from './support/paths.js';
@@ -36,6 +37,9 @@ function continueInChild(result: SuiteResult) {
   });
 }
 const known = new Map<string, string[]>();
+/** This run's figures for docs/testing.md (support/figures.ts), by what they count. */
+const FIGURES = new Map<string, string>();
+const FILE = 'test/model/paths.int.test.ts';
 
 function report(result: SuiteResult): string {
   return result.failures
@@ -60,8 +64,9 @@ it('the paths are generated', { timeout: 600_000 }, () => {
     const all = kind === 'shortest' ? shortestPaths() : simplePaths();
     // A path that is a prefix of another is checked step by step inside the longer run.
     sets[kind] = { all, runs: maximalPaths(all) };
-    const moves = all.reduce((n, p) => n + p.moves.length, 0);
+    const moves = all.reduce((sum, p) => sum + p.moves.length, 0);
     console.log(`[model] ${kind} paths: ${all.length} (${moves} steps), driven as ${sets[kind].runs.length} runs`);
+    FIGURES.set(`${kind} paths`, `${n(all.length)} (${n(moves)} steps), driven as ${n(sets[kind].runs.length)} runs`);
     expect(sets[kind].runs.length, `${kind} paths`).toBeGreaterThan(0);
   }
   console.log(`[model] paths generated in ${Date.now() - started} ms`);
@@ -84,8 +89,8 @@ it('the paths together take every decision, tool outcome and user event', () => 
     all.push(`policy:calls(${k})`);
   for (const k of ['result', 'throw', 'timeout']) all.push(`tool:${k}`);
   expect([...moves.keys()].sort()).toEqual(all.sort());
-  const counts = [...moves].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`);
-  console.log(`[model] path steps by move (shortest + simple):\n[model]   ${counts.join(', ')}`);
+  console.log(`[model] path steps by move (shortest + simple):\n[model]   ${tally(moves)}`);
+  FIGURES.set('path steps by move (shortest + simple)', tally(moves));
 });
 
 it('the paths take every way out of dispatching, and DECIDE and EXPIRE to each place they lead', () => {
@@ -106,6 +111,7 @@ it('the paths take every way out of dispatching, and DECIDE and EXPIRE to each p
   expect(edges).toContain('crash running.executing → awaiting_approval');
   expect(edges).not.toContain('crash running.executing → running.executing');
   console.log(`[model] ${edges.size} kinds of edge (event, from, to) taken`);
+  FIGURES.set('kinds of edge (event, from, to) taken', n(edges.size));
 });
 
 describe.each(KINDS)('%s paths of the agent machine on the real Agent', (kind) => {
@@ -136,6 +142,7 @@ describe.each(KINDS)('%s paths of the agent machine on the real Agent', (kind) =
     console.log(
       `[model] ${kind}: ${result.runs} runs, ${result.moves} steps checked, ${result.failures.length} failing`,
     );
+    FIGURES.set(`${kind}: steps checked`, n(result.moves));
     expect(result.runs).toBe(generated(kind).runs.length);
     expect(result.failures, report(result)).toEqual([]);
   });
@@ -150,6 +157,7 @@ describe.each(KINDS)('%s paths of the agent machine on the real Agent', (kind) =
     console.log(
       `[model] ${kind}: ${result.runs} runs with ${result.resumes} checkpoint/resume cycles, ${result.failures.length} failing`,
     );
+    FIGURES.set(`${kind}: checkpoint/resume cycles`, n(result.resumes));
     expect(result.resumes).toBeGreaterThan(result.runs);
     expect(result.failures, report(result)).toEqual([]);
   });
@@ -183,6 +191,7 @@ describe.each(KINDS)('%s paths of the agent machine on the real Agent', (kind) =
       }
       noteKnown(result);
       console.log(`[model] ${kind}: ${results.length} paths continued in child process ${pid}`);
+      FIGURES.set(`${kind}: continued from a mid-path checkpoint in a child process`, n(results.length));
       expect(results.length).toBe(before.handoffs.length);
       expect(result.failures, report(result)).toEqual([]);
     },
@@ -194,6 +203,10 @@ describe('known runtime bugs (support/known-bugs.ts)', () => {
     for (const id of known.keys()) expect(KNOWN_BUGS.map((b) => b.id)).toContain(id);
     for (const [id, hits] of known)
       console.log(`[model] known bug ${id}: ${hits.length} path runs hit it, e.g. ${hits[0]}`);
+    FIGURES.set(
+      'known runtime bugs hit',
+      known.size === 0 ? 'none' : tally(new Map([...known].map(([id, h]) => [id, h.length]))),
+    );
   });
 
   // cancelled-checkpoint-rejected, fixed in 6843266: found by the paths' inv5 check (918 runs).
@@ -212,4 +225,12 @@ describe('known runtime bugs (support/known-bugs.ts)', () => {
     // Before the fix: CheckpointError: snapshot.context.pending must be set exactly when awaiting_approval
     expect(Agent.resume(blob, world.probeOptions()).checkpoint()).toBe(blob);
   });
+});
+
+it.skipIf(!FIXED_RUN)('docs/testing.md holds these figures (support/figures.ts)', () => {
+  const lines = [...FIGURES].map(([what, figure]) => `${what}: ${figure}`);
+  expect(FIGURES.size, 'a test above did not finish: its figures are missing').toBe(11);
+  const { inDoc, ran } = figures('paths', lines);
+  expect(inDoc, 'docs/testing.md has no model-figures:paths block').not.toBeNull();
+  expect(inDoc, `docs/testing.md's figures are stale: ${writeCommand(FILE)}`).toBe(ran);
 });

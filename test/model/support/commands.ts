@@ -16,6 +16,7 @@ import {
   type ModelState,
   type Move,
   moveLabel,
+  type PolicySpec,
   RUN_ID,
   statusOf,
   T0,
@@ -24,7 +25,7 @@ import { describeDifference } from './drive.js';
 import { checkWorld } from './invariants.js';
 import { activeLeft, applyEvent, applyMove, policyCut, runningOf } from './model-events.js';
 import { before, checkMove } from './oracle.js';
-import { hasVerify } from './tools.js';
+import { type CallTool, hasVerify } from './tools.js';
 import { World, type WorldOptions } from './world.js';
 
 type Snapshot = ReturnType<typeof initialTransition<typeof agentMachine>>[0];
@@ -60,8 +61,13 @@ function noteCalls(m: Model, move: Move, was: ModelState): void {
       note(`verify answers ${move.spec.verify ?? 'unknown'} after a timeout`);
   }
   if (move.kind === 'policy' && c.calls.length > 1) note('steps with several calls');
-  if (move.kind === 'policy' && c.calls.some((call) => call.approval?.standing !== undefined))
-    note('calls covered by a standing approval');
+  const covered = move.kind === 'policy' ? c.calls.filter((call) => call.approval?.standing !== undefined) : [];
+  if (covered.length > 0) note('calls covered by a standing approval');
+  if (covered.some((call) => c.standing[call.tool]?.args !== undefined))
+    note('calls covered by a standing approval given with an edit');
+  if (covered.some((call, i) => covered.findIndex((other) => other.tool === call.tool) !== i))
+    note('steps with several calls of one tool under a standing approval');
+  noteGrants(m, was, note);
   if (move.kind === 'decide' || move.kind === 'approve' || move.kind === 'deny' || move.kind === 'approveLate') {
     const decided = was.context.calls.filter(
       (call) => call.state === 'pending' && c.calls.find((n) => n.key === call.key)?.state !== 'pending',
@@ -96,6 +102,21 @@ function noteCalls(m: Model, move: Move, was: ModelState): void {
   if (move.kind === 'crash' && isExecuting(was) && was.context.calls.length > 1)
     note('crashes between the calls of a step');
   noteCost(m, move, was, note);
+}
+
+/**
+ * Standing approvals given by the move: with an edit (later calls run with their own arguments),
+ * and beside another call of the same tool still pending in the step (which still waits: a
+ * standing approval covers later steps only).
+ */
+function noteGrants(m: Model, was: ModelState, note: (what: string) => void): void {
+  const c = m.snapshot.context;
+  for (const [tool, grant] of Object.entries(c.standing)) {
+    if (was.context.standing[tool]?.callId === grant.callId) continue;
+    if (grant.args !== undefined) note('standing approvals given with an edit');
+    if (c.calls.some((call) => call.id !== grant.callId && call.tool === tool && call.state === 'pending'))
+      note('standing approvals given beside a pending call of the same tool');
+  }
 }
 
 /** What a move did to the cost budget: stops for cost (spent, or unknown), extensions and lowerings. */
@@ -243,6 +264,8 @@ export class MistakeCommand implements fc.AsyncCommand<Model, World> {
 
   async run(m: Model, world: World): Promise<void> {
     m.executed.push(this.move.kind);
+    if (this.move.kind === 'decideEditForbidden')
+      m.seen.push(`edits refused: ${this.move.why ?? 'forbidden'}${this.move.always ? ', with always' : ''}`);
     const was = before(world);
     await world.perform(this.move);
     if (!(world.mistakeError instanceof this.expected) || world.mistakeError.constructor !== this.expected) {
@@ -283,6 +306,28 @@ export class ExtendCommand implements fc.AsyncCommand<Model, World> {
 
   toString(): string {
     return `extend(+${this.steps} steps, +${this.tokens} tokens, +${this.ms} ms, +${this.micro} µ$)`;
+  }
+}
+
+/**
+ * A step of several calls of one tool that has a standing approval (the first by name, when
+ * several have one), all of them covered by that one grant.
+ */
+export class StandingStepCommand implements fc.AsyncCommand<Model, World> {
+  constructor(readonly spec: PolicySpec) {}
+
+  check(m: Readonly<Model>): boolean {
+    return isDeciding(state(m)) && Object.keys(m.snapshot.context.standing).length > 0;
+  }
+
+  async run(m: Model, world: World): Promise<void> {
+    const tool = Object.keys(m.snapshot.context.standing).sort()[0] as CallTool;
+    const spec = { ...this.spec, calls: this.spec.calls.map((c) => ({ ...c, tool })) };
+    await new MoveCommand({ kind: 'policy', spec }, () => true).run(m, world);
+  }
+
+  toString(): string {
+    return `${describeMove({ kind: 'policy', spec: this.spec })} (each call of the tool with a standing approval)`;
   }
 }
 
