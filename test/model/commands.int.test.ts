@@ -6,7 +6,7 @@
  *
  * CI runs a fixed seed; `npm run test:soak` runs far more cases with a fresh seed. To replay a
  * failure: TOLLGATE_SEED=<seed> TOLLGATE_PATH=<path> TOLLGATE_REPLAY=<replayPath>
- * npx vitest run test/model/commands.test.ts
+ * npx vitest run test/model/commands.int.test.ts
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

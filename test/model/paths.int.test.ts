@@ -91,6 +91,14 @@ it('the paths together take every decision, tool outcome and user event', () => 
   expect([...moves.keys()].sort()).toEqual(all.sort());
   console.log(`[model] path steps by move (shortest + simple):\n[model]   ${tally(moves)}`);
   FIGURES.set('path steps by move (shortest + simple)', tally(moves));
+  // A standing approval given with an edit, then a later call it covers (which must run with its
+  // own arguments: the ledger checks what the tool gets).
+  const covered = KINDS.flatMap((k) => generated(k).all).filter((p) => {
+    const at = p.moves.findIndex((m) => m.kind === 'decide' && m.name === 'always' && m.picks[0]?.edit !== undefined);
+    return at >= 0 && p.states.slice(at + 1).some((st) => st.context.calls.some((c) => c.approval?.standing));
+  });
+  expect(covered.length).toBeGreaterThan(0);
+  FIGURES.set('paths where a call runs under a standing approval given with an edit', n(covered.length));
 });
 
 it('the paths take every way out of dispatching, and DECIDE and EXPIRE to each place they lead', () => {
@@ -229,7 +237,7 @@ describe('known runtime bugs (support/known-bugs.ts)', () => {
 
 it.skipIf(!FIXED_RUN)('docs/testing.md holds these figures (support/figures.ts)', () => {
   const lines = [...FIGURES].map(([what, figure]) => `${what}: ${figure}`);
-  expect(FIGURES.size, 'a test above did not finish: its figures are missing').toBe(11);
+  expect(FIGURES.size, 'a test above did not finish: its figures are missing').toBe(12);
   const { inDoc, ran } = figures('paths', lines);
   expect(inDoc, 'docs/testing.md has no model-figures:paths block').not.toBeNull();
   expect(inDoc, `docs/testing.md's figures are stale: ${writeCommand(FILE)}`).toBe(ran);
