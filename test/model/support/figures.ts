@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const DOC = fileURLToPath(new URL('../../../docs/testing.md', import.meta.url));
-/** Held while one suite rewrites the doc: the suites run in parallel workers. */
+/** Held while one suite rewrites the doc (the suites run in parallel workers); only when writing. */
 const LOCK = `${DOC}.lock`;
 
 export const WRITE_FIGURES = process.env.TOLLGATE_WRITE_FIGURES === '1';
@@ -69,15 +69,15 @@ function withLock<T>(body: () => T): T {
  */
 export function figures(suite: string, lines: readonly string[]): { inDoc: string | null; ran: string } {
   const ran = `${lines.map((line) => `- ${line}`).join('\n')}\n`;
+  const read = () => pattern(suite).exec(readFileSync(DOC, 'utf8'));
+  if (!WRITE_FIGURES) return { inDoc: read()?.[2] ?? null, ran };
   return withLock(() => {
     const doc = readFileSync(DOC, 'utf8');
-    const match = pattern(suite).exec(doc);
-    if (match && WRITE_FIGURES && match[2] !== ran) {
-      writeFileSync(
-        DOC,
-        doc.replace(pattern(suite), (_, start: string, _old: string, end: string) => start + ran + end),
-      );
-    }
-    return { inDoc: match ? (WRITE_FIGURES ? ran : (match[2] ?? '')) : null, ran };
+    if (!pattern(suite).test(doc)) return { inDoc: null, ran };
+    writeFileSync(
+      DOC,
+      doc.replace(pattern(suite), (_, start: string, _old: string, end: string) => start + ran + end),
+    );
+    return { inDoc: read()?.[2] ?? null, ran };
   });
 }
