@@ -6,23 +6,36 @@
  * journal, and a summariser whose tokens are not counted.
  */
 
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { assign } from 'xstate';
 import { Agent } from '../../src/agent.js';
 import { compactionPaths, drivePath, runCommands } from './support/compaction-suite.js';
 import { apply, initial, type Move, oracleMachine } from './support/compaction-world.js';
+import { FIXED_RUN, figures, n, writeCommand } from './support/figures.js';
 
 const SEED = 20_261_203;
-let paths: { shortest: Move[][]; simple: Move[][] };
+const COMMAND_RUNS = 80;
+/** This run's figures for docs/testing.md (support/figures.ts). */
+const FIGURES: string[] = [];
+let paths: { shortest: Move[][]; simple: Move[][] } = { shortest: [], simple: [] };
 
-beforeAll(() => {
+// Generated in a test with its own generous limit, not in a hook (a hook's 10 s limit is missed
+// under load, and the file then checks nothing); an empty set fails here and in every test after.
+it('the paths are generated', { timeout: 600_000 }, () => {
   paths = compactionPaths();
   console.log(`[model] compaction paths: ${paths.shortest.length} shortest, ${paths.simple.length} simple (maximal)`);
+  for (const kind of ['shortest', 'simple'] as const) {
+    const moves = paths[kind].reduce((sum, p) => sum + p.length, 0);
+    FIGURES.push(`${kind} paths through summarising (maximal): ${n(paths[kind].length)} (${n(moves)} moves)`);
+  }
+  expect(paths.shortest.length).toBeGreaterThan(0);
+  expect(paths.simple.length).toBeGreaterThan(0);
 });
 
 describe('the paths through summarising', () => {
   it('take every move, and summarising to each place it leads', () => {
     const all = [...paths.shortest, ...paths.simple];
+    expect(all.length, 'the paths were not generated').toBeGreaterThan(0);
     const kinds = new Set(
       all.flat().map((m) => (m.kind === 'summary' ? `summary(${m.costly ? 'costly' : 'cheap'})` : m.kind)),
     );
@@ -73,6 +86,7 @@ describe('the paths through summarising', () => {
     ['simple', true],
   ] as const) {
     it(`${kind} paths${crashing ? ', with a crash and resume after every move' : ''}: the Agent is where the machine is`, async () => {
+      expect(paths[kind].length, `no ${kind} paths: their generation failed`).toBeGreaterThan(0);
       const failures: string[] = [];
       for (const [i, moves] of paths[kind].entries()) {
         const violations = await drivePath(Agent, moves, crashing);
@@ -85,8 +99,18 @@ describe('the paths through summarising', () => {
 
 describe('command sequences', () => {
   it(`random walks with crashes anywhere (seed ${SEED})`, async () => {
-    expect(await runCommands(Agent, SEED, 80)).toBeNull();
+    expect(await runCommands(Agent, SEED, COMMAND_RUNS)).toBeNull();
+    FIGURES.push(`command sequences: seed ${SEED}, ${COMMAND_RUNS} cases of up to 40 commands`);
   }, 120_000);
+
+  it.skipIf(!FIXED_RUN)('docs/testing.md holds these figures (support/figures.ts)', () => {
+    expect(FIGURES.length, 'a test above did not finish: its figures are missing').toBe(3);
+    const { inDoc, ran } = figures('compaction', FIGURES);
+    expect(inDoc, 'docs/testing.md has no model-figures:compaction block').not.toBeNull();
+    expect(inDoc, `docs/testing.md's figures are stale: ${writeCommand('test/model/compaction.int.test.ts')}`).toBe(
+      ran,
+    );
+  });
 });
 
 /** A hand-made fault, in place for the Agent and the oracle alike, as if committed. */

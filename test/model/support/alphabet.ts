@@ -5,7 +5,7 @@
  * (src/runtime/classify.ts) and its tool and decision handling (src/runtime/).
  */
 import type { AgentContext, CallCost, JsonObject, Limits, Usage } from '../../../machines/types.js';
-import { argsOf, type CallTool, toolNameOf, type VerifyAnswer } from './tools.js';
+import { argsOf, type CallTool, type EditRefusal, toolNameOf, type VerifyAnswer } from './tools.js';
 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 export const RUN_ID = 'run-m';
@@ -104,8 +104,12 @@ export type Mistake =
   | { kind: 'decideStale'; legacy: boolean }
   /** A decision map naming an expired call (beside a valid decision). */
   | { kind: 'decideExpired' }
-  /** A decision map editing a call whose tool forbids edits or whose outcome is unknown. */
-  | { kind: 'decideEditForbidden' }
+  /**
+   * A decision map approving an edit that must be refused (`why`: the tool forbids edits or the
+   * call's outcome is unknown; send's schema refuses it; send's rule denies it), possibly as a
+   * standing approval (`always`), which must not pass what a single approval may not.
+   */
+  | { kind: 'decideEditForbidden'; why?: EditRefusal; always?: boolean }
   /** The seed's `decide(true)` with several calls pending and no `callId`. */
   | { kind: 'decideUnnamed' }
   | { kind: 'decideNothing'; legacy: boolean }
@@ -167,6 +171,8 @@ export function describeMove(move: Move): string {
       return move.first ? 'expire(first)' : 'expire';
     case 'wait':
       return `wait(${move.ms}ms)`;
+    case 'decideEditForbidden':
+      return `${move.kind}(${move.why ?? 'forbidden'}${move.always ? ', always' : ''})`;
     case 'decideStale':
     case 'decideNothing':
       return move.legacy ? `${move.kind}(seed form)` : move.kind;

@@ -24,11 +24,13 @@ import {
   type Model,
   MoveCommand,
   type RunSetup,
+  StandingStepCommand,
   state,
   status,
 } from './commands.js';
+import { refusesEdit } from './human.js';
 import { activeLeft, isOpen, pendingOf, runningOf, toolDeadline } from './model-events.js';
-import { asksAgainAfterCrash, mayEdit, VERIFY_ANSWERS } from './tools.js';
+import { asksAgainAfterCrash, type EditRefusal, VERIFY_ANSWERS } from './tools.js';
 import type { World } from './world.js';
 
 const callSpec: fc.Arbitrary<CallSpec> = fc.record({
@@ -64,12 +66,17 @@ const policySpec: fc.Arbitrary<PolicySpec> = fc
       { nil: null },
     ),
     variant: fc.integer({ min: 0, max: 8 }),
+    // Now and then every call of a step names one tool: several calls of it under one standing approval.
+    oneTool: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
   })
-  .map((s) => ({
-    ...s,
-    calls: s.kind === 'call' ? s.calls.slice(0, 1) : s.kind === 'calls' ? s.calls : [],
-    text: s.text && (s.kind === 'call' || s.kind === 'calls'),
-  }));
+  .map(({ oneTool, ...s }) => {
+    const calls = oneTool ? s.calls.map((c) => ({ ...c, tool: (s.calls[0] as CallSpec).tool })) : s.calls;
+    return {
+      ...s,
+      calls: s.kind === 'call' ? calls.slice(0, 1) : s.kind === 'calls' ? calls : [],
+      text: s.text && (s.kind === 'call' || s.kind === 'calls'),
+    };
+  });
 
 const verifyAnswer = fc.constantFrom(...VERIFY_ANSWERS);
 
@@ -85,7 +92,8 @@ const pick: fc.Arbitrary<Pick> = fc.record({
   at: fc.nat(3),
   approve: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
   edit: fc.option(fc.nat(3), { nil: undefined, freq: 3 }),
-  always: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  // Standing approvals often enough that they meet edits, and later calls of their tool in a step.
+  always: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
 });
 
 const awaiting = (m: Readonly<Model>) => status(m) === 'awaiting_approval';
@@ -97,13 +105,28 @@ const sideEffectInFlight = (m: Readonly<Model>) => {
   const running = runningOf(m.snapshot.context);
   return isExecuting(state(m)) && running !== undefined && asksAgainAfterCrash(running.tool);
 };
-const editForbidden = (m: Readonly<Model>) =>
-  awaiting(m) && pending(m).some((p) => isOpen(p, m.now) && !mayEdit(p.tool, p.outcome));
+const editRefused = (why: EditRefusal) => (m: Readonly<Model>) =>
+  awaiting(m) && pending(m).some((p) => isOpen(p, m.now) && refusesEdit(p, why));
+/** Pending calls with different deadlines: `expire(first)` then expires one among several. */
+const deadlinesDiffer = (m: Readonly<Model>) => awaiting(m) && new Set(pending(m).map((p) => p.expiresAt)).size > 1;
 
 /** The command arbitraries. Policy and tool outcomes come often: runs get long. */
 export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>>[] {
   const policy = policySpec.map((spec) => new MoveCommand({ kind: 'policy', spec }, (m) => isDeciding(state(m))));
   const tool = toolSpec.map((spec) => new MoveCommand({ kind: 'tool', spec }, (m) => isExecuting(state(m))));
+  // Once a tool has a standing approval: a step of several calls of it, all covered by that one grant.
+  const standingStep = fc
+    .tuple(
+      fc.array(fc.record({ variant: fc.integer({ min: 0, max: 5 }), id: fc.boolean() }), {
+        minLength: 2,
+        maxLength: 3,
+      }),
+      policySpec,
+    )
+    .map(
+      ([calls, spec]) =>
+        new StandingStepCommand({ ...spec, kind: 'calls', calls: calls.map((c) => ({ ...c, tool: 'send' })) }),
+    );
   const move = (mv: Move, when: (m: Readonly<Model>) => boolean) => fc.constant(new MoveCommand(mv, when));
   const seed = (kind: 'approve' | 'deny' | 'approveLate') =>
     fc
@@ -136,6 +159,7 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
   return [
     ...times(4, fc.constant(new MoveCommand({ kind: 'start' }, (m) => status(m) === 'idle'))),
     ...times(16, policy),
+    ...times(4, standingStep),
     ...times(12, tool),
     ...times(3, seed('approve')),
     ...times(2, seed('deny')),
@@ -148,6 +172,22 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
     // Weighted up since calls take effect in their order: fewer ways lead to calls of one step
     // with different deadlines (a side effect asked again after a crash, beside a sibling still pending).
     ...times(5, move({ kind: 'expire', first: true }, awaiting)),
+    // Expiry of one call among several: weighted up where the deadlines already differ, and where
+    // a side effect in flight beside a pending sibling is about to be asked again (a later deadline).
+    ...times(10, move({ kind: 'expire', first: true }, deadlinesDiffer)),
+    // Approving only the first of several pending calls: it runs while the others wait, and a crash
+    // in it (below) asks it again with a deadline later than theirs.
+    ...times(
+      4,
+      move(
+        { kind: 'decide', picks: [{ at: 0, approve: true }], reverse: false },
+        (m) => someOpen(m) && pending(m).length > 1 && asksAgainAfterCrash(pending(m)[0]?.tool ?? ''),
+      ),
+    ),
+    ...times(
+      8,
+      crashAfter((m) => sideEffectInFlight(m) && pending(m).length > 0),
+    ),
     // Time passes while a human thinks (so that calls of one step come to have different
     // deadlines, and expire one by one), in a slot shared with (rarer) cancelling, which ends the run.
     wait,
@@ -184,7 +224,17 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
     ),
     fc.boolean().map((legacy) => new MistakeCommand({ kind: 'decideStale', legacy }, awaiting, StaleApprovalError)),
     ...times(2, mistake({ kind: 'decideExpired' }, someExpired, ApprovalExpiredError)),
-    mistake({ kind: 'decideEditForbidden' }, editForbidden, EditRejectedError),
+    // An edit each check refuses (allowEdit or an unknown outcome, send's schema, send's rule),
+    // half of them as standing approvals: `always` must pass nothing a single approval may not.
+    ...times(
+      5,
+      fc
+        .record({ why: fc.constantFrom<EditRefusal>('forbidden', 'schema', 'rule'), always: fc.boolean() })
+        .map(
+          ({ why, always }) =>
+            new MistakeCommand({ kind: 'decideEditForbidden', why, always }, editRefused(why), EditRejectedError),
+        ),
+    ),
     mistake({ kind: 'decideUnnamed' }, (m) => awaiting(m) && pending(m).length > 1, OptionsError),
     fc
       .boolean()

@@ -11,20 +11,21 @@ import type { AgentContext, BudgetKind, Limits } from '../../../machines/types.j
 import {
   describeMove,
   isDeciding,
-  isExecuting,
   type Mistake,
   type ModelState,
   type Move,
   moveLabel,
+  type PolicySpec,
   RUN_ID,
   statusOf,
   T0,
 } from './alphabet.js';
+import { noteCalls } from './counts.js';
 import { describeDifference } from './drive.js';
 import { checkWorld } from './invariants.js';
-import { activeLeft, applyEvent, applyMove, policyCut, runningOf } from './model-events.js';
+import { activeLeft, applyEvent, applyMove, policyCut } from './model-events.js';
 import { before, checkMove } from './oracle.js';
-import { hasVerify } from './tools.js';
+import type { CallTool } from './tools.js';
 import { World, type WorldOptions } from './world.js';
 
 type Snapshot = ReturnType<typeof initialTransition<typeof agentMachine>>[0];
@@ -42,81 +43,6 @@ export interface Model {
   executed: string[];
   /** What the moves did to the steps' calls (several calls, partial decisions, …), for the counts. */
   seen: string[];
-}
-
-/**
- * What a move did to the step's calls, read off the model before and after it: the counts that
- * show the new contract was exercised, not just offered.
- */
-function noteCalls(m: Model, move: Move, was: ModelState): void {
-  const c = m.snapshot.context;
-  const pendingNow = c.calls.filter((call) => call.state === 'pending');
-  const note = (what: string) => m.seen.push(what);
-  // A tool with `verify` in flight: asked at the resume, or after its timeout, each answer.
-  const inFlight = isExecuting(was) ? runningOf(was.context) : undefined;
-  if (inFlight && hasVerify(inFlight.tool)) {
-    if (move.kind === 'crash') note(`verify answers ${move.verify ?? 'unknown'} after a crash`);
-    if (move.kind === 'tool' && move.spec.kind === 'timeout')
-      note(`verify answers ${move.spec.verify ?? 'unknown'} after a timeout`);
-  }
-  if (move.kind === 'policy' && c.calls.length > 1) note('steps with several calls');
-  if (move.kind === 'policy' && c.calls.some((call) => call.approval?.standing !== undefined))
-    note('calls covered by a standing approval');
-  if (move.kind === 'decide' || move.kind === 'approve' || move.kind === 'deny' || move.kind === 'approveLate') {
-    const decided = was.context.calls.filter(
-      (call) => call.state === 'pending' && c.calls.find((n) => n.key === call.key)?.state !== 'pending',
-    );
-    if (decided.length > 0 && pendingNow.length > 0) note('partial decisions (others left pending)');
-    if (move.kind === 'decide' && decided.length > 1) note('decision maps of several calls');
-    if (
-      c.calls.some(
-        (call) =>
-          call.approval?.args !== undefined && was.context.calls.find((w) => w.key === call.key)?.state === 'pending',
-      )
-    )
-      note('edited approvals');
-  }
-  const expiredNow = c.calls.filter(
-    (call) => call.done && 'error' in call.done && call.done.error === 'approval expired' && !call.done.approval,
-  );
-  const expiredBefore = was.context.calls.filter(
-    (call) => call.done && 'error' in call.done && call.done.error === 'approval expired' && !call.done.approval,
-  );
-  if (expiredNow.length > expiredBefore.length && pendingNow.length > 0)
-    note('expiries of one call among several pending');
-  // A step that ended with one call expired and another decided in time: each its own clock.
-  if (was.context.calls.length > 1 && c.calls.length === 0) {
-    const added = c.history.slice(was.context.history.length);
-    const expired = added.some((e) => 'error' in e && e.error === 'approval expired');
-    const inTime = added.some(
-      (e) => 'approval' in e && e.approval && !('error' in e && e.error === 'approval expired'),
-    );
-    if (expired && inTime) note('steps with one call expired, another decided in time');
-  }
-  if (move.kind === 'crash' && isExecuting(was) && was.context.calls.length > 1)
-    note('crashes between the calls of a step');
-  noteCost(m, move, was, note);
-}
-
-/** What a move did to the cost budget: stops for cost (spent, or unknown), extensions and lowerings. */
-function noteCost(m: Model, move: Move, was: ModelState, note: (what: string) => void): void {
-  const c = m.snapshot.context;
-  const stoppedNow = statusOf(m.snapshot.value) === 'budget_exhausted' && c.stoppedBy === 'cost';
-  const stoppedBefore = statusOf(was.value) === 'budget_exhausted' && was.context.stoppedBy === 'cost';
-  if (stoppedNow && !stoppedBefore) {
-    note(c.error?.startsWith('cost unknown: ') ? 'stops for an unknown cost' : 'stops for cost spent');
-  }
-  if (move.kind === 'extend' && stoppedBefore && move.limits.maxCostUsd !== undefined) {
-    note('cost budgets raised after a stop for cost');
-  }
-  const tokensNow = statusOf(m.snapshot.value) === 'budget_exhausted' && c.stoppedBy === 'tokens';
-  const tokensBefore = statusOf(was.value) === 'budget_exhausted' && was.context.stoppedBy === 'tokens';
-  if (tokensNow && !tokensBefore && c.error?.startsWith('the next call does not fit')) {
-    note('stops for a request the token budget cannot fit');
-  }
-  if (c.usage.estimatedTokens !== was.context.usage.estimatedTokens) note('calls charged at the estimate');
-  if (c.error !== was.context.error && c.error?.includes('it could spend: charged'))
-    note('calls charged at what was left');
 }
 
 /** The first spent budget, in the order the machine checks them (steps, tokens, cost, time). */
@@ -243,6 +169,8 @@ export class MistakeCommand implements fc.AsyncCommand<Model, World> {
 
   async run(m: Model, world: World): Promise<void> {
     m.executed.push(this.move.kind);
+    if (this.move.kind === 'decideEditForbidden')
+      m.seen.push(`edits refused: ${this.move.why ?? 'forbidden'}${this.move.always ? ', with always' : ''}`);
     const was = before(world);
     await world.perform(this.move);
     if (!(world.mistakeError instanceof this.expected) || world.mistakeError.constructor !== this.expected) {
@@ -283,6 +211,28 @@ export class ExtendCommand implements fc.AsyncCommand<Model, World> {
 
   toString(): string {
     return `extend(+${this.steps} steps, +${this.tokens} tokens, +${this.ms} ms, +${this.micro} µ$)`;
+  }
+}
+
+/**
+ * A step of several calls of one tool that has a standing approval (the first by name, when
+ * several have one), all of them covered by that one grant.
+ */
+export class StandingStepCommand implements fc.AsyncCommand<Model, World> {
+  constructor(readonly spec: PolicySpec) {}
+
+  check(m: Readonly<Model>): boolean {
+    return isDeciding(state(m)) && Object.keys(m.snapshot.context.standing).length > 0;
+  }
+
+  async run(m: Model, world: World): Promise<void> {
+    const tool = Object.keys(m.snapshot.context.standing).sort()[0] as CallTool;
+    const spec = { ...this.spec, calls: this.spec.calls.map((c) => ({ ...c, tool })) };
+    await new MoveCommand({ kind: 'policy', spec }, () => true).run(m, world);
+  }
+
+  toString(): string {
+    return `${describeMove({ kind: 'policy', spec: this.spec })} (each call of the tool with a standing approval)`;
   }
 }
 

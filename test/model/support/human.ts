@@ -9,7 +9,7 @@ import type { CallDecisionInput, Decisions } from '../../../src/types.js';
 import { APPROVE_NOTE, DENY_NOTE, type Mistake, type Move, RUN_ID } from './alphabet.js';
 import type { HumanDecision } from './ledger.js';
 import { type Chosen, choose, isOpen, legacyTarget } from './model-events.js';
-import { editedArgs, mayEdit } from './tools.js';
+import { type EditRefusal, forbiddenEdit, mayEdit } from './tools.js';
 
 /** A decision as the ledger and the world's step record take it. */
 export interface Made {
@@ -80,6 +80,13 @@ function staleId(call: PendingCall): string {
 
 const approve: CallDecisionInput = { approve: true, note: 'yes' };
 
+/**
+ * Whether a pending call can carry a `decideEditForbidden` of this kind: one that forbids edits,
+ * or a send whose outcome is known (so that the schema or the rule is what refuses the edit).
+ */
+export const refusesEdit = (call: { tool: string; outcome?: 'unknown' | null }, why: EditRefusal): boolean =>
+  why === 'forbidden' ? !mayEdit(call.tool, call.outcome) : call.tool === 'send' && mayEdit(call.tool, call.outcome);
+
 /** What a mistake calls: the seed's form or a map, always with something wrong in it. */
 export type MistakeCall = { legacy: [boolean, string, { callId?: string }] } | { map: Decisions };
 
@@ -105,11 +112,11 @@ export function mistakeCall(move: Mistake, pending: PendingCall[], now: number):
       return { map: { ...valid(late.id), [late.id]: approve } };
     }
     case 'decideEditForbidden': {
-      const call = open.find((p) => !mayEdit(p.tool, p.outcome));
-      if (!call) throw new Error('test error: no call that forbids edits');
-      return {
-        map: { ...valid(call.id), [call.id]: { approve: true, note: 'edited', args: editedArgs(call.tool, 0) } },
-      };
+      const why = move.why ?? 'forbidden';
+      const call = open.find((p) => refusesEdit(p, why));
+      if (!call) throw new Error(`test error: no call whose edit is refused (${why})`);
+      const edit: CallDecisionInput = { approve: true, note: 'edited', args: forbiddenEdit(call.tool, why) };
+      return { map: { ...valid(call.id), [call.id]: move.always ? { ...edit, always: true } : edit } };
     }
     case 'decideUnnamed':
       return { legacy: [true, 'ok', {}] };

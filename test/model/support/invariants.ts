@@ -77,7 +77,14 @@ export function checkWorld(world: World, full = false): string[] {
     if (spec?.verdict !== 'run' || spec.unknown) {
       const a = running.approval;
       const human = a ? ledger.decisions[a.callId] : undefined;
-      const standing = a?.standing !== undefined && a.standing === ledger.standing[running.tool]?.callId;
+      // The grant that covered the call when the step began (a later grant for the tool, given
+      // while this call was queued, replaces it for later steps only).
+      const grant = a?.standing === undefined ? undefined : ledger.decisions[a.standing];
+      const standing =
+        grant?.approved === true &&
+        grant.always &&
+        grant.tool === running.tool &&
+        spec?.approval?.standing === a?.standing;
       if (!a?.approved || !(human?.approved || standing)) {
         out.push(`inv1: ${running.tool} key ${running.key} is in flight without a human's approval`);
       }

@@ -9,7 +9,7 @@ import type { HistoryEntry, JsonObject, Limits } from '../../../machines/types.j
 import { type Charged, noRoomWhy } from './budget-spec.js';
 import { historyProblem } from './history-shape.js';
 import { beginStep, type FinishedStep, type SpecStep, startCall } from './spec-step.js';
-import { isIdempotent, isSideEffect } from './tools.js';
+import { isIdempotent, isSideEffect, mayRunWith } from './tools.js';
 
 /** A human's decision, as the human saw the pending call. */
 export interface HumanDecision {
@@ -173,6 +173,9 @@ export class Ledger {
     d.toolCalls++;
     const spec = startCall(d, call.key, call.args, call.approvedCallId);
     const t = call.tool;
+    // Whatever the approval (a standing one included): an edit the tool's checks refuse never runs.
+    const forbidden = spec ? mayRunWith(t, call.args, spec.args) : null;
+    if (forbidden) this.violation(`inv1: ${t} key ${call.key} ran with ${forbidden}: ${JSON.stringify(call.args)}`);
     if (!isSideEffect(t)) return true;
     const where = `${t}(${JSON.stringify(call.args)}) key ${call.key}`;
     if (d.ruleDenials.includes(call.key)) this.violation(`inv7: ${where} ran, but its approval rule denied it`);

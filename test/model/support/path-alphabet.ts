@@ -142,8 +142,17 @@ function decisionMoves(kind: DecisionKind, s: ModelState, now: number): Move[] {
         : [];
     case 'always':
       // One standing approval per path: the graph stays small, the grant's effect is the same.
+      // Given with an edit where the tool allows one: the later calls it covers run with their own
+      // arguments, never the edit.
       return n > 0 && Object.keys(s.context.standing).length === 0
-        ? decide('always', [{ at: 0, approve: true, always: true }])
+        ? decide('always', [
+            {
+              at: 0,
+              approve: true,
+              always: true,
+              ...(mayEdit(open[0]?.tool ?? '', open[0]?.outcome) ? { edit: 2 } : {}),
+            },
+          ])
         : [];
   }
 }

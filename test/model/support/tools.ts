@@ -9,7 +9,11 @@ import type { JsonObject, Verdict } from '../../../machines/types.js';
 export const TOOLS = {
   /** Pure: runs at once; in flight at a crash, it simply runs again. */
   lookup: { sideEffect: false, idempotent: false, allowEdit: true },
-  /** A side effect that does not deduplicate: in flight at a crash, a human is asked again. */
+  /**
+   * A side effect that does not deduplicate: in flight at a crash, a human is asked again. Its
+   * schema wants `to` an address (`cc` may be added), and its rule denies the blocked domain:
+   * the model never writes either, so they bite only on an approver's edit.
+   */
   send: { sideEffect: true, idempotent: false, allowEdit: true },
   /** A side effect that deduplicates by its key: in flight at a crash, it is called again. */
   charge: { sideEffect: true, idempotent: true, allowEdit: true },
@@ -41,6 +45,18 @@ export const isToolName = (name: string): name is ToolName => Object.hasOwn(TOOL
 export type CallTool = ToolName | 'unknown';
 export const UNKNOWN_TOOL = 'teleport';
 export const toolNameOf = (tool: CallTool): string => (tool === 'unknown' ? UNKNOWN_TOOL : tool);
+
+/** What send's rule answers for an address at `BLOCKED_DOMAIN`. */
+export const SEND_DENIAL = 'that domain is blocked';
+export const BLOCKED_DOMAIN = '@blocked.example';
+
+/** Whether send's schema takes these arguments: `to` an address, `cc` one too if given, nothing else. */
+export function sendArgsValid(args: unknown): boolean {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return false;
+  const { to, cc, ...rest } = args as Record<string, unknown>;
+  const address = (v: unknown) => typeof v === 'string' && /^[^@\s]+@[^@\s]+$/.test(v);
+  return address(to) && (cc === undefined || address(cc)) && Object.keys(rest).length === 0;
+}
 
 /** What wipe's rule answers for scope `all`: the model sees `denied by rule: <this>`. */
 export const WIPE_DENIAL = 'wiping everything is not allowed';
@@ -74,12 +90,39 @@ export function editedArgs(tool: string, variant: number): JsonObject {
   }
 }
 
+/** Why an approver's edit of a call is refused, in a `decideEditForbidden` mistake. */
+export type EditRefusal = 'forbidden' | 'schema' | 'rule';
+
+/**
+ * The edit a `decideEditForbidden` mistake makes: any edit where edits are forbidden (the tool's
+ * `allowEdit: false`, or the call's outcome unknown); for send, one its schema refuses or one its
+ * rule denies.
+ */
+export function forbiddenEdit(tool: string, why: EditRefusal): JsonObject {
+  if (why === 'schema') return { to: 'nobody' };
+  if (why === 'rule') return { to: `ops${BLOCKED_DOMAIN}` };
+  return editedArgs(tool, 0);
+}
+
+/**
+ * Whether a tool may ever be called with `args`, given the model's `asked`: never with an edit
+ * where edits are forbidden, never with arguments its schema refuses or its rule denies.
+ */
+export function mayRunWith(tool: string, args: JsonObject, asked: JsonObject): string | null {
+  if (!isToolName(tool)) return null;
+  if (!TOOLS[tool].allowEdit && JSON.stringify(args) !== JSON.stringify(asked)) return 'an edit, but it allows none';
+  if (tool === 'send' && !sendArgsValid(args)) return 'arguments its schema refuses';
+  const rule = ruleOf(tool, args);
+  return rule !== null && typeof rule === 'object' ? `arguments its rule denies (${rule.deny})` : null;
+}
+
 /** The approval rule, as the contract states it: run at once, ask a human, or deny. */
 export type Rule = 'run' | 'ask' | { deny: string };
 
 /** The rule for a call of `tool` with `args`, or null for a tool the world does not have. */
 export function ruleOf(tool: string, args: JsonObject): Rule | null {
   if (!isToolName(tool)) return null;
+  if (tool === 'send' && typeof args.to === 'string' && args.to.endsWith(BLOCKED_DOMAIN)) return { deny: SEND_DENIAL };
   if (tool !== 'wipe') return TOOLS[tool].sideEffect ? 'ask' : 'run';
   if (args.scope === 'all') return { deny: WIPE_DENIAL };
   return args.scope === 'tmp' ? 'run' : 'ask';

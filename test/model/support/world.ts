@@ -44,7 +44,7 @@ import { Ledger, type LedgerData } from './ledger.js';
 import { answerOf, earliestExpiry, toolCut, toolObservation } from './model-events.js';
 import { cancelStep, crashCall, decideCalls, endCall, expireCalls, timedOut } from './spec-step.js';
 import { type ToolName, type VerifyAnswer, verifiedResult } from './tools.js';
-import { wipeRule, worldTools } from './world-tools.js';
+import { worldRule, worldTools } from './world-tools.js';
 
 /** How a run is resumed: `Agent.resume`, or a faulty stand-in for it. */
 export type ResumeFn = (blob: string, options: ResumeOptions) => Agent;
@@ -187,9 +187,9 @@ export class World {
         return this.#block({ kind: 'tool', step: ctx.step, attempt: 0, tool: name, key }, ctx.signal);
       };
     const rule: Tool['needsApproval'] = (args, ctx) => {
-      if (ctx.runId !== RUN_ID || ctx.tool !== 'wipe' || !Object.isFrozen(args))
+      if (ctx.runId !== RUN_ID || (ctx.tool !== 'wipe' && ctx.tool !== 'send') || !Object.isFrozen(args))
         this.ledger.violation(`approval rule: called with ${JSON.stringify({ ...ctx, history: undefined })}`);
-      return wipeRule(args);
+      return worldRule(args, ctx.tool);
     };
     // wipe's verify answers what the move says (the world knows no more of the effect than that).
     const verify: NonNullable<Tool['verify']> = ({ key }) => {
