@@ -1,5 +1,5 @@
 /**
- * The spec oracle: what the contract (issues 2 and 12, ARCHITECTURE.md) says must follow a move,
+ * The spec oracle: what the contract (issues 2 and 12, docs/architecture.md) says must follow a move,
  * from what the world knows (the ledger, its record of the step, the gates, what the human saw),
  * never from the machine. The model is the machine, so a wrong guard or action is in the model
  * too; comparing with the model cannot catch it, the invariants catch only the unsafe ones, and

@@ -2,7 +2,7 @@
  * The world's own record of the step in progress: the calls the policy asked for (as the test's
  * policy returned them) and what the contract says becomes of each, updated from what the world
  * sees (the human's decisions, the tools' calls and answers, crashes, time), never from the
- * machine. Each call is its own unit (ARCHITECTURE.md, "Several calls in a step"): calls that
+ * machine. Each call is its own unit (docs/architecture.md, "Several calls in a step"): calls that
  * need nobody run at once in call order, the others wait for a human, each with its own expiry
  * and crash rule, and the policy is asked again only when every call has an outcome. The oracle
  * compares the run with it after every move; the ledger checks each tool call against it.
