@@ -44,31 +44,40 @@ export {
 } from './history.js';
 export { type ProcessIdentity, provablyDead, thisProcess } from './process-identity.js';
 export {
+  agentAfterSave,
+  checkAgentName,
+  checkLimit,
+  checkListOptions,
+  checkRunId,
+  checkWrite,
+  compareCodePoints,
+  compareRuns,
+  earliestExpiry,
+  MAX_TIMER_MS,
+  matchesExpired,
+  pendingCallsOf,
+  pendingFields,
+} from './store/arguments.js';
+export { type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './store/claim-order.js';
+export {
   type CheckpointStore,
   type ClaimNextOptions,
   type ClaimOptions,
-  checkLimit,
+  type GroupBudget,
+  type GroupBudgetStore,
+  type GroupCharge,
+  type GroupPeriod,
+  type GroupSpend,
+  groupBudgetsOf,
   type Lease,
   type ListOptions,
   type RecordedDecision,
   type RunSummary,
   type RunWrite,
   type StoredRun,
-} from './store.js';
-export { type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './stores/claim-order.js';
-export {
-  checkGroupBudget,
-  checkGroupCharge,
-  checkGroupId,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupPeriod,
-  type GroupSpend,
-  groupAfterJoin,
-  groupBudgetsOf,
-} from './stores/groups.js';
-export { checkProcess } from './stores/holder-process.js';
+} from './store/contract.js';
+export { checkGroupBudget, checkGroupCharge, checkGroupId, groupAfterJoin } from './store/groups.js';
+export { checkProcess } from './store/holder-process.js';
 export {
   busyError,
   checkClaim,
@@ -86,22 +95,8 @@ export {
   releaseRecord,
   renewedOrLost,
   renewRecord,
-} from './stores/leases.js';
-export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './stores/queue.js';
-export {
-  agentAfterSave,
-  checkAgentName,
-  checkListOptions,
-  checkRunId,
-  checkWrite,
-  compareCodePoints,
-  compareRuns,
-  earliestExpiry,
-  MAX_TIMER_MS,
-  matchesExpired,
-  pendingCallsOf,
-  pendingFields,
-} from './stores/rules.js';
+} from './store/leases.js';
+export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './store/queue.js';
 export {
   type DeclarationOptions,
   type SchemaTarget,

@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import { checkQueueStore, definitionsByName } from '../worker/checks.js';
 import { apiRoutes } from './api.js';
 import { Authenticator, type InboxAuth } from './auth.js';

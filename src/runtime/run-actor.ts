@@ -15,9 +15,9 @@ import {
   statusOfValue,
 } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
-import type { LeaseTerms, Runtime } from '../options.js';
-import type { CheckpointStore, Lease } from '../store.js';
-import { groupBudgetsOf } from '../stores/groups.js';
+import type { Runtime } from '../options.js';
+import type { CheckpointStore } from '../store/contract.js';
+import { groupBudgetsOf } from '../store/contract.js';
 import type { RunEvent, RunState } from '../types.js';
 import { GroupPort } from './budget-group.js';
 import { Drives } from './drives.js';

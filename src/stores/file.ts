@@ -32,19 +32,48 @@ import { join, resolve } from 'node:path';
 import { CheckpointError, type LeaseLostError, OptionsError, TollgateError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkSave,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from '../store.js';
-import { ClaimTurns } from './claim-order.js';
+  agentAfterSave,
+  checkClock,
+  checkDuration,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  compareRuns,
+  earliestExpiry,
+  matchesExpired,
+  nowOf,
+} from '../store/arguments.js';
+import { ClaimTurns } from '../store/claim-order.js';
+import { checkSave, deleteConflict } from '../store/conflicts.js';
+import type {
+  CheckpointStore,
+  ClaimNextOptions,
+  ClaimOptions,
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
+import {
+  checkClaim,
+  checkLease,
+  checkRenew,
+  checkRenewMany,
+  claimRecord,
+  claimWithin,
+  fenceRecord,
+  isLive,
+  type LeaseRecord,
+  leaseOf,
+  releaseRecord,
+  renewedOrLost,
+  renewRecord,
+} from '../store/leases.js';
+import { checkClaimNext, checkRecordedDecision } from '../store/queue.js';
+import { Watchers } from '../store/watchers.js';
 import {
   encodeEntries,
   encodeHead,
@@ -68,36 +97,6 @@ import {
 import { changeLease, currentLease, dropLeaseFile, LEASE, writeLeaseFile } from './file/lease.js';
 import { withLock } from './file/lock.js';
 import { claimNextIn, type QueueRoom, queueIn } from './file/queue.js';
-import {
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
-  claimRecord,
-  claimWithin,
-  fenceRecord,
-  isLive,
-  type LeaseRecord,
-  leaseOf,
-  releaseRecord,
-  renewedOrLost,
-  renewRecord,
-} from './leases.js';
-import { checkClaimNext, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkDuration,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  compareRuns,
-  earliestExpiry,
-  matchesExpired,
-  nowOf,
-} from './rules.js';
-import { Watchers } from './watchers.js';
 
 export type { DamagedRun } from './file/heads.js';
 

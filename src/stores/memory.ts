@@ -6,20 +6,25 @@
  */
 import type { LeaseLostError } from '../errors.js';
 import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkSave,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from '../store.js';
-import { ClaimTurns, claimClass, rankOf } from './claim-order.js';
+  agentAfterSave,
+  checkClock,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  compareRuns,
+  earliestExpiry,
+  matchesExpired,
+  nowOf,
+  pendingFields,
+  timestampOf,
+} from '../store/arguments.js';
+import { ClaimTurns, claimClass, rankOf } from '../store/claim-order.js';
+import { checkSave, deleteConflict } from '../store/conflicts.js';
 import type {
+  CheckpointStore,
+  ClaimNextOptions,
+  ClaimOptions,
   GroupBudget,
   GroupBudgetStore,
   GroupCharge,
@@ -27,7 +32,13 @@ import type {
   GroupHoldResult,
   GroupSettlement,
   GroupSpend,
-} from './groups.js';
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
 import {
   checkClaim,
   checkLease,
@@ -42,23 +53,9 @@ import {
   releaseRecord,
   renewedOrLost,
   renewRecord,
-} from './leases.js';
-import { MemoryGroups } from './memory-groups.js';
-import { checkClaimNext, checkQueue, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  compareRuns,
-  earliestExpiry,
-  matchesExpired,
-  nowOf,
-  pendingFields,
-  timestampOf,
-} from './rules.js';
+} from '../store/leases.js';
+import { checkClaimNext, checkQueue, checkRecordedDecision } from '../store/queue.js';
+import { MemoryGroups } from './memory/groups.js';
 
 export interface MemoryStoreOptions {
   /** The clock for `updatedAt`, leases and expiry, in ms since the epoch. @default Date.now */

@@ -32,33 +32,42 @@ import pg from 'pg';
 import { CheckpointError, type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-  saveConflict,
-} from '../store.js';
-import { ClaimTurns } from './claim-order.js';
+  agentAfterSave,
+  checkClock,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  earliestExpiry,
+  timestampOf,
+} from '../store/arguments.js';
+import { ClaimTurns } from '../store/claim-order.js';
+import { deleteConflict, saveConflict } from '../store/conflicts.js';
+import type {
+  CheckpointStore,
+  ClaimNextOptions,
+  ClaimOptions,
+  GroupBudget,
+  GroupBudgetStore,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSettlement,
+  GroupSpend,
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
 import {
   checkGroupBudget,
   checkGroupCharge,
   checkGroupHold,
   checkGroupId,
   checkGroupSettlement,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
-} from './groups.js';
+} from '../store/groups.js';
 import {
   busyError,
   checkClaim,
@@ -68,7 +77,8 @@ import {
   claimWithin,
   leaseLost,
   leaseOf,
-} from './leases.js';
+} from '../store/leases.js';
+import { checkClaimNext, checkRecordedDecision } from '../store/queue.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
 import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
@@ -91,17 +101,6 @@ import {
 } from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
 import { Watch } from './postgres/watch.js';
-import { checkClaimNext, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  earliestExpiry,
-  timestampOf,
-} from './rules.js';
 
 export { redactUrl } from './postgres/connection.js';
 export { SCHEMA_VERSION } from './postgres/migrations.js';

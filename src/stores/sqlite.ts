@@ -26,32 +26,42 @@ import { isoTime } from '../clock.js';
 import { LeaseLostError, OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkSave,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from '../store.js';
+  agentAfterSave,
+  checkClock,
+  checkDuration,
+  checkListOptions,
+  checkRunId,
+  checkStoreOptions,
+  checkWrite,
+  earliestExpiry,
+  nowOf,
+} from '../store/arguments.js';
+import { checkSave, deleteConflict } from '../store/conflicts.js';
+import type {
+  CheckpointStore,
+  ClaimNextOptions,
+  ClaimOptions,
+  GroupBudget,
+  GroupBudgetStore,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSettlement,
+  GroupSpend,
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
 import {
   checkGroupBudget,
   checkGroupCharge,
   checkGroupHold,
   checkGroupId,
   checkGroupSettlement,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
-} from './groups.js';
+} from '../store/groups.js';
 import {
   checkClaim,
   checkLease,
@@ -65,19 +75,8 @@ import {
   leaseOf,
   releaseRecord,
   renewRecord,
-} from './leases.js';
-import { checkClaimNext, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkDuration,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  earliestExpiry,
-  nowOf,
-} from './rules.js';
+} from '../store/leases.js';
+import { checkClaimNext, checkRecordedDecision } from '../store/queue.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
 import { SaveGroups } from './sqlite/group-commit.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
@@ -90,7 +89,7 @@ import { enableWal } from './sqlite/wal.js';
 
 export type { SqliteSettings };
 
-import { Watchers } from './watchers.js';
+import { Watchers } from '../store/watchers.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing, in a folder that must exist), or `':memory:'`. */

@@ -10,7 +10,7 @@ import { RunBusyError } from '../errors.js';
 import { checkKeys } from '../option-keys.js';
 import { parseResumeOptions } from '../options.js';
 import { claimRun } from '../runtime/lease.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
 import { workClaimed } from './work.js';
 

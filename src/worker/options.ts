@@ -7,7 +7,7 @@ import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { parseResumeOptions } from '../options.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import type { TracerLike } from '../tracer.js';
 import type { InspectOption } from '../types.js';
 import { checkQueueStore, definitionsByName } from './checks.js';

@@ -14,7 +14,7 @@ import { isPlainObject } from '../json.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { checkText, parseResumeOptions } from '../options.js';
 import { readDecisions } from '../runtime/decisions.js';
-import type { CheckpointStore, RecordedDecision } from '../store.js';
+import type { CheckpointStore, RecordedDecision } from '../store/contract.js';
 import type { Decisions, Tool } from '../types.js';
 import { checkDefinition, checkQueueStore } from './checks.js';
 

@@ -10,7 +10,7 @@ import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import { thisProcess } from '../process-identity.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 import { parseWorkerOptions, type WorkerOptions, type WorkerSettings } from './options.js';
 import { Wakeup } from './wakeup.js';
 import { workClaimed } from './work.js';

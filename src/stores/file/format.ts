@@ -21,10 +21,10 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
-import type { RecordedDecision, RunSummary } from '../../store.js';
-import { checkProcess } from '../holder-process.js';
-import type { LeaseRecord } from '../leases.js';
-import { pendingCallsOf, pendingFields } from '../rules.js';
+import { pendingCallsOf, pendingFields } from '../../store/arguments.js';
+import type { RecordedDecision, RunSummary } from '../../store/contract.js';
+import { checkProcess } from '../../store/holder-process.js';
+import type { LeaseRecord } from '../../store/leases.js';
 
 /** What the head file records besides the head itself. */
 export interface HeadMeta {

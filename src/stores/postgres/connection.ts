@@ -7,7 +7,7 @@ import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
 import { OptionsError } from '../../errors.js';
 import { showValue } from '../../option-keys.js';
-import { checkDuration, MAX_TIMER_MS } from '../rules.js';
+import { checkDuration, MAX_TIMER_MS } from '../../store/arguments.js';
 
 /** The timeouts a store applies, in ms (see `PostgresStoreOptions`). */
 export interface Timeouts {

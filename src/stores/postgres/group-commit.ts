@@ -13,8 +13,8 @@
  * saves is tried alone. Any other failure (the connection broke, a timeout) is that of every
  * save in the group, with the single save's message: the outcome is unknown, load the run.
  */
-import type { Lease } from '../../store.js';
-import { type Waiting as Queued, TurnQueue } from '../turn-queue.js';
+import type { Lease } from '../../store/contract.js';
+import { type Waiting as Queued, TurnQueue } from '../../store/turn-queue.js';
 
 /** A checked save as the columns it writes (taken when `save` is called: nothing read later). */
 export interface SaveRow {

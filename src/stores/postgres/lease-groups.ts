@@ -12,7 +12,7 @@
  * a deadlock (40P01) changed nothing: each of its items is tried alone; any other failure is that
  * of every item in the group.
  */
-import { TurnQueue, type Waiting } from '../turn-queue.js';
+import { TurnQueue, type Waiting } from '../../store/turn-queue.js';
 import { sendByRun } from './group-commit.js';
 import type { LeaseRow } from './rows.js';
 

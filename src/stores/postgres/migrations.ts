@@ -6,7 +6,7 @@
  */
 import type { QueryResult, QueryResultRow } from 'pg';
 import { SchemaVersionError } from '../../errors.js';
-import { earliestExpiry, pendingCallsOf } from '../rules.js';
+import { earliestExpiry, pendingCallsOf } from '../../store/arguments.js';
 
 /** A connection as migrations and the store use it: every query bounded by the store's query timeout. */
 export interface Sql {
@@ -20,7 +20,7 @@ export interface Migration {
 }
 
 /**
- * Runs and their journals. A run is a small head plus append-only entries (src/store.ts).
+ * Runs and their journals. A run is a small head plus append-only entries (src/store/contract.ts).
  * `pending` is JSON text, not jsonb: jsonb rejects `\u0000` and lone surrogates, which tool
  * arguments may legitimately hold, and a store must round-trip any run.
  */
@@ -105,7 +105,7 @@ async function addAgentAndDecision(client: Sql, s: string): Promise<void> {
 }
 
 /**
- * Group budgets (stores/groups.ts): a budget per group, spending per group and window (a UTC day
+ * Group budgets (store/groups.ts): a budget per group, spending per group and window (a UTC day
  * 'YYYY-MM-DD', or 'total') in whole micro-dollars and tokens, and the group of each run that
  * joined one — apart from `runs`, because a run joins before its first save, and kept when the
  * run is deleted so that a run id never leaves its group.
@@ -150,7 +150,7 @@ async function dropEntriesKey(client: Sql, s: string): Promise<void> {
 }
 
 /**
- * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
+ * Group holds (store/groups.ts, reserve then settle): what each run holds of its group's window
  * for the model call it is making. A hold counts while the run's lease with its token is live, and
  * is charged as spent once it is not (`lapsedHold`), so it is read joined with `leases`; one per
  * group and run.

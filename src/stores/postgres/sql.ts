@@ -9,7 +9,7 @@
  * null), and for an update $14 the expected version. A save clears a recorded decision, and one
  * without a lease (so the run has no live lease after it) notifies watchers.
  *
- * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
+ * The lease rules are those of src/store/leases.ts, said in SQL: a lease is live while it has
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
 import { claimNextStatements } from './claim-sql.js';

@@ -8,8 +8,8 @@
  */
 import type Database from 'better-sqlite3';
 import { UserError } from '../../errors.js';
-import type { Lease, RunWrite } from '../../store.js';
-import { type Waiting as Queued, TurnQueue } from '../turn-queue.js';
+import type { Lease, RunWrite } from '../../store/contract.js';
+import { type Waiting as Queued, TurnQueue } from '../../store/turn-queue.js';
 
 type SaveArgs = [runId: string, write: RunWrite, expectedVersion: number, lease: Lease | undefined];
 type Outcome = { version: number } | { error: unknown };

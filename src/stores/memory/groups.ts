@@ -3,6 +3,16 @@
  * and adds in one step that no other call can come between.
  */
 
+import { checkRunId, nowOf } from '../../store/arguments.js';
+import type {
+  GroupBudget,
+  GroupBudgetStore,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSettlement,
+  GroupSpend,
+} from '../../store/contract.js';
 import {
   checkGroupBudget,
   checkGroupCharge,
@@ -10,13 +20,6 @@ import {
   checkGroupId,
   checkGroupSettlement,
   costAfter,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
   groupAfterJoin,
   groupHold,
   holdLeaseLost,
@@ -26,9 +29,8 @@ import {
   settledByLapse,
   spendOf,
   windowOf,
-} from './groups.js';
-import type { LeaseRecord } from './leases.js';
-import { checkRunId, nowOf } from './rules.js';
+} from '../../store/groups.js';
+import type { LeaseRecord } from '../../store/leases.js';
 
 /** One run's hold on its group, in one window, under one lease. */
 interface Hold {

@@ -18,9 +18,9 @@
 import { LeaseLostError, OptionsError, RunBusyError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import type { ProcessIdentity } from '../process-identity.js';
-import type { ClaimOptions, Lease } from '../store.js';
+import { checkDuration, checkRunId, unstorableText } from './arguments.js';
+import type { ClaimOptions, Lease } from './contract.js';
 import { checkProcess } from './holder-process.js';
-import { checkDuration, checkRunId, unstorableText } from './rules.js';
 
 /** A run's lease as a store keeps it; times in ms since the epoch, on the store's clock. */
 export interface LeaseRecord {

@@ -7,7 +7,7 @@ import { type PendingCall, STATUSES, type Status } from '../../machines/types.js
 import { isoTime, MAX_TIMER_MS } from '../clock.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
-import { checkLimit, type ListOptions, type RunSummary, type RunWrite } from '../store.js';
+import type { ListOptions, RunSummary, RunWrite } from './contract.js';
 
 export { MAX_TIMER_MS };
 
@@ -282,4 +282,11 @@ export function compareRuns(
   b: Pick<RunSummary, 'runId' | 'updatedAt'>,
 ): number {
   return compareCodePoints(a.updatedAt, b.updatedAt) || compareCodePoints(a.runId, b.runId);
+}
+
+/** `list`'s `limit` must be a whole number ≥ 0 in every store; throws `OptionsError` otherwise. */
+export function checkLimit(limit: number | undefined): void {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
+    throw new OptionsError(`list: limit must be a non-negative integer, got ${String(limit)}`);
+  }
 }
