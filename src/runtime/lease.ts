@@ -52,10 +52,10 @@ export class LeaseHolder {
   readonly #terms: LeaseTerms;
   readonly #onLost: (error: unknown) => void;
   #lease: Lease | null = null;
-  /** The group this holder's lease is renewed with, while it is kept renewed. */
+  /** The batch this holder's lease is renewed with, while it is kept renewed. */
   #renewals: Renewals | null = null;
   #renewing: Promise<void> | null = null;
-  /** How the group of renewals asks this holder and tells it (renewals.ts). */
+  /** How the batch of renewals asks this holder and tells it (renewals.ts). */
   readonly #member: Renewing = {
     due: () => this.#due(),
     answered: (lease, sent, result) => this.#answered(lease, sent, result),
@@ -261,7 +261,7 @@ export class LeaseHolder {
     const lost = result instanceof LeaseLostError ? result : 'failed' in result ? result.failed : null;
     // Refused: the run is another owner's now, and this process may not work it.
     if (lost instanceof LeaseLostError) this.#lose(lost);
-    // The store failed (one statement renews every lease of the group: one bad moment must not cost
+    // The store failed (one statement renews every lease of the batch: one bad moment must not cost
     // them all): tried again at the next interval, and given up if none is accepted within the lease.
     else if (lost !== null) return;
     else {

@@ -7,13 +7,13 @@
  *
  * Each holder keeps its own bookkeeping (lease.ts): it hears of its own renewal's result, with the
  * time the call was sent, and gives its lease up when a renewal is refused or none was accepted
- * within the lease. At most one call is in flight per group: a slow store gets no pile of them.
+ * within the lease. At most one call is in flight per batch: a slow store gets no pile of them.
  */
 import type { LeaseLostError } from '../errors.js';
 import type { CheckpointStore, Lease } from '../store/contract.js';
 import { monotonic } from './monotonic.js';
 
-/** A holder in a group: asked for its lease at each interval, told how its renewal went. */
+/** A holder in a batch: asked for its lease at each interval, told how its renewal went. */
 export interface Renewing {
   /**
    * The lease to renew now, or null. Called at every interval, even while a renewal is in flight:
@@ -26,8 +26,8 @@ export interface Renewing {
   sending(renewal: Promise<void>): void;
 }
 
-/** The groups of each store, by lease length; a group goes once its last holder leaves. */
-const groups = new WeakMap<CheckpointStore, Map<number, Renewals>>();
+/** The batches of each store, by lease length; a batch goes once its last holder leaves. */
+const batches = new WeakMap<CheckpointStore, Map<number, Renewals>>();
 
 export class Renewals {
   readonly #store: CheckpointStore;
@@ -41,22 +41,22 @@ export class Renewals {
     this.#leaseMs = leaseMs;
   }
 
-  /** The group of `store`'s leases of length `leaseMs`. */
+  /** The batch of `store`'s leases of length `leaseMs`. */
   static of(store: CheckpointStore, leaseMs: number): Renewals {
-    let byLength = groups.get(store);
+    let byLength = batches.get(store);
     if (!byLength) {
       byLength = new Map();
-      groups.set(store, byLength);
+      batches.set(store, byLength);
     }
-    let group = byLength.get(leaseMs);
-    if (!group) {
-      group = new Renewals(store, leaseMs);
-      byLength.set(leaseMs, group);
+    let batch = byLength.get(leaseMs);
+    if (!batch) {
+      batch = new Renewals(store, leaseMs);
+      byLength.set(leaseMs, batch);
     }
-    return group;
+    return batch;
   }
 
-  /** `member` is renewed with the group from the next interval on. */
+  /** `member` is renewed with the batch from the next interval on. */
   join(member: Renewing): void {
     this.#members.add(member);
     if (this.#timer) return;
@@ -65,13 +65,13 @@ export class Renewals {
     this.#timer.unref?.();
   }
 
-  /** `member` is renewed no more; the group's timer stops with its last member. */
+  /** `member` is renewed no more; the batch's timer stops with its last member. */
   leave(member: Renewing): void {
     this.#members.delete(member);
     if (this.#members.size > 0 || !this.#timer) return;
     clearInterval(this.#timer);
     this.#timer = null;
-    groups.get(this.#store)?.delete(this.#leaseMs);
+    batches.get(this.#store)?.delete(this.#leaseMs);
   }
 
   #tick(): void {

@@ -8,7 +8,7 @@
  * of the head, the appended entries inserted only if that matched, the lease extended. A
  * concurrent writer that lost waits on the row lock, re-checks the condition, matches nothing
  * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). The saves of runs
- * that wait in one event-loop turn share one statement (postgres/group-commit.ts). A claim is one
+ * that wait in one event-loop turn share one statement (postgres/batch-commit.ts). A claim is one
  * statement too (`INSERT … ON CONFLICT DO UPDATE … WHERE` the lease is free): Postgres is the
  * coordination engine, with nothing home-made beside it. Workers take runs with `claimNext`, one
  * statement with `FOR UPDATE SKIP LOCKED`, and wake on `LISTEN`/`NOTIFY` (`watch`); approvers
@@ -79,14 +79,14 @@ import {
   leaseOf,
 } from '../store/leases.js';
 import { checkClaimNext, checkRecordedDecision } from '../store/queue.js';
-import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
+import { SaveBatches, type SaveRow } from './postgres/batch-commit.js';
 import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
-import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
-import { type ClaimTry, LeaseGroups } from './postgres/lease-groups.js';
+import { type ClaimTry, LeaseBatches } from './postgres/lease-batches.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
+import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/pool-settings.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
 import {
   fenceError,
@@ -102,9 +102,9 @@ import {
 import { type Statements, statements } from './postgres/sql.js';
 import { Watch } from './postgres/watch.js';
 
-export { redactUrl } from './postgres/connection.js';
 export { SCHEMA_VERSION } from './postgres/migrations.js';
 export type { PostgresStoreOptions } from './postgres/options.js';
+export { redactUrl } from './postgres/pool-settings.js';
 /** Also exported by `tollgate`; kept here for code that imported it from `tollgate/postgres`. */
 export { StoreUnavailableError };
 
@@ -134,9 +134,9 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #connections: Connections;
   readonly #now: (() => number) | undefined;
   readonly #watch: Watch;
-  /** Saves, sent in groups: those of runs that wait in one event-loop turn share a statement. */
-  readonly #saves: SaveGroups;
-  readonly #leases: LeaseGroups;
+  /** Saves, sent in batches: those of runs that wait in one event-loop turn share a statement. */
+  readonly #saves: SaveBatches;
+  readonly #leases: LeaseBatches;
   /** When this store object next takes the oldest runnable run whatever its class (claim-order.ts). */
   readonly #turns = new ClaimTurns();
   #ready: Promise<number> | null = null;
@@ -158,14 +158,14 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const names = prepared
       ? [load, summary, insertRun, updateRun, saveRuns, claim, claimRuns, renew, release, releaseRuns]
       : [];
-    this.#saves = new SaveGroups({
+    this.#saves = new SaveBatches({
       many: async (values) =>
         (await this.#query<{ run_id: string; version: number }>('save', this.#sql.saveRuns, values)).rows,
       one: (save) => this.#saveOne(save),
       at: () => this.#at(),
       sqlState: sqlStateOf,
     });
-    this.#leases = new LeaseGroups({
+    this.#leases = new LeaseBatches({
       claimMany: async (values) =>
         (await this.#query<LeaseRow & { run_id: string }>('claim', this.#sql.claimRuns, values)).rows,
       releaseMany: async (values) =>
@@ -349,7 +349,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const item = { runId, owner, leaseMs, process: checked.process && JSON.stringify(checked.process) };
     return claimWithin(wait, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
-        // The first try in this turn's group of claims (lease-groups.ts), a retry alone.
+        // The first try in this turn's batch of claims (lease-batches.ts), a retry alone.
         const made = attempt === 0 ? await this.#leases.claim(item) : await this.#claimOne(item);
         const at = this.#at();
         if (made) return leaseOf(runId, recordOf(made), leaseMs);

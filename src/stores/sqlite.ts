@@ -77,8 +77,8 @@ import {
   renewRecord,
 } from '../store/leases.js';
 import { checkClaimNext, checkRecordedDecision } from '../store/queue.js';
+import { SaveBatches } from './sqlite/batch-commit.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
-import { SaveGroups } from './sqlite/group-commit.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
 import { listQuery, SUMMARY_COLUMNS } from './sqlite/listing.js';
 import { migrate, settingsOf } from './sqlite/migrations.js';
@@ -117,8 +117,8 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
   readonly #db: Database.Database;
   readonly #now: () => number;
   readonly #busyTimeoutMs: number;
-  /** Saves, committed in groups: those that wait in one event-loop turn share a transaction. */
-  readonly #saves: SaveGroups;
+  /** Saves, committed in batches: those that wait in one event-loop turn share a transaction. */
+  readonly #saves: SaveBatches;
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
   readonly #summary: Database.Statement;
@@ -235,10 +235,10 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       if (!isLive(fenced, now)) this.#watchers.notify();
       return version + 1;
     });
-    // Each save in a savepoint of its own, inside its group's BEGIN IMMEDIATE transaction (which
+    // Each save in a savepoint of its own, inside its batch's BEGIN IMMEDIATE transaction (which
     // takes the write lock before reading any lease and version: no other writer can slip in). A
-    // group of relaxed saves commits without an fsync (sqlite/group-commit.ts).
-    this.#saves = new SaveGroups(db, synchronous, save, (error) =>
+    // batch of relaxed saves commits without an fsync (sqlite/batch-commit.ts).
+    this.#saves = new SaveBatches(db, synchronous, save, (error) =>
       fault('SqliteStore.save', this.path, error, this.#busyTimeoutMs),
     );
 

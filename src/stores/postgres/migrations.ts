@@ -141,7 +141,7 @@ async function addBase(client: Sql, s: string): Promise<void> {
 
 /**
  * Entries without a foreign key to their run: its check ran in a trigger for every entry a save
- * inserted (0.15 ms of a save's 0.64 ms, measured). A save inserts entries only for the run row
+ * inserted, a large part of a save's time. A save inserts entries only for the run row
  * it made or updated in the same statement, and `delete` removes a run's entries itself, in its
  * own transaction (postgres.ts), which the key's `ON DELETE CASCADE` did before.
  */
@@ -225,7 +225,7 @@ export async function migrate(
   const latest = migrations.at(-1)?.version ?? 0;
   const s = `"${schema}"`;
   // Fast path, one round trip: every process opening a store pays this, and the locked
-  // transaction below costs ~40 ms on a fresh connection (measured on the CI machine).
+  // transaction below is many times slower on a fresh connection.
   try {
     const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.tollgate_migrations`);
     if (rows[0]?.v === latest) return latest;
