@@ -29,44 +29,26 @@ import {
   agentAfterSave,
   checkClock,
   checkDuration,
-  checkListOptions,
-  checkRunId,
   checkStoreOptions,
-  checkWrite,
   earliestExpiry,
   nowOf,
 } from '../store/arguments.js';
+import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
+import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
 import { checkSave, deleteConflict } from '../store/conflicts.js';
 import type {
-  CheckpointStore,
-  ClaimNextOptions,
-  ClaimOptions,
   GroupBudget,
-  GroupBudgetStore,
   GroupCharge,
   GroupHoldRequest,
   GroupHoldResult,
-  GroupSettlement,
   GroupSpend,
   Lease,
   ListOptions,
-  RecordedDecision,
   RunSummary,
   RunWrite,
   StoredRun,
 } from '../store/contract.js';
 import {
-  checkGroupBudget,
-  checkGroupCharge,
-  checkGroupHold,
-  checkGroupId,
-  checkGroupSettlement,
-} from '../store/groups.js';
-import {
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -76,7 +58,6 @@ import {
   releaseRecord,
   renewRecord,
 } from '../store/leases.js';
-import { checkClaimNext, checkRecordedDecision } from '../store/queue.js';
 import { SaveBatches } from './sqlite/batch-commit.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
@@ -110,7 +91,7 @@ const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
 let opening: string | null = null;
 
 /** A `CheckpointStore` in one SQLite file, shared by the processes of one machine. */
-export class SqliteStore implements CheckpointStore, GroupBudgetStore {
+export class SqliteStore extends CheckedGroupStore {
   /** The database file, as given. */
   readonly path: string;
   readonly keepsBase = true;
@@ -151,6 +132,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
 
   /** Like `SqliteStore.open(options.path, options)`. */
   constructor(options: SqliteStoreOptions) {
+    super();
     const call = opening ?? 'new SqliteStore';
     const o = checkStoreOptions(call, options, ['path', ...OPTIONS]);
     if (typeof o.path !== 'string' || o.path === '') {
@@ -295,19 +277,15 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     return settingsOf(this.#db);
   }
 
-  async load(runId: string): Promise<StoredRun | null> {
-    checkRunId('load', runId);
+  protected async loadChecked(runId: string): Promise<StoredRun | null> {
     return this.#guard('load', () => this.#load(runId));
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
-    const w = checkWrite('save', runId, write, expectedVersion);
-    if (lease !== undefined) checkLease('save', lease, runId);
+  protected async saveChecked(runId: string, w: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     return this.#guard('save', () => this.#saves.add(runId, w, expectedVersion, lease));
   }
 
-  async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit, agent } = checkListOptions(options);
+  protected async listChecked({ status, expired, limit, agent }: ListOptions): Promise<RunSummary[]> {
     const params = {
       ...(agent === undefined ? {} : { agent }),
       ...(expired === undefined ? {} : { now: nowOf(this.#now, 'list') }),
@@ -319,22 +297,18 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     });
   }
 
-  async summary(runId: string): Promise<RunSummary | null> {
-    checkRunId('summary', runId);
+  protected async summaryChecked(runId: string): Promise<RunSummary | null> {
     return this.#guard('summary', () => {
       const row = this.#summary.get(runId) as RunRow | undefined;
       return row ? summary(row) : null;
     });
   }
 
-  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
-    checkRunId('delete', runId);
-    if (lease !== undefined) checkLease('delete', lease, runId);
+  protected async deleteChecked(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     return this.#guard('delete', () => this.#delete(runId, expectedVersion, lease));
   }
 
-  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
     return claimWithin(wait, this.#now, async () =>
       this.#guard('claim', () => {
         const claimed = this.#lease(runId, (current) =>
@@ -345,79 +319,63 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     );
   }
 
-  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
-    const ms = checkRenew(lease, leaseMs);
+  protected async renewChecked(lease: Lease, ms: number): Promise<Lease> {
     const [renewed] = this.#guard('renew', () => this.#renewAll([lease], [ms]));
     if (renewed instanceof LeaseLostError) throw renewed;
     return renewed as Lease;
   }
 
   /** One `BEGIN IMMEDIATE` transaction for all of them: one commit, one fsync. */
-  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
-    const lengths = checkRenewMany(leases, leaseMs);
+  protected override async renewManyChecked(
+    leases: readonly Lease[],
+    lengths: readonly number[],
+  ): Promise<(Lease | LeaseLostError)[]> {
     if (leases.length === 0) return [];
     return this.#guard('renewMany', () => this.#renewAll(leases, lengths));
   }
 
-  async release(lease: Lease): Promise<boolean> {
-    checkLease('release', lease);
+  protected async releaseChecked(lease: Lease): Promise<boolean> {
     const released = this.#guard('release', () => this.#lease(lease.runId, (c) => releaseRecord(c, lease)) !== null);
     if (released) this.#watchers.notify();
     return released;
   }
 
-  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
-    const text = checkRecordedDecision(runId, decision, expectedVersion);
+  protected async queueDecisionChecked(runId: string, text: string, expectedVersion: number): Promise<number> {
     const version = this.#guard('queueDecision', () => this.#queue.queue(runId, text, expectedVersion));
     this.#watchers.notify();
     return version;
   }
 
-  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    const checked = checkClaimNext(options);
+  protected async claimNextChecked(checked: CheckedClaimNext): Promise<{ lease: Lease; run: RunSummary } | null> {
     return this.#guard('claimNext', () => this.#queue.claimNext(checked));
   }
 
-  async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
-    checkGroupId('setGroupBudget', group);
-    const checked = checkGroupBudget('setGroupBudget', budget);
-    this.#guard('setGroupBudget', () => this.#groups.setBudget(group, checked));
+  protected async setGroupBudgetChecked(group: string, budget: GroupBudget | null): Promise<void> {
+    this.#guard('setGroupBudget', () => this.#groups.setBudget(group, budget));
   }
 
-  async groupSpend(group: string): Promise<GroupSpend> {
-    checkGroupId('groupSpend', group);
+  protected async groupSpendChecked(group: string): Promise<GroupSpend> {
     return this.#guard('groupSpend', () => this.#groups.spend(group, null, nowOf(this.#now, 'groupSpend')));
   }
 
   /** One `BEGIN IMMEDIATE` transaction: spends from every connection and process add up exactly. */
-  async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
-    checkGroupId('spendGroup', group);
-    const checked = checkGroupCharge('spendGroup', charge);
-    return this.#guard('spendGroup', () => this.#groups.spend(group, checked, nowOf(this.#now, 'spendGroup')));
+  protected async spendGroupChecked(group: string, charge: Required<GroupCharge>): Promise<GroupSpend> {
+    return this.#guard('spendGroup', () => this.#groups.spend(group, charge, nowOf(this.#now, 'spendGroup')));
   }
 
-  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
-    checkGroupId('holdGroup', group);
-    const checked = checkGroupHold('holdGroup', request);
-    checkRunId('holdGroup', checked.runId);
-    return this.#guard('holdGroup', () => this.#groups.hold(group, checked, nowOf(this.#now, 'holdGroup')));
+  protected async holdGroupChecked(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    return this.#guard('holdGroup', () => this.#groups.hold(group, request, nowOf(this.#now, 'holdGroup')));
   }
 
-  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
-    checkGroupId('settleGroup', group);
-    const checked = checkGroupSettlement('settleGroup', settlement);
-    checkRunId('settleGroup', checked.runId);
-    return this.#guard('settleGroup', () => this.#groups.settle(group, checked, nowOf(this.#now, 'settleGroup')));
+  protected async settleGroupChecked(group: string, settlement: CheckedSettlement): Promise<GroupSpend> {
+    return this.#guard('settleGroup', () => this.#groups.settle(group, settlement, nowOf(this.#now, 'settleGroup')));
   }
 
-  async joinGroup(runId: string, group: string): Promise<void> {
-    checkRunId('joinGroup', runId);
-    checkGroupId('joinGroup', group);
+  protected async joinGroupChecked(runId: string, group: string): Promise<void> {
     this.#guard('joinGroup', () => this.#groups.join(runId, group));
   }
 
-  async groupOf(runId: string): Promise<string | null> {
-    checkRunId('groupOf', runId);
+  protected async groupOfChecked(runId: string): Promise<string | null> {
     return this.#guard('groupOf', () => this.#groups.groupOf(runId));
   }
 
