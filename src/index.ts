@@ -1,4 +1,7 @@
-/** Tollgate's public API. Everything a user imports from 'tollgate' is named here. */
+/**
+ * Tollgate's public API for agent authors. Everything a user imports from 'tollgate' is named here
+ * (docs/api.md lists it); what a store author needs besides is in `tollgate/store-kit` (store-kit.ts).
+ */
 
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint/index.js';
@@ -43,60 +46,22 @@ export {
   isUserEntry,
 } from './history.js';
 export { type ProcessIdentity, provablyDead, thisProcess } from './process-identity.js';
-export {
-  agentAfterSave,
-  checkAgentName,
-  checkLimit,
-  checkListOptions,
-  checkRunId,
-  checkWrite,
-  compareCodePoints,
-  compareRuns,
-  earliestExpiry,
-  MAX_TIMER_MS,
-  matchesExpired,
-  pendingCallsOf,
-  pendingFields,
-} from './store/arguments.js';
-export { type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './store/claim-order.js';
-export {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupPeriod,
-  type GroupSpend,
-  groupBudgetsOf,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
+export type {
+  CheckpointStore,
+  ClaimNextOptions,
+  ClaimOptions,
+  GroupBudget,
+  GroupBudgetStore,
+  GroupCharge,
+  GroupPeriod,
+  GroupSpend,
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
 } from './store/contract.js';
-export { checkGroupBudget, checkGroupCharge, checkGroupId, groupAfterJoin } from './store/groups.js';
-export { checkProcess } from './store/holder-process.js';
-export {
-  busyError,
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
-  claimRecord,
-  claimWithin,
-  fenceRecord,
-  isCurrent,
-  isLive,
-  type LeaseRecord,
-  leaseLost,
-  leaseOf,
-  releaseRecord,
-  renewedOrLost,
-  renewRecord,
-} from './store/leases.js';
-export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './store/queue.js';
 export {
   type DeclarationOptions,
   type SchemaTarget,

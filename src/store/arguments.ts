@@ -1,7 +1,7 @@
 /**
  * The rules every Tollgate store shares, so that all four behave alike: what a run id and a
  * write may hold, how store options are checked, and the one order `list` returns runs in.
- * A custom store can use them too (`tollgate` exports them).
+ * A custom store can use them too (`tollgate/store-kit` exports them).
  */
 import { type PendingCall, STATUSES, type Status } from '../../machines/types.js';
 import { isoTime, MAX_TIMER_MS } from '../clock.js';

@@ -2,7 +2,7 @@
  * The lease rules every Tollgate store shares: one live owner per run, and a fencing token that
  * only grows. The memory, file and SQLite stores decide with these functions (inside their lock
  * or transaction); the Postgres store says the same rules in SQL and builds the same errors
- * here. A custom store can use them too (`tollgate` exports them).
+ * here. A custom store can use them too (`tollgate/store-kit` exports them).
  *
  * A run's lease record is `{ token, owner, expiresAt, process }`:
  * - **live** while `owner` is set and the store's now is before `expiresAt`;
