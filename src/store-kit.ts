@@ -16,21 +16,14 @@ export {
   checkRunId,
   checkStoreOptions,
   checkWrite,
-  compareCodePoints,
-  compareRuns,
-  earliestExpiry,
   MAX_AGENT_NAME_LENGTH,
   MAX_TIMER_MS,
-  matchesExpired,
-  nowOf,
-  pendingCallsOf,
-  pendingFields,
-  timestampOf,
   unstorableText,
 } from './store/arguments.js';
 export { type CheckedClaim, type CheckedClaimNext, CheckedStore } from './store/checked.js';
 export { CheckedGroupStore, type CheckedSettlement } from './store/checked-groups.js';
 export { CLAIM_CLASSES, type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './store/claim-order.js';
+export { nowOf, timestampOf } from './store/clock.js';
 export { checkSave, deleteConflict, saveConflict } from './store/conflicts.js';
 export {
   type CheckpointStore,
@@ -94,6 +87,8 @@ export {
   renewedOrLost,
   renewRecord,
 } from './store/leases.js';
+export { compareCodePoints, compareRuns } from './store/order.js';
+export { earliestExpiry, matchesExpired, pendingCallsOf, pendingFields } from './store/pending-calls.js';
 export {
   checkClaimNext,
   checkQueue,

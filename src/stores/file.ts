@@ -31,19 +31,11 @@ import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CheckpointError, OptionsError, TollgateError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkDuration,
-  checkStoreOptions,
-  compareRuns,
-  earliestExpiry,
-  matchesExpired,
-  nowOf,
-} from '../store/arguments.js';
+import { agentAfterSave, checkClock, checkDuration, checkStoreOptions } from '../store/arguments.js';
 import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
 import { CheckedStore } from '../store/checked.js';
 import { ClaimTurns } from '../store/claim-order.js';
+import { nowOf } from '../store/clock.js';
 import { checkSave, deleteConflict } from '../store/conflicts.js';
 import type { Lease, ListOptions, RunSummary, RunWrite, StoredRun } from '../store/contract.js';
 import {
@@ -56,6 +48,8 @@ import {
   releaseRecord,
   renewRecord,
 } from '../store/leases.js';
+import { compareRuns } from '../store/order.js';
+import { earliestExpiry, matchesExpired } from '../store/pending-calls.js';
 import { Watchers } from '../store/watchers.js';
 import {
   encodeEntries,

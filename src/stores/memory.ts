@@ -4,20 +4,11 @@
  * Every operation decides synchronously, so the lease and version checks of a save are one
  * step that no other call can come between. Its arguments are checked by `CheckedStore`.
  */
-import {
-  agentAfterSave,
-  checkClock,
-  checkStoreOptions,
-  compareRuns,
-  earliestExpiry,
-  matchesExpired,
-  nowOf,
-  pendingFields,
-  timestampOf,
-} from '../store/arguments.js';
+import { agentAfterSave, checkClock, checkStoreOptions } from '../store/arguments.js';
 import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
 import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
 import { ClaimTurns, claimClass, rankOf } from '../store/claim-order.js';
+import { nowOf, timestampOf } from '../store/clock.js';
 import { checkSave, deleteConflict } from '../store/conflicts.js';
 import type {
   GroupBudget,
@@ -42,6 +33,8 @@ import {
   releaseRecord,
   renewRecord,
 } from '../store/leases.js';
+import { compareRuns } from '../store/order.js';
+import { earliestExpiry, matchesExpired, pendingFields } from '../store/pending-calls.js';
 import { checkQueue } from '../store/queue.js';
 import { MemoryGroups } from './memory/groups.js';
 

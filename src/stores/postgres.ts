@@ -31,10 +31,11 @@ import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
 import { CheckpointError, type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
-import { agentAfterSave, checkClock, checkStoreOptions, earliestExpiry, timestampOf } from '../store/arguments.js';
+import { agentAfterSave, checkClock, checkStoreOptions } from '../store/arguments.js';
 import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
 import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
 import { ClaimTurns } from '../store/claim-order.js';
+import { timestampOf } from '../store/clock.js';
 import { deleteConflict, saveConflict } from '../store/conflicts.js';
 import type {
   GroupBudget,
@@ -49,6 +50,7 @@ import type {
   StoredRun,
 } from '../store/contract.js';
 import { busyError, claimWithin, leaseLost, leaseOf } from '../store/leases.js';
+import { earliestExpiry } from '../store/pending-calls.js';
 import { SaveBatches, type SaveRow } from './postgres/batch-commit.js';
 import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';

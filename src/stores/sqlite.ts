@@ -25,16 +25,10 @@ import Database from 'better-sqlite3';
 import { isoTime } from '../clock.js';
 import { LeaseLostError, OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkDuration,
-  checkStoreOptions,
-  earliestExpiry,
-  nowOf,
-} from '../store/arguments.js';
+import { agentAfterSave, checkClock, checkDuration, checkStoreOptions } from '../store/arguments.js';
 import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
 import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
+import { nowOf } from '../store/clock.js';
 import { checkSave, deleteConflict } from '../store/conflicts.js';
 import type {
   GroupBudget,
@@ -58,6 +52,7 @@ import {
   releaseRecord,
   renewRecord,
 } from '../store/leases.js';
+import { earliestExpiry } from '../store/pending-calls.js';
 import { SaveBatches } from './sqlite/batch-commit.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';

@@ -21,10 +21,10 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
-import { pendingCallsOf, pendingFields } from '../../store/arguments.js';
 import type { RecordedDecision, RunSummary } from '../../store/contract.js';
 import { checkProcess } from '../../store/holder-process.js';
 import type { LeaseRecord } from '../../store/leases.js';
+import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
 
 /** What the head file records besides the head itself. */
 export interface HeadMeta {

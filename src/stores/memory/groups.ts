@@ -3,8 +3,8 @@
  * and adds in one step that no other call can come between.
  */
 
-import { nowOf } from '../../store/arguments.js';
 import type { CheckedSettlement } from '../../store/checked-groups.js';
+import { nowOf } from '../../store/clock.js';
 import type { GroupBudget, GroupCharge, GroupHoldRequest, GroupHoldResult, GroupSpend } from '../../store/contract.js';
 import {
   costAfter,

@@ -6,7 +6,7 @@
  */
 import type { QueryResult, QueryResultRow } from 'pg';
 import { SchemaVersionError } from '../../errors.js';
-import { earliestExpiry, pendingCallsOf } from '../../store/arguments.js';
+import { earliestExpiry, pendingCallsOf } from '../../store/pending-calls.js';
 
 /** A connection as migrations and the store use it: every query bounded by the store's query timeout. */
 export interface Sql {

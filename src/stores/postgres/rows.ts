@@ -1,9 +1,9 @@
 /** The rows the Postgres store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
 import type { ProcessIdentity } from '../../process-identity.js';
-import { pendingCallsOf, pendingFields } from '../../store/arguments.js';
 import type { Lease, RunSummary } from '../../store/contract.js';
 import { fenceRecord, type LeaseRecord } from '../../store/leases.js';
+import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
 import { decisionOf } from '../../store/queue.js';
 
 export interface RunRow {

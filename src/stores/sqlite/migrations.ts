@@ -6,7 +6,7 @@
  */
 import type { Database } from 'better-sqlite3';
 import { SchemaVersionError } from '../../errors.js';
-import { earliestExpiry, pendingCallsOf } from '../../store/arguments.js';
+import { earliestExpiry, pendingCallsOf } from '../../store/pending-calls.js';
 import type { SqliteSettings } from './settings.js';
 
 export interface Migration {

@@ -5,10 +5,11 @@
  * ones (queue.ts, leases.ts); the SQL only narrows the rows they look at.
  */
 import type { Database, Statement } from 'better-sqlite3';
-import { compareRuns, nowOf } from '../../store/arguments.js';
 import { ClaimTurns, claimClass } from '../../store/claim-order.js';
+import { nowOf } from '../../store/clock.js';
 import type { ClaimNextOptions, Lease, RunSummary } from '../../store/contract.js';
 import { claimRecord, fenceRecord, isLive, type LeaseRecord, leaseOf } from '../../store/leases.js';
+import { compareRuns } from '../../store/order.js';
 import { checkQueue } from '../../store/queue.js';
 import { type LeaseRow, type RunRow, recordOf, summary } from './rows.js';
 

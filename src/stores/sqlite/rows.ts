@@ -2,9 +2,9 @@
 import type { Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
 import type { ProcessIdentity } from '../../process-identity.js';
-import { pendingCallsOf, pendingFields } from '../../store/arguments.js';
 import type { RunSummary, StoredRun } from '../../store/contract.js';
 import type { LeaseRecord } from '../../store/leases.js';
+import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
 import { decisionOf } from '../../store/queue.js';
 
 export interface RunRow {
