@@ -17,9 +17,9 @@ import { claimRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
 import type { StoredPlace } from './runtime/place.js';
 import { RunActor } from './runtime/run-actor.js';
-import type { CheckpointStore, Lease, RecordedDecision } from './store.js';
-import { groupBudgetsOf } from './stores/groups.js';
-import { checkLease } from './stores/leases.js';
+import type { CheckpointStore, Lease, RecordedDecision } from './store/contract.js';
+import { groupBudgetsOf } from './store/contract.js';
+import { checkLease } from './store/leases.js';
 import type {
   AgentOptions,
   DecideManyOptions,

@@ -1,4 +1,7 @@
-/** Tollgate's public API. Everything a user imports from 'tollgate' is named here. */
+/**
+ * Tollgate's public API for agent authors. Everything a user imports from 'tollgate' is named here
+ * (docs/api.md lists it); what a store author needs besides is in `tollgate/store-kit` (store-kit.ts).
+ */
 
 export { Agent } from './agent.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './checkpoint/index.js';
@@ -43,65 +46,22 @@ export {
   isUserEntry,
 } from './history.js';
 export { type ProcessIdentity, provablyDead, thisProcess } from './process-identity.js';
-export {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkLimit,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from './store.js';
-export { type ClaimClass, ClaimTurns, claimClass, OLDEST_EVERY, rankOf } from './stores/claim-order.js';
-export {
-  checkGroupBudget,
-  checkGroupCharge,
-  checkGroupId,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupPeriod,
-  type GroupSpend,
-  groupAfterJoin,
-  groupBudgetsOf,
-} from './stores/groups.js';
-export { checkProcess } from './stores/holder-process.js';
-export {
-  busyError,
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
-  claimRecord,
-  claimWithin,
-  fenceRecord,
-  isCurrent,
-  isLive,
-  type LeaseRecord,
-  leaseLost,
-  leaseOf,
-  releaseRecord,
-  renewedOrLost,
-  renewRecord,
-} from './stores/leases.js';
-export { checkClaimNext, checkQueue, checkRecordedDecision, decisionOf, isRunnable } from './stores/queue.js';
-export {
-  agentAfterSave,
-  checkAgentName,
-  checkListOptions,
-  checkRunId,
-  checkWrite,
-  compareCodePoints,
-  compareRuns,
-  earliestExpiry,
-  MAX_TIMER_MS,
-  matchesExpired,
-  pendingCallsOf,
-  pendingFields,
-} from './stores/rules.js';
+export type {
+  CheckpointStore,
+  ClaimNextOptions,
+  ClaimOptions,
+  GroupBudget,
+  GroupBudgetStore,
+  GroupCharge,
+  GroupPeriod,
+  GroupSpend,
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from './store/contract.js';
 export {
   type DeclarationOptions,
   type SchemaTarget,

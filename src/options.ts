@@ -31,7 +31,8 @@ import {
   valueAt,
 } from './option-schema.js';
 import { type Pricing, pricingOf } from './price.js';
-import { checkGroupId, groupBudgetsOf } from './stores/groups.js';
+import { groupBudgetsOf } from './store/contract.js';
+import { checkGroupId } from './store/groups.js';
 import { checkToolSchema } from './tool-schema.js';
 import type { TracerLike } from './tracer.js';
 import type { AgentOptions, InspectOption, Policy, ResumeOptions, RunOptions, RuntimeOptions, Tool } from './types.js';
@@ -135,7 +136,7 @@ export const runtimeShape = {
   owner: must('a string of 1 to 256 characters (without lone surrogates)', (e) =>
     z.custom<string>((v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !hasLoneSurrogate(v), e),
   ).optional(),
-  // As a store keeps it (stores/rules.ts checkAgentName): 1 to 256 characters, no NUL, no lone surrogate.
+  // As a store keeps it (store/arguments.ts checkAgentName): 1 to 256 characters, no NUL, no lone surrogate.
   agent: must('a string of 1 to 256 characters, without NUL or lone surrogates', (e) =>
     z.custom<string>(
       (v) => typeof v === 'string' && v.length >= 1 && v.length <= 256 && !v.includes('\u0000') && !hasLoneSurrogate(v),

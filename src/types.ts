@@ -16,7 +16,7 @@ import type {
 import type { Clock } from './clock.js';
 import type { CompactionOptions } from './compaction.js';
 import type { Price } from './price.js';
-import type { CheckpointStore, Lease } from './store.js';
+import type { CheckpointStore, Lease } from './store/contract.js';
 import type { ActionOf, Tool } from './tool-types.js';
 import type { TracerLike } from './tracer.js';
 

@@ -1,7 +1,7 @@
 /**
  * The checkpoint codec's error messages word for word, and the shapes its quick checks leave to
  * the schema: the message and `path` of a `CheckpointError` are what an operator reads to repair
- * a stored run. (The rules that tie a context to its state: checkpoint-rules.test.ts.)
+ * a stored run. (The rules that tie a context to its state: checkpoint-consistency.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import { Agent, CheckpointError } from '../src/index.js';

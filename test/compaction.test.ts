@@ -21,7 +21,7 @@ import {
   type RunEvent,
   type SummaryContext,
 } from '../src/index.js';
-import { joinRun } from '../src/store.js';
+import { joinRun } from '../src/store/contract.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { ManualClock } from '../src/testing/index.js';
 import { submitRun, Worker } from '../src/worker/index.js';

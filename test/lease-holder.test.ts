@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LeaseLostError, RunBusyError, StoreUnavailableError, thisProcess } from '../src/index.js';
 import { LeaseHolder, monotonic } from '../src/runtime/lease.js';
-import type { CheckpointStore, Lease } from '../src/store.js';
+import type { CheckpointStore, Lease } from '../src/store/contract.js';
 import { MemoryStore } from '../src/stores/memory.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

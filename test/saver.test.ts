@@ -8,7 +8,7 @@ import type { HistoryEntry } from '../machines/types.js';
 import { decodeCheckpoint, decodeStored, entryOf, headOf, type PersistedRun } from '../src/checkpoint/index.js';
 import { Agent, ConflictError, LeaseLostError } from '../src/index.js';
 import { type RunView, Saver } from '../src/runtime/saver.js';
-import type { Lease, RunWrite } from '../src/store.js';
+import type { Lease, RunWrite } from '../src/store/contract.js';
 import { MemoryStore } from '../src/stores/memory.js';
 
 /** A real persisted run (a fresh agent's, done), to build views from. */

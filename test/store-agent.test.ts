@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Agent, CheckpointError, ConflictError, LeaseLostError, RunNotFoundError, type Tool } from '../src/index.js';
-import { joinRun } from '../src/store.js';
+import { joinRun } from '../src/store/contract.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { scriptedPolicy } from '../src/testing/index.js';
 import { gate, idLike, mortal, recorder, sequence, until } from './support/helpers.js';

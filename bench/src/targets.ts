@@ -112,7 +112,7 @@ function sqlite(r: Results): Target {
     met: a === null || b === null ? null : a && b,
     figure: `full: ${list(r, (n) => showRatio(full[r.sizes.indexOf(n)] ?? null))}; points: ${list(r, (n) => showRatio(points[r.sizes.indexOf(n)] ?? null))}`,
     whenMissed:
-      `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding and delta (one run saves one step at a time, so group commit, which shares a commit between runs, does not help here). ` +
+      `Full: ${savesText(r, SQLITE)}, each an fsynced commit like the floor's one per step, plus the runtime's own per-step cost (the "tollgate" row) and the head's encoding and delta (one run saves one step at a time, so batch commit, which shares a commit between runs, does not help here). ` +
       `Points: ${savesText(r, SQLITE_POINTS)}, relaxed (synchronous=NORMAL, no fsync) but for the last; its cost over Tollgate in memory is ${pointsCpu.join(', ')} per step at N = ${r.sizes.join(', ')}, the store's statements and the head's encoding (a delta against the run's base), so with no fsync to save it is bounded by the in-memory runtime plus that. ` +
       `The floor in the way: Tollgate's in-memory step ("tollgate") plus the floor's own commit, as if the store cost nothing more, is already ${list(r, (n) => showRatio(runtimePlusFloor(r, FLOOR_SQLITE)[r.sizes.indexOf(n)] ?? null))} the floor, and the in-memory step alone ${list(r, (n) => showRatio(ratios(r, TOLLGATE, FLOOR_SQLITE)[r.sizes.indexOf(n)] ?? null))} it.`,
   };
@@ -129,7 +129,7 @@ function postgres(r: Results): Target {
     met: a === null || b === null ? null : a && b,
     figure: `full: ${list(r, (n) => `${showUs(med(r, PG, n))} (${showRatio(full[r.sizes.indexOf(n)] ?? null)})`)}; points: ${list(r, (n) => `${showUs(med(r, PG_POINTS, n))} (${showRatio(points[r.sizes.indexOf(n)] ?? null)})`)}`,
     whenMissed:
-      `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated, its lease extended and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; each save's head a small delta against the run's base (group commit shares a statement among runs, not among one run's steps, so it does not help here). ` +
+      `${savesText(r, PG)}; a save is one statement (a named prepared statement: the run's head updated, its lease extended and the new entries inserted), one round trip and one commit, against the floor's one INSERT of the entries; each save's head a small delta against the run's base (batch commit shares a statement among runs, not among one run's steps, so it does not help here). ` +
       `The floor itself costs ${list(r, (n) => showUs(med(r, FLOOR_PG, n)))} per step here. ` +
       `The floor in the way: Tollgate's in-memory step ("tollgate") plus the floor's own statement, as if the store cost nothing more, is ${list(
         r,
@@ -186,7 +186,7 @@ function concurrent(r: Results): Target {
     met: got.some((g) => g.ms === null) ? null : got.every((g) => (g.ms as number) <= g.limit),
     figure: got.map((g) => `${g.name}: ${g.ms === null ? 'n/a' : fmt.ms(g.ms)}`).join(', '),
     whenMissed:
-      `The saves waiting in one event-loop turn share one fsynced commit on SQLite and one statement on Postgres (group commit); on Postgres the claims and releases of leases made in one turn are grouped the same way (SQLite makes each a transaction of its own). Tollgate without a store took ${ms(TOLLGATE)}: the stores' part is the rest. In the same run the floors doing one commit per step for the same ${shape} took ${ms(FLOOR_SQLITE)} (SQLite) and ${ms(FLOOR_PG)} (Postgres, one connection); with durability points, ${ms(SQLITE_POINTS)} (SQLite) and ${ms(PG_POINTS)} (Postgres). ` +
+      `The saves waiting in one event-loop turn share one fsynced commit on SQLite and one statement on Postgres (batch commit); on Postgres the claims and releases of leases made in one turn are batched the same way (SQLite makes each a transaction of its own). Tollgate without a store took ${ms(TOLLGATE)}: the stores' part is the rest. In the same run the floors doing one commit per step for the same ${shape} took ${ms(FLOOR_SQLITE)} (SQLite) and ${ms(FLOOR_PG)} (Postgres, one connection); with durability points, ${ms(SQLITE_POINTS)} (SQLite) and ${ms(PG_POINTS)} (Postgres). ` +
       `In memory the bare two-invoke XState loop took ${ms(BARE)}: most of Tollgate's time there is the per-step cost of the first target.`,
   };
 }

@@ -15,9 +15,9 @@
  * come back with it: the conformance suite's `joinRun(head) === checkpoint()` pins this.
  */
 import { canonicalJson, sortedKeys } from '../../machines/canonical.js';
+import { expectedChildren } from './consistency.js';
 import { fail } from './decode.js';
 import { isObject } from './encode.js';
-import { expectedChildren } from './rules.js';
 import type { PersistedRun } from './schema.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION } from './versions.js';
 

@@ -9,8 +9,8 @@ import { deepFreeze } from '../../machines/history.js';
 import type { HistoryEntry } from '../../machines/types.js';
 import { CheckpointError } from '../errors.js';
 import { MAX_JSON_DEPTH } from '../json.js';
+import { consistencyProblem } from './consistency.js';
 import { encodeCheckpoint, isObject } from './encode.js';
-import { consistencyProblem } from './rules.js';
 import { entrySchema, envelopeSchema, MAX_STORED_SUMMARY, type PersistedRun, snapshotSchema } from './schema.js';
 import { CHECKPOINT_FORMAT, migrate } from './versions.js';
 

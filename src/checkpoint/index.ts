@@ -4,10 +4,11 @@
  * a context to its state, encoding, decoding, the journal form stores keep, and the versions with
  * their migrations.
  */
+
+export { consistencyProblem, expectedChildren, statusOfValue } from './consistency.js';
 export { decodeCheckpoint, nestingDepth, plainEntry } from './decode.js';
 export { canonicalEntry, EntryTexts, encodeCheckpoint } from './encode.js';
 export { type Base, baseText, deltaText, headParts, headText, resumedHead } from './head-delta.js';
 export { decodeStored, entryOf, headOf, joinRun } from './journal-form.js';
-export { consistencyProblem, expectedChildren, statusOfValue } from './rules.js';
 export { entrySchema, type PersistedRun } from './schema.js';
 export { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, migrate, READABLE_VERSIONS } from './versions.js';

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { RunNotFoundError } from '../errors.js';
-import type { CheckpointStore, Lease, ListOptions, RunSummary, StoredRun } from '../store.js';
+import type { CheckpointStore, Lease, ListOptions, RunSummary, StoredRun } from '../store/contract.js';
 import { CliUsageError } from './exit-codes.js';
 import { importNeeding } from './self.js';
 import type { StoreLocation } from './store-location.js';

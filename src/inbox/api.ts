@@ -10,7 +10,7 @@ import { STATUSES, type Status } from '../../machines/types.js';
 import type { Clock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { EditRejectedError, OptionsError, RunNotFoundError } from '../errors.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import { checkEdit, decideRun, parseDecisions } from './decide.js';
 import type { RunFeed } from './feed.js';
 import { csrfSubject, type InboxEnv, isHttps } from './guard.js';

@@ -9,7 +9,7 @@ import type { AgentDefinition } from '../define.js';
 import { ConflictError, EditRejectedError, OptionsError, RunNotFoundError, StaleApprovalError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import { checkDecisions } from '../runtime/decisions.js';
-import type { CheckpointStore, RecordedDecision } from '../store.js';
+import type { CheckpointStore, RecordedDecision } from '../store/contract.js';
 import type { Decisions, Tool } from '../types.js';
 import { recordDecision } from '../worker/record.js';
 import { decodeRun } from './views.js';

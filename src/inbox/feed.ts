@@ -5,7 +5,7 @@
  * only in this process), while the inbox must also see a run start waiting in another process.
  * It reads the store only while someone listens.
  */
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 
 /** What changed in the list of runs awaiting approval. */
 export interface FeedChange {

@@ -12,7 +12,7 @@ import type { Clock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkedApart, checkOptions, fn, must, type OptionShape } from '../option-schema.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import { checkQueueStore, definitionsByName } from '../worker/checks.js';
 import { apiRoutes } from './api.js';
 import { Authenticator, type InboxAuth } from './auth.js';

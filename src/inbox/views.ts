@@ -6,7 +6,7 @@ import type { HistoryEntry, Json, JsonObject, Status, StepCall } from '../../mac
 import { decodeStored, statusOfValue } from '../checkpoint/index.js';
 import type { AgentDefinition } from '../define.js';
 import { CheckpointError } from '../errors.js';
-import type { RecordedDecision, StoredRun } from '../store.js';
+import type { RecordedDecision, StoredRun } from '../store/contract.js';
 import { toolDeclarations } from '../tool-declarations.js';
 
 /** A call awaiting a decision, as the API shows it. */

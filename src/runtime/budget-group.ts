@@ -16,7 +16,8 @@ import { describeError } from '../../machines/describe-error.js';
 import type { CallCost, TokenCount } from '../../machines/types.js';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
-import { type GroupBudgetStore, type GroupCharge, MAX_GROUP_MICRO_USD, MAX_GROUP_TOKENS } from '../stores/groups.js';
+import type { GroupBudgetStore, GroupCharge } from '../store/contract.js';
+import { MAX_GROUP_MICRO_USD, MAX_GROUP_TOKENS } from '../store/groups.js';
 
 /** The first pause while other runs' holds fill the group, doubling up to the last. */
 const FIRST_WAIT_MS = 20;

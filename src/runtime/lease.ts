@@ -11,7 +11,7 @@
 import { LeaseLostError, RunBusyError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';
 import { provablyDead, thisProcess } from '../process-identity.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 import { monotonic } from './monotonic.js';
 import { Renewals, type Renewing } from './renewals.js';
 

@@ -3,7 +3,7 @@
  * from the actor: the Agent's declarations name it, and must not load XState's.
  */
 import type { LeaseTerms } from '../options.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 
 /** Where a stored run lives: its store, the version read, what is stored already, and its lease. */
 export interface StoredPlace {

@@ -10,7 +10,7 @@
  * within the lease. At most one call is in flight per batch: a slow store gets no pile of them.
  */
 import type { LeaseLostError } from '../errors.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 import { monotonic } from './monotonic.js';
 
 /** A holder in a batch: asked for its lease at each interval, told how its renewal went. */

@@ -10,7 +10,7 @@
  *   output tokens its API accepts) does not fit is not made: the run stops, `stoppedBy` naming the
  *   budget.
  * - A run in a group holds its call's most (estimated input + output cap, priced) in the store,
- *   atomically against the group's limits and the other runs' holds (stores/groups.ts); a call
+ *   atomically against the group's limits and the other runs' holds (store/groups.ts); a call
  *   that cannot be priced before it is made holds all the group has left.
  * - Usage that is missing is estimated (the same estimator, over the request and the answer),
  *   and marked so; usage that cannot be read is charged at that estimate too, never 0; usage

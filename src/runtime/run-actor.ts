@@ -16,8 +16,7 @@ import {
 } from '../checkpoint/index.js';
 import { SystemError, TollgateError } from '../errors.js';
 import type { Runtime } from '../options.js';
-import type { CheckpointStore } from '../store.js';
-import { groupBudgetsOf } from '../stores/groups.js';
+import { type CheckpointStore, groupBudgetsOf } from '../store/contract.js';
 import type { RunEvent, RunState } from '../types.js';
 import { GroupPort } from './budget-group.js';
 import { Drives } from './drives.js';

@@ -25,8 +25,8 @@ import {
 } from '../checkpoint/index.js';
 import type { LeaseLostError } from '../errors.js';
 import type { Durability, LeaseTerms } from '../options.js';
-import type { CheckpointStore, Lease } from '../store.js';
-import { groupBudgetsOf } from '../stores/groups.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
+import { groupBudgetsOf } from '../store/contract.js';
 import { LeaseHolder, monotonic } from './lease.js';
 
 /** The part of a machine snapshot the journal reads. */

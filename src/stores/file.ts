@@ -29,22 +29,28 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { CheckpointError, type LeaseLostError, OptionsError, TollgateError, UserError } from '../errors.js';
+import { CheckpointError, OptionsError, TollgateError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
+import { agentAfterSave, checkClock, checkDuration, checkStoreOptions } from '../store/arguments.js';
+import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
+import { CheckedStore } from '../store/checked.js';
+import { ClaimTurns } from '../store/claim-order.js';
+import { nowOf } from '../store/clock.js';
+import { checkSave, deleteConflict } from '../store/conflicts.js';
+import type { Lease, ListOptions, RunSummary, RunWrite, StoredRun } from '../store/contract.js';
 import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkSave,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from '../store.js';
-import { ClaimTurns } from './claim-order.js';
+  claimRecord,
+  claimWithin,
+  fenceRecord,
+  isLive,
+  type LeaseRecord,
+  leaseOf,
+  releaseRecord,
+  renewRecord,
+} from '../store/leases.js';
+import { compareRuns } from '../store/order.js';
+import { earliestExpiry, matchesExpired } from '../store/pending-calls.js';
+import { Watchers } from '../store/watchers.js';
 import {
   encodeEntries,
   encodeHead,
@@ -68,36 +74,6 @@ import {
 import { changeLease, currentLease, dropLeaseFile, LEASE, writeLeaseFile } from './file/lease.js';
 import { withLock } from './file/lock.js';
 import { claimNextIn, type QueueRoom, queueIn } from './file/queue.js';
-import {
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
-  claimRecord,
-  claimWithin,
-  fenceRecord,
-  isLive,
-  type LeaseRecord,
-  leaseOf,
-  releaseRecord,
-  renewedOrLost,
-  renewRecord,
-} from './leases.js';
-import { checkClaimNext, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkDuration,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  compareRuns,
-  earliestExpiry,
-  matchesExpired,
-  nowOf,
-} from './rules.js';
-import { Watchers } from './watchers.js';
 
 export type { DamagedRun } from './file/heads.js';
 
@@ -120,7 +96,7 @@ const KNOWN = ['dir', 'lockTimeoutMs', 'now', 'onDamaged'];
 const LOCK = 'lock';
 
 /** A `CheckpointStore` in a directory: one folder per run, a head file and an append-only journal. */
-export class FileStore implements CheckpointStore {
+export class FileStore extends CheckedStore {
   /** The store's directory, absolute. */
   readonly dir: string;
   readonly #runs: string;
@@ -133,6 +109,7 @@ export class FileStore implements CheckpointStore {
 
   /** @throws OptionsError on a missing `dir`, an unknown option or a bad value. */
   constructor(options: FileStoreOptions) {
+    super();
     const call = 'new FileStore';
     const o = checkStoreOptions(call, options, KNOWN);
     if (typeof o.dir !== 'string' || o.dir === '') {
@@ -150,14 +127,11 @@ export class FileStore implements CheckpointStore {
     this.#room = { runs, lock: LOCK, lockTimeoutMs, now, onDamaged, turns: new ClaimTurns() };
   }
 
-  async load(runId: string): Promise<StoredRun | null> {
-    checkRunId('load', runId);
+  protected async loadChecked(runId: string): Promise<StoredRun | null> {
     return this.#guard('load', () => readRun(join(this.#runs, runDirName(runId)), runId));
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
-    const w = checkWrite('save', runId, write, expectedVersion);
-    if (lease !== undefined) checkLease('save', lease, runId);
+  protected async saveChecked(runId: string, w: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     // The head file is written whole every save, so a delta would save nothing on disk.
     if (w.base !== undefined) {
       throw new OptionsError(
@@ -211,16 +185,14 @@ export class FileStore implements CheckpointStore {
     });
   }
 
-  async summary(runId: string): Promise<RunSummary | null> {
-    checkRunId('summary', runId);
+  protected async summaryChecked(runId: string): Promise<RunSummary | null> {
     return this.#guard('summary', async () => {
       const found = await readHead('summary', join(this.#runs, runDirName(runId)), runId);
       return found ? summaryOf(found.meta) : null;
     });
   }
 
-  async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit, agent } = checkListOptions(options);
+  protected async listChecked({ status, expired, limit, agent }: ListOptions): Promise<RunSummary[]> {
     const now = expired === undefined ? 0 : nowOf(this.#now, 'list');
     return this.#guard('list', async () => {
       const heads = await readAllHeads(this.#runs, this.#onDamaged);
@@ -238,9 +210,7 @@ export class FileStore implements CheckpointStore {
    * Deletes a run. A damaged run can be deleted too, without an expected version (it has no
    * readable one) and without a lease check (its lease cannot be read, and is forgotten).
    */
-  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
-    checkRunId('delete', runId);
-    if (lease !== undefined) checkLease('delete', lease, runId);
+  protected async deleteChecked(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     return this.#guard('delete', async () => {
       const dir = join(this.#runs, runDirName(runId));
       const current = (): Promise<HeadRead | 'damaged' | null> =>
@@ -275,8 +245,7 @@ export class FileStore implements CheckpointStore {
     });
   }
 
-  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
     return claimWithin(wait, this.#now, async () => {
       const claimed = await this.#changeLease('claim', runId, (current) =>
         claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
@@ -285,36 +254,26 @@ export class FileStore implements CheckpointStore {
     });
   }
 
-  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
-    const ms = checkRenew(lease, leaseMs);
+  protected async renewChecked(lease: Lease, ms: number): Promise<Lease> {
     const renewed = await this.#changeLease('renew', lease.runId, (current) =>
       renewRecord(current, lease, ms, nowOf(this.#now, 'renew')),
     );
     return leaseOf(lease.runId, renewed as LeaseRecord, ms);
   }
 
-  /** Each lease by `renew`, each under its run's lock: there is no statement to share. */
-  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
-    const lengths = checkRenewMany(leases, leaseMs);
-    return Promise.all(leases.map((lease, i) => renewedOrLost(this.renew(lease, lengths[i]))));
-  }
-
-  async release(lease: Lease): Promise<boolean> {
-    checkLease('release', lease);
+  protected async releaseChecked(lease: Lease): Promise<boolean> {
     const released = await this.#changeLease('release', lease.runId, (current) => releaseRecord(current, lease));
     if (released) this.#watchers.notify();
     return released !== null;
   }
 
-  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
-    const text = checkRecordedDecision(runId, decision, expectedVersion);
+  protected async queueDecisionChecked(runId: string, text: string, expectedVersion: number): Promise<number> {
     const version = await this.#guard('queueDecision', () => queueIn(this.#room, runId, text, expectedVersion));
     this.#watchers.notify();
     return version;
   }
 
-  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    const checked = checkClaimNext(options);
+  protected async claimNextChecked(checked: CheckedClaimNext): Promise<{ lease: Lease; run: RunSummary } | null> {
     return this.#guard('claimNext', () => claimNextIn(this.#room, checked));
   }
 

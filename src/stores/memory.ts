@@ -2,37 +2,28 @@
  * An in-memory `CheckpointStore`: for tests, demos and single-process services that need
  * the store semantics (versions, conflicts, the approval inbox, leases) without durability.
  * Every operation decides synchronously, so the lease and version checks of a save are one
- * step that no other call can come between.
+ * step that no other call can come between. Its arguments are checked by `CheckedStore`.
  */
-import type { LeaseLostError } from '../errors.js';
-import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkSave,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from '../store.js';
-import { ClaimTurns, claimClass, rankOf } from './claim-order.js';
+import { agentAfterSave, checkClock, checkStoreOptions } from '../store/arguments.js';
+import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
+import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
+import { ClaimTurns, claimClass, rankOf } from '../store/claim-order.js';
+import { nowOf, timestampOf } from '../store/clock.js';
+import { checkSave, deleteConflict } from '../store/conflicts.js';
 import type {
   GroupBudget,
-  GroupBudgetStore,
   GroupCharge,
   GroupHoldRequest,
   GroupHoldResult,
-  GroupSettlement,
   GroupSpend,
-} from './groups.js';
+  Lease,
+  ListOptions,
+  RecordedDecision,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
 import {
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -40,25 +31,12 @@ import {
   type LeaseRecord,
   leaseOf,
   releaseRecord,
-  renewedOrLost,
   renewRecord,
-} from './leases.js';
-import { MemoryGroups } from './memory-groups.js';
-import { checkClaimNext, checkQueue, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  compareRuns,
-  earliestExpiry,
-  matchesExpired,
-  nowOf,
-  pendingFields,
-  timestampOf,
-} from './rules.js';
+} from '../store/leases.js';
+import { compareRuns } from '../store/order.js';
+import { earliestExpiry, matchesExpired, pendingFields } from '../store/pending-calls.js';
+import { checkQueue } from '../store/queue.js';
+import { MemoryGroups } from './memory/groups.js';
 
 export interface MemoryStoreOptions {
   /** The clock for `updatedAt`, leases and expiry, in ms since the epoch. @default Date.now */
@@ -71,7 +49,7 @@ function summaryOf({ head: _h, base: _b, entries: _e, ...summary }: StoredRun): 
 }
 
 /** Runs in a `Map`, with the same rules, conflicts, leases and list order as the durable stores. */
-export class MemoryStore implements CheckpointStore, GroupBudgetStore {
+export class MemoryStore extends CheckedGroupStore {
   readonly #runs = new Map<string, StoredRun>();
   readonly keepsBase = true;
   /** Leases by run id: a run may be claimed before its first save, and its token outlives a delete. */
@@ -83,6 +61,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
 
   /** @throws OptionsError on an unknown option or a `now` that is not a function. */
   constructor(options?: MemoryStoreOptions) {
+    super();
     const o = checkStoreOptions('new MemoryStore', options, ['now']);
     this.#now = checkClock('new MemoryStore', o.now) ?? Date.now;
     this.#groups = new MemoryGroups(
@@ -91,15 +70,12 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     );
   }
 
-  async load(runId: string): Promise<StoredRun | null> {
-    checkRunId('load', runId);
+  protected async loadChecked(runId: string): Promise<StoredRun | null> {
     const run = this.#runs.get(runId);
     return run ? structuredClone(run) : null;
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
-    const w = checkWrite('save', runId, write, expectedVersion);
-    if (lease !== undefined) checkLease('save', lease, runId);
+  protected async saveChecked(runId: string, w: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     const now = nowOf(this.#now, 'save');
     const fenced = fenceRecord('save', runId, this.#leases.get(runId) ?? null, lease, now);
     const current = this.#runs.get(runId) ?? null;
@@ -127,8 +103,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     return version + 1;
   }
 
-  async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit, agent } = checkListOptions(options);
+  protected async listChecked({ status, expired, limit, agent }: ListOptions): Promise<RunSummary[]> {
     const now = expired === undefined ? 0 : nowOf(this.#now, 'list');
     const runs = [...this.#runs.values()]
       .filter((r) => status === undefined || r.status === status)
@@ -139,15 +114,12 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     return runs.map(summaryOf);
   }
 
-  async summary(runId: string): Promise<RunSummary | null> {
-    checkRunId('summary', runId);
+  protected async summaryChecked(runId: string): Promise<RunSummary | null> {
     const run = this.#runs.get(runId);
     return run ? summaryOf(run) : null;
   }
 
-  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
-    checkRunId('delete', runId);
-    if (lease !== undefined) checkLease('delete', lease, runId);
+  protected async deleteChecked(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     const current = this.#runs.get(runId);
     if (!current) return false;
     // The lease rule only: a delete does not extend the lease, and the record stays.
@@ -158,8 +130,7 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     return this.#runs.delete(runId);
   }
 
-  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
     return claimWithin(wait, this.#now, async () => {
       const now = nowOf(this.#now, 'claim');
       const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, now, process);
@@ -168,29 +139,20 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     });
   }
 
-  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
-    const ms = checkRenew(lease, leaseMs);
+  protected async renewChecked(lease: Lease, ms: number): Promise<Lease> {
     const record = renewRecord(this.#leases.get(lease.runId) ?? null, lease, ms, nowOf(this.#now, 'renew'));
     this.#leases.set(lease.runId, record);
     return leaseOf(lease.runId, record, ms);
   }
 
-  /** Each lease by `renew` (each is one synchronous step here anyway). */
-  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
-    const lengths = checkRenewMany(leases, leaseMs);
-    return Promise.all(leases.map((lease, i) => renewedOrLost(this.renew(lease, lengths[i]))));
-  }
-
-  async release(lease: Lease): Promise<boolean> {
-    checkLease('release', lease);
+  protected async releaseChecked(lease: Lease): Promise<boolean> {
     const record = releaseRecord(this.#leases.get(lease.runId) ?? null, lease);
     if (record) this.#leases.set(lease.runId, record);
     if (record) this.#notify();
     return record !== null;
   }
 
-  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
-    const text = checkRecordedDecision(runId, decision, expectedVersion);
+  protected async queueDecisionChecked(runId: string, text: string, expectedVersion: number): Promise<number> {
     const now = nowOf(this.#now, 'queueDecision');
     const current = this.#runs.get(runId) ?? null;
     checkQueue(runId, current, expectedVersion);
@@ -205,8 +167,12 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     return expectedVersion + 1;
   }
 
-  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    const { owner, leaseMs, agents, process } = checkClaimNext(options);
+  protected async claimNextChecked({
+    owner,
+    leaseMs,
+    agents,
+    process,
+  }: CheckedClaimNext): Promise<{ lease: Lease; run: RunSummary } | null> {
     const now = nowOf(this.#now, 'claimNext');
     const oldestFirst = this.#turns.oldestFirst;
     const candidates: { run: StoredRun; rank: number }[] = [];
@@ -248,31 +214,31 @@ export class MemoryStore implements CheckpointStore, GroupBudgetStore {
     });
   }
 
-  setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
-    return this.#groups.setGroupBudget(group, budget);
+  protected async setGroupBudgetChecked(group: string, budget: GroupBudget | null): Promise<void> {
+    this.#groups.setBudget(group, budget);
   }
 
-  groupSpend(group: string): Promise<GroupSpend> {
-    return this.#groups.groupSpend(group);
+  protected async groupSpendChecked(group: string): Promise<GroupSpend> {
+    return this.#groups.spend('groupSpend', group, null);
   }
 
-  spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
-    return this.#groups.spendGroup(group, charge);
+  protected async spendGroupChecked(group: string, charge: Required<GroupCharge>): Promise<GroupSpend> {
+    return this.#groups.spend('spendGroup', group, charge);
   }
 
-  holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
-    return this.#groups.holdGroup(group, request);
+  protected async holdGroupChecked(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    return this.#groups.hold(group, request);
   }
 
-  settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
-    return this.#groups.settleGroup(group, settlement);
+  protected async settleGroupChecked(group: string, settlement: CheckedSettlement): Promise<GroupSpend> {
+    return this.#groups.settle(group, settlement);
   }
 
-  joinGroup(runId: string, group: string): Promise<void> {
-    return this.#groups.joinGroup(runId, group);
+  protected async joinGroupChecked(runId: string, group: string): Promise<void> {
+    this.#groups.join(runId, group);
   }
 
-  groupOf(runId: string): Promise<string | null> {
+  protected async groupOfChecked(runId: string): Promise<string | null> {
     return this.#groups.groupOf(runId);
   }
 

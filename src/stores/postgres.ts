@@ -8,7 +8,7 @@
  * of the head, the appended entries inserted only if that matched, the lease extended. A
  * concurrent writer that lost waits on the row lock, re-checks the condition, matches nothing
  * and gets a `ConflictError`: never an overwrite. Cost per save: O(new data). The saves of runs
- * that wait in one event-loop turn share one statement (postgres/group-commit.ts). A claim is one
+ * that wait in one event-loop turn share one statement (postgres/batch-commit.ts). A claim is one
  * statement too (`INSERT … ON CONFLICT DO UPDATE … WHERE` the lease is free): Postgres is the
  * coordination engine, with nothing home-made beside it. Workers take runs with `claimNext`, one
  * statement with `FOR UPDATE SKIP LOCKED`, and wake on `LISTEN`/`NOTIFY` (`watch`); approvers
@@ -31,52 +31,34 @@ import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
 import { CheckpointError, type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
-import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-  saveConflict,
-} from '../store.js';
-import { ClaimTurns } from './claim-order.js';
-import {
-  checkGroupBudget,
-  checkGroupCharge,
-  checkGroupHold,
-  checkGroupId,
-  checkGroupSettlement,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
-} from './groups.js';
-import {
-  busyError,
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
-  claimWithin,
-  leaseLost,
-  leaseOf,
-} from './leases.js';
-import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/connection.js';
+import { agentAfterSave, checkClock, checkStoreOptions } from '../store/arguments.js';
+import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
+import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
+import { ClaimTurns } from '../store/claim-order.js';
+import { timestampOf } from '../store/clock.js';
+import { deleteConflict, saveConflict } from '../store/conflicts.js';
+import type {
+  GroupBudget,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSpend,
+  Lease,
+  ListOptions,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
+import { busyError, claimWithin, leaseLost, leaseOf } from '../store/leases.js';
+import { earliestExpiry } from '../store/pending-calls.js';
+import { SaveBatches, type SaveRow } from './postgres/batch-commit.js';
 import { Connections, type StoreSql } from './postgres/connections.js';
 import { sqlStateOf } from './postgres/faults.js';
-import { SaveGroups, type SaveRow } from './postgres/group-commit.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
-import { type ClaimTry, LeaseGroups } from './postgres/lease-groups.js';
+import { type ClaimTry, LeaseBatches } from './postgres/lease-batches.js';
 import { migrate } from './postgres/migrations.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
+import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/pool-settings.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
 import {
   fenceError,
@@ -91,21 +73,10 @@ import {
 } from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
 import { Watch } from './postgres/watch.js';
-import { checkClaimNext, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  earliestExpiry,
-  timestampOf,
-} from './rules.js';
 
-export { redactUrl } from './postgres/connection.js';
 export { SCHEMA_VERSION } from './postgres/migrations.js';
 export type { PostgresStoreOptions } from './postgres/options.js';
+export { redactUrl } from './postgres/pool-settings.js';
 /** Also exported by `tollgate`; kept here for code that imported it from `tollgate/postgres`. */
 export { StoreUnavailableError };
 
@@ -124,7 +95,7 @@ const REFUSAL_RETRIES = 3;
  * `close()` ends the pool the store created; a pool you passed stays yours to end (and its
  * idle connections' errors are yours to listen to: `pool.on('error', …)`).
  */
-export class PostgresStore implements CheckpointStore, GroupBudgetStore {
+export class PostgresStore extends CheckedGroupStore {
   /** Each run's base is a column of its row, written by the statement that writes the head. */
   readonly keepsBase = true;
   readonly #sql: Statements;
@@ -135,9 +106,9 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   readonly #connections: Connections;
   readonly #now: (() => number) | undefined;
   readonly #watch: Watch;
-  /** Saves, sent in groups: those of runs that wait in one event-loop turn share a statement. */
-  readonly #saves: SaveGroups;
-  readonly #leases: LeaseGroups;
+  /** Saves, sent in batches: those of runs that wait in one event-loop turn share a statement. */
+  readonly #saves: SaveBatches;
+  readonly #leases: LeaseBatches;
   /** When this store object next takes the oldest runnable run whatever its class (claim-order.ts). */
   readonly #turns = new ClaimTurns();
   #ready: Promise<number> | null = null;
@@ -145,6 +116,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
 
   /** @throws OptionsError for a malformed URL, an unknown option or a bad value; nothing is connected yet. */
   constructor(connection: string | PoolConfig | Pool, options?: PostgresStoreOptions) {
+    super();
     const o = checkStoreOptions(CALL, options, OPTIONS);
     const schema = checkPoolOptions(CALL, o);
     const timeouts = timeoutsOf(CALL, o);
@@ -159,14 +131,14 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     const names = prepared
       ? [load, summary, insertRun, updateRun, saveRuns, claim, claimRuns, renew, release, releaseRuns]
       : [];
-    this.#saves = new SaveGroups({
+    this.#saves = new SaveBatches({
       many: async (values) =>
         (await this.#query<{ run_id: string; version: number }>('save', this.#sql.saveRuns, values)).rows,
       one: (save) => this.#saveOne(save),
       at: () => this.#at(),
       sqlState: sqlStateOf,
     });
-    this.#leases = new LeaseGroups({
+    this.#leases = new LeaseBatches({
       claimMany: async (values) =>
         (await this.#query<LeaseRow & { run_id: string }>('claim', this.#sql.claimRuns, values)).rows,
       releaseMany: async (values) =>
@@ -212,8 +184,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     return this.#migrate('PostgresStore.migrate');
   }
 
-  async load(runId: string): Promise<StoredRun | null> {
-    checkRunId('load', runId);
+  protected async loadChecked(runId: string): Promise<StoredRun | null> {
     // One statement: head and entries come from the same snapshot. Rows as arrays: node-postgres
     // then makes no object per entry (~40% of the statement's time).
     const rows = await this.#run('load', (sql) => sql.arrays(this.#sql.load, [runId]));
@@ -237,16 +208,13 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     return { ...summaryOf(run), head: first[LOAD.body] as string, base: run.base, entries };
   }
 
-  async summary(runId: string): Promise<RunSummary | null> {
-    checkRunId('summary', runId);
+  protected async summaryChecked(runId: string): Promise<RunSummary | null> {
     const { rows } = await this.#query<RunRow>('summary', this.#sql.summary, [runId]);
     const row = rows[0];
     return row ? summaryOf(row) : null;
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
-    const w = checkWrite('save', runId, write, expectedVersion);
-    if (lease !== undefined) checkLease('save', lease, runId);
+  protected async saveChecked(runId: string, w: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     const expiry = earliestExpiry(w.pendingCalls);
     return this.#saves.add({
       runId,
@@ -312,8 +280,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     }
   }
 
-  async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit, agent } = checkListOptions(options);
+  protected async listChecked({ status, expired, limit, agent }: ListOptions): Promise<RunSummary[]> {
     const values = [
       status ?? null,
       limit ?? null,
@@ -325,9 +292,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     return rows.map(summaryOf);
   }
 
-  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
-    checkRunId('delete', runId);
-    if (lease !== undefined) checkLease('delete', lease, runId);
+  protected async deleteChecked(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     const at = this.#at();
     const values = [runId, expectedVersion ?? null, lease?.token ?? null, at];
     for (let attempt = 0; ; attempt++) {
@@ -344,13 +309,12 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     }
   }
 
-  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const checked = checkClaim(runId, options);
+  protected async claimChecked(runId: string, checked: CheckedClaim): Promise<Lease> {
     const { owner, leaseMs, wait } = checked;
     const item = { runId, owner, leaseMs, process: checked.process && JSON.stringify(checked.process) };
     return claimWithin(wait, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
-        // The first try in this turn's group of claims (lease-groups.ts), a retry alone.
+        // The first try in this turn's batch of claims (lease-batches.ts), a retry alone.
         const made = attempt === 0 ? await this.#leases.claim(item) : await this.#claimOne(item);
         const at = this.#at();
         if (made) return leaseOf(runId, recordOf(made), leaseMs);
@@ -369,8 +333,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     });
   }
 
-  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
-    const length = checkRenew(lease, leaseMs);
+  protected async renewChecked(lease: Lease, length: number): Promise<Lease> {
     const values = [lease.runId, lease.token, this.#at(), length];
     const { rows } = await this.#query<LeaseRow>('renew', this.#sql.renew, values);
     if (rows[0]) return leaseOf(lease.runId, recordOf(rows[0]), length);
@@ -379,8 +342,10 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
   }
 
   /** One statement for all of them (sql.ts `renewRuns`): one round trip, one commit. */
-  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
-    const lengths = checkRenewMany(leases, leaseMs);
+  protected override async renewManyChecked(
+    leases: readonly Lease[],
+    lengths: readonly number[],
+  ): Promise<(Lease | LeaseLostError)[]> {
     if (leases.length === 0) return [];
     const values = [leases.map((l) => l.runId), leases.map((l) => l.token), lengths, this.#at()];
     const { rows } = await this.#query<RenewedRow>('renewMany', this.#sql.renewRuns, values);
@@ -395,8 +360,7 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     });
   }
 
-  async release(lease: Lease): Promise<boolean> {
-    checkLease('release', lease);
+  protected async releaseChecked(lease: Lease): Promise<boolean> {
     return this.#leases.release({ runId: lease.runId, token: lease.token });
   }
 
@@ -406,53 +370,40 @@ export class PostgresStore implements CheckpointStore, GroupBudgetStore {
     return (await this.#query<LeaseRow>('claim', this.#sql.claim, values)).rows[0] ?? null;
   }
 
-  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
-    const text = checkRecordedDecision(runId, decision, expectedVersion);
+  protected async queueDecisionChecked(runId: string, text: string, expectedVersion: number): Promise<number> {
     return queueIn(this.#query, this.#sql, runId, text, expectedVersion, this.#at());
   }
 
-  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    return claimNextIn(this.#query, this.#sql, checkClaimNext(options), () => this.#at(), this.#turns);
+  protected async claimNextChecked(checked: CheckedClaimNext): Promise<{ lease: Lease; run: RunSummary } | null> {
+    return claimNextIn(this.#query, this.#sql, checked, () => this.#at(), this.#turns);
   }
 
-  async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
-    checkGroupId('setGroupBudget', group);
-    await this.#groups.setBudget(group, checkGroupBudget('setGroupBudget', budget));
+  protected async setGroupBudgetChecked(group: string, budget: GroupBudget | null): Promise<void> {
+    await this.#groups.setBudget(group, budget);
   }
 
-  async groupSpend(group: string): Promise<GroupSpend> {
-    checkGroupId('groupSpend', group);
+  protected async groupSpendChecked(group: string): Promise<GroupSpend> {
     return this.#groups.spend(group, null, this.#at());
   }
 
   /** One statement (`INSERT … ON CONFLICT DO UPDATE`): spends from every process add up exactly. */
-  async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
-    checkGroupId('spendGroup', group);
-    return this.#groups.spend(group, checkGroupCharge('spendGroup', charge), this.#at());
+  protected async spendGroupChecked(group: string, charge: Required<GroupCharge>): Promise<GroupSpend> {
+    return this.#groups.spend(group, charge, this.#at());
   }
 
-  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
-    checkGroupId('holdGroup', group);
-    const checked = checkGroupHold('holdGroup', request);
-    checkRunId('holdGroup', checked.runId);
-    return this.#groups.hold(group, checked, this.#at());
+  protected async holdGroupChecked(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    return this.#groups.hold(group, request, this.#at());
   }
 
-  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
-    checkGroupId('settleGroup', group);
-    const checked = checkGroupSettlement('settleGroup', settlement);
-    checkRunId('settleGroup', checked.runId);
-    return this.#groups.settle(group, checked, this.#at());
+  protected async settleGroupChecked(group: string, settlement: CheckedSettlement): Promise<GroupSpend> {
+    return this.#groups.settle(group, settlement, this.#at());
   }
 
-  async joinGroup(runId: string, group: string): Promise<void> {
-    checkRunId('joinGroup', runId);
-    checkGroupId('joinGroup', group);
+  protected async joinGroupChecked(runId: string, group: string): Promise<void> {
     await this.#groups.join(runId, group);
   }
 
-  async groupOf(runId: string): Promise<string | null> {
-    checkRunId('groupOf', runId);
+  protected async groupOfChecked(runId: string): Promise<string | null> {
     return this.#groups.groupOf(runId);
   }
 

@@ -25,38 +25,24 @@ import Database from 'better-sqlite3';
 import { isoTime } from '../clock.js';
 import { LeaseLostError, OptionsError, UserError } from '../errors.js';
 import { showValue } from '../option-keys.js';
+import { agentAfterSave, checkClock, checkDuration, checkStoreOptions } from '../store/arguments.js';
+import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
+import { CheckedGroupStore, type CheckedSettlement } from '../store/checked-groups.js';
+import { nowOf } from '../store/clock.js';
+import { checkSave, deleteConflict } from '../store/conflicts.js';
+import type {
+  GroupBudget,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSpend,
+  Lease,
+  ListOptions,
+  RunSummary,
+  RunWrite,
+  StoredRun,
+} from '../store/contract.js';
 import {
-  type CheckpointStore,
-  type ClaimNextOptions,
-  type ClaimOptions,
-  checkSave,
-  deleteConflict,
-  type Lease,
-  type ListOptions,
-  type RecordedDecision,
-  type RunSummary,
-  type RunWrite,
-  type StoredRun,
-} from '../store.js';
-import {
-  checkGroupBudget,
-  checkGroupCharge,
-  checkGroupHold,
-  checkGroupId,
-  checkGroupSettlement,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
-} from './groups.js';
-import {
-  checkClaim,
-  checkLease,
-  checkRenew,
-  checkRenewMany,
   claimRecord,
   claimWithin,
   fenceRecord,
@@ -65,21 +51,10 @@ import {
   leaseOf,
   releaseRecord,
   renewRecord,
-} from './leases.js';
-import { checkClaimNext, checkRecordedDecision } from './queue.js';
-import {
-  agentAfterSave,
-  checkClock,
-  checkDuration,
-  checkListOptions,
-  checkRunId,
-  checkStoreOptions,
-  checkWrite,
-  earliestExpiry,
-  nowOf,
-} from './rules.js';
+} from '../store/leases.js';
+import { earliestExpiry } from '../store/pending-calls.js';
+import { SaveBatches } from './sqlite/batch-commit.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
-import { SaveGroups } from './sqlite/group-commit.js';
 import { type GroupTransactions, groupTransactions } from './sqlite/groups.js';
 import { listQuery, SUMMARY_COLUMNS } from './sqlite/listing.js';
 import { migrate, settingsOf } from './sqlite/migrations.js';
@@ -90,7 +65,7 @@ import { enableWal } from './sqlite/wal.js';
 
 export type { SqliteSettings };
 
-import { Watchers } from './watchers.js';
+import { Watchers } from '../store/watchers.js';
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing, in a folder that must exist), or `':memory:'`. */
@@ -111,15 +86,15 @@ const OPTIONS = ['synchronous', 'busyTimeoutMs', 'now'];
 let opening: string | null = null;
 
 /** A `CheckpointStore` in one SQLite file, shared by the processes of one machine. */
-export class SqliteStore implements CheckpointStore, GroupBudgetStore {
+export class SqliteStore extends CheckedGroupStore {
   /** The database file, as given. */
   readonly path: string;
   readonly keepsBase = true;
   readonly #db: Database.Database;
   readonly #now: () => number;
   readonly #busyTimeoutMs: number;
-  /** Saves, committed in groups: those that wait in one event-loop turn share a transaction. */
-  readonly #saves: SaveGroups;
+  /** Saves, committed in batches: those that wait in one event-loop turn share a transaction. */
+  readonly #saves: SaveBatches;
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
   readonly #summary: Database.Statement;
@@ -152,6 +127,7 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
 
   /** Like `SqliteStore.open(options.path, options)`. */
   constructor(options: SqliteStoreOptions) {
+    super();
     const call = opening ?? 'new SqliteStore';
     const o = checkStoreOptions(call, options, ['path', ...OPTIONS]);
     if (typeof o.path !== 'string' || o.path === '') {
@@ -236,10 +212,10 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
       if (!isLive(fenced, now)) this.#watchers.notify();
       return version + 1;
     });
-    // Each save in a savepoint of its own, inside its group's BEGIN IMMEDIATE transaction (which
+    // Each save in a savepoint of its own, inside its batch's BEGIN IMMEDIATE transaction (which
     // takes the write lock before reading any lease and version: no other writer can slip in). A
-    // group of relaxed saves commits without an fsync (sqlite/group-commit.ts).
-    this.#saves = new SaveGroups(db, synchronous, save, (error) =>
+    // batch of relaxed saves commits without an fsync (sqlite/batch-commit.ts).
+    this.#saves = new SaveBatches(db, synchronous, save, (error) =>
       fault('SqliteStore.save', this.path, error, this.#busyTimeoutMs),
     );
 
@@ -296,19 +272,15 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     return settingsOf(this.#db);
   }
 
-  async load(runId: string): Promise<StoredRun | null> {
-    checkRunId('load', runId);
+  protected async loadChecked(runId: string): Promise<StoredRun | null> {
     return this.#guard('load', () => this.#load(runId));
   }
 
-  async save(runId: string, write: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
-    const w = checkWrite('save', runId, write, expectedVersion);
-    if (lease !== undefined) checkLease('save', lease, runId);
+  protected async saveChecked(runId: string, w: RunWrite, expectedVersion: number, lease?: Lease): Promise<number> {
     return this.#guard('save', () => this.#saves.add(runId, w, expectedVersion, lease));
   }
 
-  async list(options?: ListOptions): Promise<RunSummary[]> {
-    const { status, expired, limit, agent } = checkListOptions(options);
+  protected async listChecked({ status, expired, limit, agent }: ListOptions): Promise<RunSummary[]> {
     const params = {
       ...(agent === undefined ? {} : { agent }),
       ...(expired === undefined ? {} : { now: nowOf(this.#now, 'list') }),
@@ -320,22 +292,18 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     });
   }
 
-  async summary(runId: string): Promise<RunSummary | null> {
-    checkRunId('summary', runId);
+  protected async summaryChecked(runId: string): Promise<RunSummary | null> {
     return this.#guard('summary', () => {
       const row = this.#summary.get(runId) as RunRow | undefined;
       return row ? summary(row) : null;
     });
   }
 
-  async delete(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
-    checkRunId('delete', runId);
-    if (lease !== undefined) checkLease('delete', lease, runId);
+  protected async deleteChecked(runId: string, expectedVersion?: number, lease?: Lease): Promise<boolean> {
     return this.#guard('delete', () => this.#delete(runId, expectedVersion, lease));
   }
 
-  async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    const { owner, leaseMs, wait, process } = checkClaim(runId, options);
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
     return claimWithin(wait, this.#now, async () =>
       this.#guard('claim', () => {
         const claimed = this.#lease(runId, (current) =>
@@ -346,79 +314,63 @@ export class SqliteStore implements CheckpointStore, GroupBudgetStore {
     );
   }
 
-  async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
-    const ms = checkRenew(lease, leaseMs);
+  protected async renewChecked(lease: Lease, ms: number): Promise<Lease> {
     const [renewed] = this.#guard('renew', () => this.#renewAll([lease], [ms]));
     if (renewed instanceof LeaseLostError) throw renewed;
     return renewed as Lease;
   }
 
   /** One `BEGIN IMMEDIATE` transaction for all of them: one commit, one fsync. */
-  async renewMany(leases: readonly Lease[], leaseMs?: number): Promise<(Lease | LeaseLostError)[]> {
-    const lengths = checkRenewMany(leases, leaseMs);
+  protected override async renewManyChecked(
+    leases: readonly Lease[],
+    lengths: readonly number[],
+  ): Promise<(Lease | LeaseLostError)[]> {
     if (leases.length === 0) return [];
     return this.#guard('renewMany', () => this.#renewAll(leases, lengths));
   }
 
-  async release(lease: Lease): Promise<boolean> {
-    checkLease('release', lease);
+  protected async releaseChecked(lease: Lease): Promise<boolean> {
     const released = this.#guard('release', () => this.#lease(lease.runId, (c) => releaseRecord(c, lease)) !== null);
     if (released) this.#watchers.notify();
     return released;
   }
 
-  async queueDecision(runId: string, decision: RecordedDecision, expectedVersion: number): Promise<number> {
-    const text = checkRecordedDecision(runId, decision, expectedVersion);
+  protected async queueDecisionChecked(runId: string, text: string, expectedVersion: number): Promise<number> {
     const version = this.#guard('queueDecision', () => this.#queue.queue(runId, text, expectedVersion));
     this.#watchers.notify();
     return version;
   }
 
-  async claimNext(options: ClaimNextOptions): Promise<{ lease: Lease; run: RunSummary } | null> {
-    const checked = checkClaimNext(options);
+  protected async claimNextChecked(checked: CheckedClaimNext): Promise<{ lease: Lease; run: RunSummary } | null> {
     return this.#guard('claimNext', () => this.#queue.claimNext(checked));
   }
 
-  async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
-    checkGroupId('setGroupBudget', group);
-    const checked = checkGroupBudget('setGroupBudget', budget);
-    this.#guard('setGroupBudget', () => this.#groups.setBudget(group, checked));
+  protected async setGroupBudgetChecked(group: string, budget: GroupBudget | null): Promise<void> {
+    this.#guard('setGroupBudget', () => this.#groups.setBudget(group, budget));
   }
 
-  async groupSpend(group: string): Promise<GroupSpend> {
-    checkGroupId('groupSpend', group);
+  protected async groupSpendChecked(group: string): Promise<GroupSpend> {
     return this.#guard('groupSpend', () => this.#groups.spend(group, null, nowOf(this.#now, 'groupSpend')));
   }
 
   /** One `BEGIN IMMEDIATE` transaction: spends from every connection and process add up exactly. */
-  async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
-    checkGroupId('spendGroup', group);
-    const checked = checkGroupCharge('spendGroup', charge);
-    return this.#guard('spendGroup', () => this.#groups.spend(group, checked, nowOf(this.#now, 'spendGroup')));
+  protected async spendGroupChecked(group: string, charge: Required<GroupCharge>): Promise<GroupSpend> {
+    return this.#guard('spendGroup', () => this.#groups.spend(group, charge, nowOf(this.#now, 'spendGroup')));
   }
 
-  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
-    checkGroupId('holdGroup', group);
-    const checked = checkGroupHold('holdGroup', request);
-    checkRunId('holdGroup', checked.runId);
-    return this.#guard('holdGroup', () => this.#groups.hold(group, checked, nowOf(this.#now, 'holdGroup')));
+  protected async holdGroupChecked(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
+    return this.#guard('holdGroup', () => this.#groups.hold(group, request, nowOf(this.#now, 'holdGroup')));
   }
 
-  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
-    checkGroupId('settleGroup', group);
-    const checked = checkGroupSettlement('settleGroup', settlement);
-    checkRunId('settleGroup', checked.runId);
-    return this.#guard('settleGroup', () => this.#groups.settle(group, checked, nowOf(this.#now, 'settleGroup')));
+  protected async settleGroupChecked(group: string, settlement: CheckedSettlement): Promise<GroupSpend> {
+    return this.#guard('settleGroup', () => this.#groups.settle(group, settlement, nowOf(this.#now, 'settleGroup')));
   }
 
-  async joinGroup(runId: string, group: string): Promise<void> {
-    checkRunId('joinGroup', runId);
-    checkGroupId('joinGroup', group);
+  protected async joinGroupChecked(runId: string, group: string): Promise<void> {
     this.#guard('joinGroup', () => this.#groups.join(runId, group));
   }
 
-  async groupOf(runId: string): Promise<string | null> {
-    checkRunId('groupOf', runId);
+  protected async groupOfChecked(runId: string): Promise<string | null> {
     return this.#guard('groupOf', () => this.#groups.groupOf(runId));
   }
 

@@ -30,8 +30,8 @@ import { listingCases } from './conformance/listing.js';
 import { pendingCases } from './conformance/pending.js';
 import { processCases } from './conformance/processes.js';
 import { queueCases } from './conformance/queue.js';
+import { refusalCases } from './conformance/refusals.js';
 import { renewManyCases } from './conformance/renew-many.js';
-import { ruleCases } from './conformance/rules.js';
 import { scaleCases } from './conformance/scale.js';
 import type { Capability, ConformanceCase, ConformanceContext } from './conformance/types.js';
 
@@ -65,7 +65,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...queueCases,
   ...claimNextCases,
   ...claimOrderCases,
-  ...ruleCases,
+  ...refusalCases,
   ...scaleCases,
   ...processCases,
   ...agentCases,

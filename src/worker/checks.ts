@@ -7,7 +7,7 @@ import type { AgentDefinition } from '../define.js';
 import { isAgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { showValue } from '../option-keys.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 
 const QUEUE_METHODS = ['load', 'save', 'list', 'claim', 'release', 'queueDecision', 'claimNext'] as const;
 

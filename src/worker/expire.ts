@@ -4,7 +4,7 @@ import { RunBusyError } from '../errors.js';
 import { checkedApart, checkOptions, type OptionShape } from '../option-schema.js';
 import { parseResumeOptions, runtimeShape } from '../options.js';
 import { claimRun } from '../runtime/lease.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import { checkQueueStore, definitionsByName } from './checks.js';
 import { workClaimed } from './work.js';
 

@@ -8,7 +8,7 @@ import { type Clock, systemClock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
 import { checkedApart, checkOptions, clockSchema, must, type OptionShape, timerMs } from '../option-schema.js';
 import { parseResumeOptions, runtimeShape } from '../options.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import type { TracerLike } from '../tracer.js';
 import type { InspectOption } from '../types.js';
 import { checkQueueStore, definitionsByName } from './checks.js';

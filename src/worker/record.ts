@@ -16,7 +16,7 @@ import { isPlainObject } from '../json.js';
 import { checkedApart, checkOptions, fn, must, type OptionShape, text } from '../option-schema.js';
 import { checkText, parseResumeOptions } from '../options.js';
 import { readDecisions } from '../runtime/decisions.js';
-import type { CheckpointStore, RecordedDecision } from '../store.js';
+import type { CheckpointStore, RecordedDecision } from '../store/contract.js';
 import type { Decisions, Tool } from '../types.js';
 import { checkDefinition, checkQueueStore } from './checks.js';
 

@@ -19,7 +19,7 @@ import { remainingOf } from '../runtime/limits.js';
 import { registerPorts } from '../runtime/ports.js';
 import { viewOf } from '../runtime/run-actor.js';
 import { Saver } from '../runtime/saver.js';
-import type { CheckpointStore } from '../store.js';
+import type { CheckpointStore } from '../store/contract.js';
 import { checkDefinition, checkQueueStore } from './checks.js';
 
 /** What `submitRun` stores. */

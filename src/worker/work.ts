@@ -6,7 +6,7 @@
 import type { Status } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 import type { TracerLike } from '../tracer.js';
 import type { InspectOption } from '../types.js';
 

@@ -11,7 +11,7 @@ import type { AgentDefinition } from '../define.js';
 import { OptionsError } from '../errors.js';
 import { checkOptions, must, type OptionShape } from '../option-schema.js';
 import { thisProcess } from '../process-identity.js';
-import type { CheckpointStore, Lease } from '../store.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 import { parseWorkerOptions, type WorkerOptions, type WorkerSettings } from './options.js';
 import { Wakeup } from './wakeup.js';
 import { workClaimed } from './work.js';

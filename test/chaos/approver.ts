@@ -9,7 +9,7 @@
  */
 import { describeError } from '../../machines/describe-error.js';
 import { ConflictError, type PendingCall, RunBusyError } from '../../src/index.js';
-import type { RunSummary } from '../../src/store.js';
+import type { RunSummary } from '../../src/store/contract.js';
 import { recordDecision } from '../../src/worker/index.js';
 import { random } from '../support/random.js';
 import { type ChildConfig, emit, openStore } from './child.js';

@@ -4,7 +4,7 @@
  * of faults — never the workers' word. Each breach is a line in `report.violations`.
  */
 import type { HistoryEntry, Limits } from '../../machines/types.js';
-import { joinRun } from '../../src/store.js';
+import { joinRun } from '../../src/store/contract.js';
 import type { ChaosStore } from './child.js';
 import type { AttemptRow, Downstream } from './downstream.js';
 import type { ChaosReport } from './report.js';

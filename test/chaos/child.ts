@@ -5,7 +5,7 @@
 
 import type { Limits } from '../../machines/types.js';
 import type { CheckpointStore } from '../../src/index.js';
-import type { GroupBudgetStore } from '../../src/stores/groups.js';
+import type { GroupBudgetStore } from '../../src/store/contract.js';
 import type { DownstreamSpec } from './downstream.js';
 
 export type StoreSpec = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; schema: string };

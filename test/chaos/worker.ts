@@ -9,7 +9,7 @@
 import { createInterface } from 'node:readline';
 import { describeError } from '../../machines/describe-error.js';
 import type { CheckpointStore } from '../../src/index.js';
-import type { GroupHoldRequest, GroupSettlement } from '../../src/stores/groups.js';
+import type { GroupHoldRequest, GroupSettlement } from '../../src/store/contract.js';
 import { Worker } from '../../src/worker/index.js';
 import { random } from '../support/random.js';
 import { type ChildConfig, emit, openStore } from './child.js';

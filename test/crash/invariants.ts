@@ -3,7 +3,7 @@
  * done. Each breach is one line in `report.violations`, naming the run, key and approval.
  */
 import type { HistoryEntry } from '../../src/index.js';
-import { joinRun } from '../../src/store.js';
+import { joinRun } from '../../src/store/contract.js';
 import type { World } from './ledger.js';
 import { type CrashReport, type DecisionMessage, LIMITS, TOKENS_PER_CALL } from './scenario.js';
 

@@ -162,7 +162,7 @@ describe.skipIf(!target.url)(`PostgresStore ${target.skipReason ? `(skipped: ${t
   });
 });
 
-describe('SqliteStore: group commit', () => {
+describe('SqliteStore: batch commit', () => {
   const open = (name: string) => {
     const store = new SqliteStore({ path: join(root, name) });
     closing.push(store);
@@ -193,7 +193,7 @@ describe('SqliteStore: group commit', () => {
     for (let i = 0; i < 20; i++) expect((await together.load(`r${i}`))?.entries).toEqual(['1']);
   });
 
-  it('one save refused on its version or its lease is refused alone; the others in its group commit', async () => {
+  it('one save refused on its version or its lease is refused alone; the others in its batch commit', async () => {
     const store = open('refused-alone.db');
     await store.save('b', write(0, ['1']), 0);
     const lease = await store.claim('c', { owner: 'x', leaseMs: 60_000 });

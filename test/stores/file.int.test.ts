@@ -16,7 +16,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Agent, type CheckpointStore, OptionsError, type RunWrite, StoreUnavailableError } from '../../src/index.js';
-import { joinRun } from '../../src/store.js';
+import { joinRun } from '../../src/store/contract.js';
 import { runDirName } from '../../src/stores/file/format.js';
 import { FileStore } from '../../src/stores/file.js';
 import { spawnNodeWriter } from '../../src/testing/index.js';

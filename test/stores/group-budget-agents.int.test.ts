@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Agent, type CheckpointStore, type Policy } from '../../src/index.js';
-import type { GroupBudgetStore } from '../../src/stores/groups.js';
+import type { GroupBudgetStore } from '../../src/store/contract.js';
 import { PostgresStore, SCHEMA_VERSION } from '../../src/stores/postgres.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 import { dropSchema, freshSchema, oldSchema, postgresTarget } from '../support/postgres.js';

@@ -1,5 +1,5 @@
 // PostgresStore keeps each run's base (`RunWrite.base`, for head deltas) in its row: written by
-// the statement that writes the head, on the single-save path and in a group commit, kept by a
+// the statement that writes the head, on the single-save path and in a batch commit, kept by a
 // save without one and by a recorded decision, gone with the run. Against the real server at
 // TOLLGATE_PG_URL, in schemas of this file's own (dropped afterwards).
 import pg from 'pg';
@@ -14,26 +14,26 @@ const schemas: string[] = [];
 const pools: pg.Pool[] = [];
 
 /**
- * A store on a pool of its own (migrated), in a fresh schema or `schema`; `groups()` counts the
- * group-commit statements it sent (their first parameter is an array of run ids).
+ * A store on a pool of its own (migrated), in a fresh schema or `schema`; `batches()` counts the
+ * batch-commit statements it sent (their first parameter is an array of run ids).
  */
-async function open(schema = freshSchema('base')): Promise<{ store: PostgresStore; groups: () => number }> {
+async function open(schema = freshSchema('base')): Promise<{ store: PostgresStore; batches: () => number }> {
   if (!schemas.includes(schema)) schemas.push(schema);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   pools.push(pool);
-  let groups = 0;
+  let batches = 0;
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (...args: unknown[]) => {
       const values = (args[0] as { values?: unknown[] }).values ?? (args[1] as unknown[] | undefined);
-      if (Array.isArray(values?.[0])) groups++;
+      if (Array.isArray(values?.[0])) batches++;
       return query(...args);
     };
   });
   const store = new PostgresStore(pool, { schema });
   await store.migrate();
-  const migrating = groups; // the migrations' own array parameters
-  return { store, groups: () => groups - migrating };
+  const migrating = batches; // the migrations' own array parameters
+  return { store, batches: () => batches - migrating };
 }
 
 const write = (from: number, extra: Partial<RunWrite> = {}): RunWrite => ({
@@ -57,7 +57,7 @@ describe.skipIf(!target.url)(
   `PostgresStore bases ${target.skipReason ? `(skipped: ${target.skipReason})` : ''}`,
   () => {
     it('one save at a time: a run created with a base loads it, a save without one keeps it, a save with one replaces it; summaries have none', async () => {
-      const { store, groups } = await open();
+      const { store, batches } = await open();
       expect(store.keepsBase).toBe(true);
       expect(await store.save('r', write(0, { base: '{"base":1}' }), 0)).toBe(1);
       expect(await store.load('r')).toMatchObject({ version: 1, head: '{"delta":0}', base: '{"base":1}' });
@@ -77,20 +77,20 @@ describe.skipIf(!target.url)(
       expect(await baseOf(store, 'plain')).toBeNull();
       expect(await store.save('plain', write(1), 1)).toBe(2);
       expect(await baseOf(store, 'plain')).toBeNull();
-      expect(groups()).toBe(0);
+      expect(batches()).toBe(0);
       expect(await store.summary('r')).not.toHaveProperty('base');
       for (const run of await store.list()) expect(run).not.toHaveProperty('base');
     });
 
-    it('a group commit stores each run’s own base: given ones are written, runs saved without one keep theirs', async () => {
-      const { store, groups } = await open();
+    it('a batch commit stores each run’s own base: given ones are written, runs saved without one keep theirs', async () => {
+      const { store, batches } = await open();
       const ids = ['g0', 'g1', 'g2', 'g3', 'g4', 'g5'];
       // Creations in one turn: even runs with a base, odd ones without.
       const created = await Promise.all(
         ids.map((id, i) => store.save(id, write(0, i % 2 === 0 ? { base: `{"base":"${id}:1"}` } : {}), 0)),
       );
       expect(created).toEqual(ids.map(() => 1));
-      expect(groups()).toBe(1);
+      expect(batches()).toBe(1);
       expect(await Promise.all(ids.map((id) => baseOf(store, id)))).toEqual([
         '{"base":"g0:1"}',
         null,
@@ -104,7 +104,7 @@ describe.skipIf(!target.url)(
         ids.map((id, i) => store.save(id, write(1, i < 2 ? { base: `{"base":"${id}:2"}` } : {}), 1)),
       );
       expect(updated).toEqual(ids.map(() => 2));
-      expect(groups()).toBe(2);
+      expect(batches()).toBe(2);
       expect(await Promise.all(ids.map((id) => baseOf(store, id)))).toEqual([
         '{"base":"g0:2"}',
         '{"base":"g1:2"}',
@@ -129,15 +129,15 @@ describe.skipIf(!target.url)(
       expect(await store.load('r')).toMatchObject({ version: 3, decision: null, base: '{"b":"kept"}' });
     });
 
-    it('a deleted run takes its base with it: created again, alone or in a group, it starts with none', async () => {
-      const { store, groups } = await open();
+    it('a deleted run takes its base with it: created again, alone or in a batch, it starts with none', async () => {
+      const { store, batches } = await open();
       await Promise.all(['a', 'b'].map((id) => store.save(id, write(0, { base: `{"old":"${id}"}` }), 0)));
       await store.save('c', write(0, { base: '{"old":"c"}' }), 0);
       for (const id of ['a', 'b', 'c']) expect(await store.delete(id)).toBe(true);
       expect(await store.load('c')).toBeNull();
       await store.save('c', write(0), 0);
       await Promise.all(['a', 'b'].map((id) => store.save(id, write(0), 0)));
-      expect(groups()).toBe(2);
+      expect(batches()).toBe(2);
       for (const id of ['a', 'b', 'c']) expect(await store.load(id)).toMatchObject({ version: 1, base: null });
       expect(await store.save('c', write(1, { base: '{"new":"c"}' }), 1)).toBe(2);
       expect(await baseOf(store, 'c')).toBe('{"new":"c"}');

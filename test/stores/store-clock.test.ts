@@ -1,11 +1,11 @@
 /**
- * The stores' clock rules (src/stores/rules.ts): a time a store reads from its clock is one a
+ * The stores' clock rules (src/store/clock.ts): a time a store reads from its clock is one a
  * `Date` can hold, or an `OptionsError` naming the call; `updatedAt` is that time in ISO 8601.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { OptionsError } from '../../src/index.js';
-import { nowOf, timestampOf } from '../../src/stores/rules.js';
+import { nowOf, timestampOf } from '../../src/store/clock.js';
 
 const edges = [0, -0, 1.5, -1.5, 8.64e15, -8.64e15, 8.64e15 + 1, -8.64e15 - 1, 1e300, Number.MAX_VALUE];
 const bad = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '5', null, undefined, 5n, {}];

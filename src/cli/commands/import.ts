@@ -5,7 +5,7 @@ import { pendingCalls } from '../../../machines/calls.js';
 import { Agent } from '../../agent.js';
 import { decodeCheckpoint } from '../../checkpoint/index.js';
 import { ConflictError } from '../../errors.js';
-import { entryOf, headOf } from '../../store.js';
+import { entryOf, headOf } from '../../store/contract.js';
 import { CliUsageError, EXIT } from '../exit-codes.js';
 import { json } from '../format.js';
 import { out } from '../output.js';

@@ -6,7 +6,7 @@ import { Agent } from '../../agent.js';
 import type { AgentDefinition } from '../../define.js';
 import { resumeOptionsOf } from '../../define.js';
 import { RunNotFoundError } from '../../errors.js';
-import { joinRun } from '../../store.js';
+import { joinRun } from '../../store/contract.js';
 import { noRun, type OpenedStore, openStore } from '../open-store.js';
 import { DEFAULT_STORE, locateStore, storeSpec } from '../store-location.js';
 

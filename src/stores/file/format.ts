@@ -21,10 +21,10 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { type PendingCall, STATUSES, type Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
-import type { RecordedDecision, RunSummary } from '../../store.js';
-import { checkProcess } from '../holder-process.js';
-import type { LeaseRecord } from '../leases.js';
-import { pendingCallsOf, pendingFields } from '../rules.js';
+import type { RecordedDecision, RunSummary } from '../../store/contract.js';
+import { checkProcess } from '../../store/holder-process.js';
+import type { LeaseRecord } from '../../store/leases.js';
+import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
 
 /** What the head file records besides the head itself. */
 export interface HeadMeta {
@@ -191,7 +191,7 @@ export function decodeEntries(bytes: Buffer, count: number, path: string, runId:
 /**
  * A journal of ASCII bytes (most are, though a run's strings may hold any character, written as
  * UTF-8) decoded once and cut as a string, its indexes the bytes': one native call, not two per
- * entry (a 1,000-step run's 298 KB journal ~1.05 → ~0.4 ms).
+ * entry (docs/performance.md).
  */
 function asciiEntries(text: string, path: string, runId: string): string[] {
   const out: string[] = [];
@@ -243,7 +243,7 @@ function utf8Entries(bytes: Buffer, path: string, runId: string): string[] {
 
 /**
  * Reads exactly the first `length` bytes of a run's journal, synchronously (heads.ts says why):
- * a 1,000-step run's ~300 KB in ~0.2 ms from the page cache (170 µs median), without a thread-pool round trip a call.
+ * from the page cache, without a thread-pool round trip a call.
  * @throws CheckpointError if it is shorter.
  */
 export async function readPrefix(path: string, length: number, runId: string): Promise<Buffer> {

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, StoreUnavailableError, type TollgateError } from '../../errors.js';
-import type { StoredRun } from '../../store.js';
+import type { StoredRun } from '../../store/contract.js';
 import {
   damaged,
   decodeEntries,

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LeaseRecord } from '../leases.js';
+import type { LeaseRecord } from '../../store/leases.js';
 import { damaged, encodeHead, leaseProblem, replaceFile, runDirName, syncDir } from './format.js';
 import { HEAD, type HeadRead, ioFault, readHead } from './heads.js';
 import { withLock } from './lock.js';

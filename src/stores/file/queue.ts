@@ -8,11 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { ClaimNextOptions, Lease, RecordedDecision, RunSummary } from '../../store.js';
-import { type ClaimTurns, claimClass, rankOf } from '../claim-order.js';
-import { claimRecord, fenceRecord, isLive, leaseOf } from '../leases.js';
-import { checkQueue, isRunnable } from '../queue.js';
-import { compareRuns, nowOf } from '../rules.js';
+import { type ClaimTurns, claimClass, rankOf } from '../../store/claim-order.js';
+import { nowOf } from '../../store/clock.js';
+import type { ClaimNextOptions, Lease, RecordedDecision, RunSummary } from '../../store/contract.js';
+import { claimRecord, fenceRecord, isLive, leaseOf } from '../../store/leases.js';
+import { compareRuns } from '../../store/order.js';
+import { checkQueue, isRunnable } from '../../store/queue.js';
 import { encodeHead, type HeadMeta, replaceFile, runDirName, summaryOf } from './format.js';
 import { type DamagedRun, HEAD, readAllHeads, readHead } from './heads.js';
 import { withLock } from './lock.js';

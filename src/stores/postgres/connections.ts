@@ -5,9 +5,9 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryArrayConfig, QueryConfig } from 'pg';
 import { StoreUnavailableError, UserError } from '../../errors.js';
-import type { Timeouts } from './connection.js';
 import { connectionIsSpent, pgFault } from './faults.js';
 import type { Sql } from './migrations.js';
+import type { Timeouts } from './pool-settings.js';
 
 /** A pooled connection as the store uses it. */
 export interface StoreSql extends Sql {

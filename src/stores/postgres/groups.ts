@@ -1,5 +1,5 @@
 /**
- * Group budgets on Postgres (stores/groups.ts). A spend is ONE statement: it reads the group's
+ * Group budgets on Postgres (store/groups.ts). A spend is ONE statement: it reads the group's
  * budget, picks the window (a UTC day on the store's clock, or 'total') and adds to that window's
  * row with `INSERT … ON CONFLICT DO UPDATE SET tokens = tokens + $n …`: the row lock serialises
  * concurrent spends from any number of connections and machines, and each adds to the newest row
@@ -7,13 +7,15 @@
  * be known raises the window's cost to at least the limit (fail closed), in the same statement.
  */
 import { MICRO_USD } from '../../../machines/budget.js';
+import type {
+  GroupBudget,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSettlement,
+  GroupSpend,
+} from '../../store/contract.js';
 import {
-  type GroupBudget,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
   groupAfterJoin,
   groupHold,
   holdLeaseLost,
@@ -21,7 +23,7 @@ import {
   MAX_GROUP_TOKENS,
   microOf,
   spendOf,
-} from '../groups.js';
+} from '../../store/groups.js';
 import type { StoreSql } from './connections.js';
 import type { Query } from './queue.js';
 

@@ -6,7 +6,7 @@
  */
 import type { QueryResult, QueryResultRow } from 'pg';
 import { SchemaVersionError } from '../../errors.js';
-import { earliestExpiry, pendingCallsOf } from '../rules.js';
+import { earliestExpiry, pendingCallsOf } from '../../store/pending-calls.js';
 
 /** A connection as migrations and the store use it: every query bounded by the store's query timeout. */
 export interface Sql {
@@ -20,7 +20,7 @@ export interface Migration {
 }
 
 /**
- * Runs and their journals. A run is a small head plus append-only entries (src/store.ts).
+ * Runs and their journals. A run is a small head plus append-only entries (src/store/contract.ts).
  * `pending` is JSON text, not jsonb: jsonb rejects `\u0000` and lone surrogates, which tool
  * arguments may legitimately hold, and a store must round-trip any run.
  */
@@ -105,7 +105,7 @@ async function addAgentAndDecision(client: Sql, s: string): Promise<void> {
 }
 
 /**
- * Group budgets (stores/groups.ts): a budget per group, spending per group and window (a UTC day
+ * Group budgets (store/groups.ts): a budget per group, spending per group and window (a UTC day
  * 'YYYY-MM-DD', or 'total') in whole micro-dollars and tokens, and the group of each run that
  * joined one — apart from `runs`, because a run joins before its first save, and kept when the
  * run is deleted so that a run id never leaves its group.
@@ -141,7 +141,7 @@ async function addBase(client: Sql, s: string): Promise<void> {
 
 /**
  * Entries without a foreign key to their run: its check ran in a trigger for every entry a save
- * inserted (0.15 ms of a save's 0.64 ms, measured). A save inserts entries only for the run row
+ * inserted, a large part of a save's time. A save inserts entries only for the run row
  * it made or updated in the same statement, and `delete` removes a run's entries itself, in its
  * own transaction (postgres.ts), which the key's `ON DELETE CASCADE` did before.
  */
@@ -150,7 +150,7 @@ async function dropEntriesKey(client: Sql, s: string): Promise<void> {
 }
 
 /**
- * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
+ * Group holds (store/groups.ts, reserve then settle): what each run holds of its group's window
  * for the model call it is making. A hold counts while the run's lease with its token is live, and
  * is charged as spent once it is not (`lapsedHold`), so it is read joined with `leases`; one per
  * group and run.
@@ -225,7 +225,7 @@ export async function migrate(
   const latest = migrations.at(-1)?.version ?? 0;
   const s = `"${schema}"`;
   // Fast path, one round trip: every process opening a store pays this, and the locked
-  // transaction below costs ~40 ms on a fresh connection (measured on the CI machine).
+  // transaction below is many times slower on a fresh connection.
   try {
     const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.tollgate_migrations`);
     if (rows[0]?.v === latest) return latest;

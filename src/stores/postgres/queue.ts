@@ -5,10 +5,10 @@
  */
 import type { QueryResult, QueryResultRow } from 'pg';
 import { ConflictError } from '../../errors.js';
-import type { ClaimNextOptions, Lease, RunSummary } from '../../store.js';
-import type { ClaimTurns } from '../claim-order.js';
-import { leaseOf } from '../leases.js';
-import { checkQueue } from '../queue.js';
+import type { ClaimTurns } from '../../store/claim-order.js';
+import type { ClaimNextOptions, Lease, RunSummary } from '../../store/contract.js';
+import { leaseOf } from '../../store/leases.js';
+import { checkQueue } from '../../store/queue.js';
 import { fenceError, type LeaseRow, type RefusalRow, type RunRow, recordOf, summaryOf } from './rows.js';
 import type { Statements } from './sql.js';
 

@@ -1,10 +1,10 @@
 /** The rows the Postgres store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
 import type { ProcessIdentity } from '../../process-identity.js';
-import type { Lease, RunSummary } from '../../store.js';
-import { fenceRecord, type LeaseRecord } from '../leases.js';
-import { decisionOf } from '../queue.js';
-import { pendingCallsOf, pendingFields } from '../rules.js';
+import type { Lease, RunSummary } from '../../store/contract.js';
+import { fenceRecord, type LeaseRecord } from '../../store/leases.js';
+import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
+import { decisionOf } from '../../store/queue.js';
 
 export interface RunRow {
   run_id: string;

@@ -9,7 +9,7 @@
  * null), and for an update $14 the expected version. A save clears a recorded decision, and one
  * without a lease (so the run has no live lease after it) notifies watchers.
  *
- * The lease rules are those of src/stores/leases.ts, said in SQL: a lease is live while it has
+ * The lease rules are those of src/store/leases.ts, said in SQL: a lease is live while it has
  * an owner and `now < expires_at`; a lease is current while the token matches and it has an owner.
  */
 import { claimNextStatements } from './claim-sql.js';
@@ -27,7 +27,7 @@ export interface Statements {
   /** Version n: only at version n with `from` entries, and if the lease allows, replace the head and append; returns the version, or no row. */
   updateRun: string;
   /**
-   * Many saves in one statement (group commit), each as `insertRun` (version 0) or `updateRun`
+   * Many saves in one statement (batch commit), each as `insertRun` (version 0) or `updateRun`
    * would make it, each matched or refused alone; returns the run id and new version of each save
    * made. Parameters are arrays, one element per save: $1 run ids, $2 statuses, $3 heads, $4
    * `from`s, $5 appended counts, $6 pending calls, $8 expiries, $9 lease tokens, $10 lease
@@ -62,7 +62,7 @@ export interface Statements {
   /** Releases run $1's lease if token $2 is current, and notifies watchers; one row, or none. */
   release: string;
   /**
-   * `claim` for several runs at once (lease-groups.ts): $1 run ids, $2 owners, $3 lease lengths
+   * `claim` for several runs at once (lease-batches.ts): $1 run ids, $2 owners, $3 lease lengths
    * in ms, $5 processes (arrays, one element per claim, one claim per run), $4 the store's now; returns the
    * lease of each claim made (with its run id), none for a run another owner holds.
    */
@@ -128,12 +128,11 @@ export function statements(s: string, schema: string): Statements {
       WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
   return {
     // Entries as rows, not aggregated: the server's json_agg escaped every character of every
-    // entry (7 ms of a 1,000-step run's 9 ms load), and a text[] is parsed character by
+    // entry (most of a long run's load), and a text[] is parsed character by
     // character by node-postgres. The run's own row (idx -1) holds its head in `body` and its
     // other columns in `meta` (a small JSON array: rows.ts `LOAD_META`), so an entry's row is
     // two values and two nulls, not eleven columns. No ORDER BY: each entry carries its index
-    // and is put in its place as it is read (the server's sort of a 1,000-step run's 2,003 rows
-    // took 0.5 ms of the statement's 1.2).
+    // and is put in its place as it is read (the server's sort was a large part of the statement).
     load: `SELECT -1 AS idx, r.head AS body,
               json_build_array(r.run_id, r.version, r.status, r.entry_count, r.pending, r.agent, r.decision,
                 r.base)::text AS meta,
@@ -162,9 +161,9 @@ export function statements(s: string, schema: string): Statements {
         RETURNING run_id, version
       ), ${append}, ${extend}
       SELECT version, CASE WHEN $9::bigint IS NULL THEN ${notify} END AS notified, ${relax} AS relaxed FROM r`,
-    // The lease rows locked in run-id order (two groups touching the same runs wait, never
+    // The lease rows locked in run-id order (two batches touching the same runs wait, never
     // deadlock), then the run rows; each save's lease check and version check are those of
-    // insertRun or updateRun. The caller puts at most one save per run in a group: the two
+    // insertRun or updateRun. The caller puts at most one save per run in a batch: the two
     // writing parts then touch different rows (a part does not see the other's writes).
     saveRuns: `WITH b AS MATERIALIZED (
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[], $6::text[],
@@ -235,7 +234,7 @@ export function statements(s: string, schema: string): Statements {
     renew: `UPDATE ${s}.leases SET expires_at = ${nowOf('$3')} + ${ms('$4')}
         WHERE run_id = $1 AND token = $2::bigint AND owner IS NOT NULL
         RETURNING token::text AS token, owner, expires_at`,
-    // The lease rows locked first, in run-id order as every group statement locks them (two never
+    // The lease rows locked first, in run-id order as every batch statement locks them (two never
     // deadlock); each lease renewed by the rule of `renew` or left alone. A lost lease reads the
     // newest record, which the lock returned.
     renewRuns: `WITH b AS MATERIALIZED (
@@ -252,7 +251,7 @@ export function statements(s: string, schema: string): Statements {
              k.token::text AS current_token, k.owner AS current_owner
         FROM b LEFT JOIN u ON u.run_id = b.run_id AND u.token = b.token LEFT JOIN k ON k.run_id = b.run_id
        ORDER BY b.ord`,
-    // The rows in run-id order, as saveRuns locks them: two groups on the same runs wait, never
+    // The rows in run-id order, as saveRuns locks them: two batches on the same runs wait, never
     // deadlock (a claim inserts or updates each row in the order it is given).
     claimRuns: `INSERT INTO ${s}.leases AS l (run_id, token, owner, expires_at, process)
         SELECT b.run_id, 1, b.owner, ${nowOf('$4')} + ${ms('b.lease_ms')}, b.process

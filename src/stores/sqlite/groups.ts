@@ -1,19 +1,21 @@
 /**
- * Group budgets in SQLite (stores/groups.ts): a spend is one `BEGIN IMMEDIATE` transaction —
+ * Group budgets in SQLite (store/groups.ts): a spend is one `BEGIN IMMEDIATE` transaction —
  * the write lock is taken before the budget and the window's sums are read, so spends from any
  * connection of any process add up exactly, one after the other. The arithmetic is the shared
  * one (`costAfter`); the SQL only reads and writes the rows.
  */
 import type { Database } from 'better-sqlite3';
 import { MICRO_USD } from '../../../machines/budget.js';
+import type {
+  GroupBudget,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupSettlement,
+  GroupSpend,
+} from '../../store/contract.js';
 import {
   costAfter,
-  type GroupBudget,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
   groupAfterJoin,
   groupHold,
   holdLeaseLost,
@@ -24,8 +26,8 @@ import {
   settledByLapse,
   spendOf,
   windowOf,
-} from '../groups.js';
-import type { LeaseRecord } from '../leases.js';
+} from '../../store/groups.js';
+import type { LeaseRecord } from '../../store/leases.js';
 
 interface BudgetRow {
   max_cost_micro: number | null;

@@ -6,7 +6,7 @@
  */
 import type { Database } from 'better-sqlite3';
 import { SchemaVersionError } from '../../errors.js';
-import { earliestExpiry, pendingCallsOf } from '../rules.js';
+import { earliestExpiry, pendingCallsOf } from '../../store/pending-calls.js';
 import type { SqliteSettings } from './settings.js';
 
 export interface Migration {
@@ -15,7 +15,7 @@ export interface Migration {
   up(db: Database): void;
 }
 
-/** Runs and their journals: a small head per run plus append-only entries (src/store.ts). */
+/** Runs and their journals: a small head per run plus append-only entries (src/store/contract.ts). */
 function createRunsAndEntries(db: Database): void {
   db.exec(`
     CREATE TABLE runs (
@@ -86,7 +86,7 @@ function addAgentAndDecision(db: Database): void {
 }
 
 /**
- * Group budgets (stores/groups.ts): a budget per group, spending per group and window (a UTC day
+ * Group budgets (store/groups.ts): a budget per group, spending per group and window (a UTC day
  * 'YYYY-MM-DD', or 'total') in whole micro-dollars and tokens, and the group of each run that
  * joined one — apart from `runs`, because a run joins before its first save, and kept when the
  * run is deleted so that a run id never leaves its group.
@@ -136,7 +136,7 @@ function partialListingIndexes(db: Database): void {
 }
 
 /**
- * Group holds (stores/groups.ts, reserve then settle): what each run holds of its group's window
+ * Group holds (store/groups.ts, reserve then settle): what each run holds of its group's window
  * for the model call it is making. A hold counts while the run's lease with its token is live, and
  * is charged as spent once it is not (`lapsedHold`), so it is read joined with `leases`; one per
  * group and run.

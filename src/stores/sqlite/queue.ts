@@ -5,11 +5,12 @@
  * ones (queue.ts, leases.ts); the SQL only narrows the rows they look at.
  */
 import type { Database, Statement } from 'better-sqlite3';
-import type { ClaimNextOptions, Lease, RunSummary } from '../../store.js';
-import { ClaimTurns, claimClass } from '../claim-order.js';
-import { claimRecord, fenceRecord, isLive, type LeaseRecord, leaseOf } from '../leases.js';
-import { checkQueue } from '../queue.js';
-import { compareRuns, nowOf } from '../rules.js';
+import { ClaimTurns, claimClass } from '../../store/claim-order.js';
+import { nowOf } from '../../store/clock.js';
+import type { ClaimNextOptions, Lease, RunSummary } from '../../store/contract.js';
+import { claimRecord, fenceRecord, isLive, type LeaseRecord, leaseOf } from '../../store/leases.js';
+import { compareRuns } from '../../store/order.js';
+import { checkQueue } from '../../store/queue.js';
 import { type LeaseRow, type RunRow, recordOf, summary } from './rows.js';
 
 /** A run's lease record, read and written inside the caller's transaction. */

@@ -2,10 +2,10 @@
 import type { Status } from '../../../machines/types.js';
 import { CheckpointError } from '../../errors.js';
 import type { ProcessIdentity } from '../../process-identity.js';
-import type { RunSummary, StoredRun } from '../../store.js';
-import type { LeaseRecord } from '../leases.js';
-import { decisionOf } from '../queue.js';
-import { pendingCallsOf, pendingFields } from '../rules.js';
+import type { RunSummary, StoredRun } from '../../store/contract.js';
+import type { LeaseRecord } from '../../store/leases.js';
+import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
+import { decisionOf } from '../../store/queue.js';
 
 export interface RunRow {
   run_id: string;

@@ -1,7 +1,7 @@
 /** A real Agent on the store: start, wait for a human, load elsewhere, decide, finish. */
 import assert from 'node:assert/strict';
 import { Agent } from '../../agent.js';
-import { joinRun } from '../../store.js';
+import { joinRun } from '../../store/contract.js';
 import type { Tool } from '../../types.js';
 import { scriptedPolicy } from '../scripted-policy.js';
 import { conflict, withStore } from './fixtures.js';

@@ -1,6 +1,6 @@
 /** `claimNext`: a worker takes the oldest runnable run of its agents, one owner per run; `watch` wakes it. */
 import assert from 'node:assert/strict';
-import type { CheckpointStore, ClaimNextOptions } from '../../store.js';
+import type { CheckpointStore, ClaimNextOptions } from '../../store/contract.js';
 import { entries, iso, lost, optionsError, stepCall, withClock, withStore, write } from './fixtures.js';
 import { awaiting, decisionOn } from './queue.js';
 import type { ConformanceCase } from './types.js';

@@ -5,8 +5,8 @@
  * runnable run whatever its class.
  */
 import assert from 'node:assert/strict';
-import type { CheckpointStore } from '../../store.js';
-import { OLDEST_EVERY } from '../../stores/claim-order.js';
+import { OLDEST_EVERY } from '../../store/claim-order.js';
+import type { CheckpointStore } from '../../store/contract.js';
 import { entries, iso, stepCall, withClock, write } from './fixtures.js';
 import { awaiting, decisionOn } from './queue.js';
 import type { ConformanceCase } from './types.js';

@@ -1,6 +1,6 @@
 /** Claiming with `wait`, and the options every store checks alike for claims and leases. */
 import assert from 'node:assert/strict';
-import type { Lease } from '../../store.js';
+import type { Lease } from '../../store/contract.js';
 import { busy, optionsError, withClock, withStore, write } from './fixtures.js';
 import type { ConformanceCase } from './types.js';
 

@@ -1,7 +1,7 @@
 /** Small builders the conformance cases share. */
 import assert from 'node:assert/strict';
 import type { PendingCall, Status } from '../../../machines/types.js';
-import type { CheckpointStore, RunWrite, StoredRun } from '../../store.js';
+import type { CheckpointStore, RunWrite, StoredRun } from '../../store/contract.js';
 import type { ConformanceContext } from './types.js';
 
 /** A write with a small JSON head; `over` replaces any field. */

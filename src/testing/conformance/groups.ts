@@ -1,13 +1,12 @@
 /**
- * Group budgets (an optional capability: stores/groups.ts): what a group has spent, added
+ * Group budgets (an optional capability: store/groups.ts): what a group has spent, added
  * atomically under concurrency (in one process and across processes), counted per UTC day on the
  * store's clock, checked against the group's budget; hostile group ids refused; a run's group
  * kept for life.
  */
 import assert from 'node:assert/strict';
 import { LeaseLostError } from '../../errors.js';
-import type { CheckpointStore } from '../../store.js';
-import type { GroupBudgetStore } from '../../stores/groups.js';
+import type { CheckpointStore, GroupBudgetStore } from '../../store/contract.js';
 import { optionsError, withClock, withStore, write } from './fixtures.js';
 import type { ConformanceCase, GroupSpendRaceReport, WriterProcess } from './types.js';
 

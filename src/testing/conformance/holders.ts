@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { RunBusyError } from '../../errors.js';
 import type { ProcessIdentity } from '../../process-identity.js';
-import type { CheckpointStore, Lease } from '../../store.js';
+import type { CheckpointStore, Lease } from '../../store/contract.js';
 import { optionsError, withClock, withStore, write } from './fixtures.js';
 import type { ConformanceCase } from './types.js';
 

@@ -1,7 +1,7 @@
 /** Listing: all runs, by status (the approval inbox), in update order, with a limit. */
 import assert from 'node:assert/strict';
-import type { RunSummary } from '../../store.js';
-import { compareRuns } from '../../stores/rules.js';
+import type { RunSummary } from '../../store/contract.js';
+import { compareRuns } from '../../store/order.js';
 import {
   assertIsoTime,
   entries,

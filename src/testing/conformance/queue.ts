@@ -1,6 +1,6 @@
 /** Agent names on runs, and the approval queue: `queueDecision` records a decision for a worker. */
 import assert from 'node:assert/strict';
-import type { RecordedDecision } from '../../store.js';
+import type { RecordedDecision } from '../../store/contract.js';
 import {
   busy,
   conflict,

@@ -3,7 +3,7 @@
  * would renew it or refuse it, alone.
  */
 import assert from 'node:assert/strict';
-import type { Lease } from '../../store.js';
+import type { Lease } from '../../store/contract.js';
 import { iso, lost, optionsError, withClock, withStore, write } from './fixtures.js';
 import type { ConformanceCase } from './types.js';
 

@@ -1,5 +1,5 @@
 /** The shapes the conformance suite and a store under test agree on. */
-import type { CheckpointStore } from '../../store.js';
+import type { CheckpointStore } from '../../store/contract.js';
 
 /**
  * What a store may be unable to do. A context that lacks one says why (`skip`), and every case

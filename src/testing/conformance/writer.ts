@@ -16,8 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { CheckpointStore, Lease, RunWrite } from '../../store.js';
-import type { GroupBudgetStore } from '../../stores/groups.js';
+import type { CheckpointStore, GroupBudgetStore, Lease, RunWrite } from '../../store/contract.js';
 import type {
   ClaimNextRaceJob,
   ClaimNextRaceReport,

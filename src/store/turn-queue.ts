@@ -1,11 +1,11 @@
 /**
- * The queue behind group commit (sqlite/group-commit.ts, postgres/group-commit.ts): what is added
- * in one event-loop turn is handed over as one group at the turn's end (`setImmediate`), each
+ * The queue behind batch commit (sqlite/batch-commit.ts, postgres/batch-commit.ts): what is added
+ * in one event-loop turn is handed over as one batch at the turn's end (`setImmediate`), each
  * item with the promise it settles. A store's writes that wait together then share one
  * transaction or one statement.
  */
 
-/** An item waiting in a group, and how to settle its promise (`R`: what it resolves with). */
+/** An item waiting in a batch, and how to settle its promise (`R`: what it resolves with). */
 export interface Waiting<T, R = number> {
   item: T;
   resolve: (result: R) => void;
@@ -13,16 +13,16 @@ export interface Waiting<T, R = number> {
 }
 
 export class TurnQueue<T, R = number> {
-  readonly #handOver: (group: Waiting<T, R>[]) => void;
+  readonly #handOver: (batch: Waiting<T, R>[]) => void;
   #waiting: Waiting<T, R>[] = [];
   #turn: NodeJS.Immediate | null = null;
 
-  /** `handOver`: takes a group (never empty) and settles each item's promise. */
-  constructor(handOver: (group: Waiting<T, R>[]) => void) {
+  /** `handOver`: takes a batch (never empty) and settles each item's promise. */
+  constructor(handOver: (batch: Waiting<T, R>[]) => void) {
     this.#handOver = handOver;
   }
 
-  /** Queues `item` for this turn's group; settled by `handOver`. */
+  /** Queues `item` for this turn's batch; settled by `handOver`. */
   add(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
@@ -34,8 +34,8 @@ export class TurnQueue<T, R = number> {
   flush(): void {
     if (this.#turn !== null) clearImmediate(this.#turn);
     this.#turn = null;
-    const group = this.#waiting;
+    const batch = this.#waiting;
     this.#waiting = [];
-    if (group.length > 0) this.#handOver(group);
+    if (batch.length > 0) this.#handOver(batch);
   }
 }

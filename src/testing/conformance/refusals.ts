@@ -6,7 +6,7 @@ import type { ConformanceCase } from './types.js';
 /** Run ids no store can keep: UTF-8 has no form for a lone surrogate (it would come back as U+FFFD), Postgres text no NUL. */
 const UNKEEPABLE = ['a\u0000b', '\u0000', 'lone\ud800', 'lone\udfff', '\udc00\ud800', 'trailing high half \ud83d'];
 
-export const ruleCases: ConformanceCase[] = [
+export const refusalCases: ConformanceCase[] = [
   {
     name: 'run ids no store can keep (NUL, lone surrogates) are refused alike by load, save and delete: OptionsError, nothing stored',
     run: (ctx) =>

@@ -1,20 +1,20 @@
 /**
- * Group commit for `PostgresStore.save`: the saves of different runs that wait in one event-loop
+ * Batch commit for `PostgresStore.save`: the saves of different runs that wait in one event-loop
  * turn go to the server as one statement (`saveRuns` in sql.ts), so many runs working at once
- * share a round trip, a plan and a commit instead of paying one each (at most `MAX_GROUP` saves
- * a statement). A lone save, and a second save of a run already in the group, take the
+ * share a round trip, a plan and a commit instead of paying one each (at most `MAX_BATCH` saves
+ * a statement). A lone save, and a second save of a run already in the batch, take the
  * single-save path.
  *
- * Each save in a group is still matched or refused alone: the statement makes those whose lease
+ * Each save in a batch is still matched or refused alone: the statement makes those whose lease
  * and version match and says which. One it did not make wrote nothing, and is tried again alone
  * by the single-save path, which refuses it with its own typed error (or makes it, if what
- * refused it is gone, as a single save would). A group the server refused as a whole (an entry's
- * key already taken, a deadlock with another writer's group) wrote nothing either: each of its
+ * refused it is gone, as a single save would). A batch the server refused as a whole (an entry's
+ * key already taken, a deadlock with another writer's batch) wrote nothing either: each of its
  * saves is tried alone. Any other failure (the connection broke, a timeout) is that of every
- * save in the group, with the single save's message: the outcome is unknown, load the run.
+ * save in the batch, with the single save's message: the outcome is unknown, load the run.
  */
-import type { Lease } from '../../store.js';
-import { type Waiting as Queued, TurnQueue } from '../turn-queue.js';
+import type { Lease } from '../../store/contract.js';
+import { type Waiting as Queued, TurnQueue } from '../../store/turn-queue.js';
 
 /** A checked save as the columns it writes (taken when `save` is called: nothing read later). */
 export interface SaveRow {
@@ -37,14 +37,14 @@ export interface SaveRow {
 }
 
 /**
- * The most saves one statement carries: a larger group is sent as several statements (on as many
+ * The most saves one statement carries: a larger batch is sent as several statements (on as many
  * pooled connections), so a statement's size and the time its locks are held stay bounded.
  */
-export const MAX_GROUP = 256;
+export const MAX_BATCH = 256;
 
 /**
- * A turn's group as statements, for saves and for claims and releases (lease-groups.ts): one
- * item per run in a statement (a second of the same run goes `alone`), at most MAX_GROUP items a
+ * A turn's batch as statements, for saves and for claims and releases (lease-batches.ts): one
+ * item per run in a statement (a second of the same run goes `alone`), at most MAX_BATCH items a
  * statement (`send`), and a statement of one item alone too.
  */
 export function sendByRun<T extends { runId: string }, R>(
@@ -52,17 +52,17 @@ export function sendByRun<T extends { runId: string }, R>(
   alone: (w: Queued<T, R>) => void,
   send: (part: Queued<T, R>[]) => void,
 ): void {
-  const group: Queued<T, R>[] = [];
+  const batch: Queued<T, R>[] = [];
   const runs = new Set<string>();
   for (const w of waiting) {
     if (runs.has(w.item.runId)) alone(w);
     else {
       runs.add(w.item.runId);
-      group.push(w);
+      batch.push(w);
     }
   }
-  for (let from = 0; from < group.length; from += MAX_GROUP) {
-    const part = group.slice(from, from + MAX_GROUP);
+  for (let from = 0; from < batch.length; from += MAX_BATCH) {
+    const part = batch.slice(from, from + MAX_BATCH);
     if (part.length === 1) alone(part[0] as Queued<T, R>);
     else send(part);
   }
@@ -73,8 +73,8 @@ const RETRY_ALONE = new Set(['23505', '40P01']);
 
 type Waiting = Queued<SaveRow>;
 
-export interface SaveGroupsOptions {
-  /** Runs the group statement with these values; the rows of the saves it made. */
+export interface SaveBatchesOptions {
+  /** Runs the batch statement with these values; the rows of the saves it made. */
   many: (values: unknown[]) => Promise<{ run_id: string; version: number }[]>;
   /** The single-save path: makes the save or refuses it with its typed error. */
   one: (save: SaveRow) => Promise<number>;
@@ -84,15 +84,15 @@ export interface SaveGroupsOptions {
   sqlState: (error: unknown) => string | null;
 }
 
-export class SaveGroups {
-  readonly #o: SaveGroupsOptions;
+export class SaveBatches {
+  readonly #o: SaveBatchesOptions;
   readonly #queue = new TurnQueue<SaveRow>((waiting) => this.#send(waiting));
 
-  constructor(options: SaveGroupsOptions) {
+  constructor(options: SaveBatchesOptions) {
     this.#o = options;
   }
 
-  /** Queues a save for this turn's group; resolves with its version once it is committed. */
+  /** Queues a save for this turn's batch; resolves with its version once it is committed. */
   add(save: SaveRow): Promise<number> {
     return this.#queue.add(save);
   }
@@ -110,20 +110,20 @@ export class SaveGroups {
     this.#o.one(w.item).then(w.resolve, w.reject);
   }
 
-  async #commit(group: readonly Waiting[]): Promise<void> {
+  async #commit(batch: readonly Waiting[]): Promise<void> {
     let made: Map<string, number>;
     try {
-      const rows = await this.#o.many(valuesOf(group, this.#o.at()));
+      const rows = await this.#o.many(valuesOf(batch, this.#o.at()));
       made = new Map(rows.map((row) => [row.run_id, row.version]));
     } catch (error) {
       if (RETRY_ALONE.has(this.#o.sqlState((error as Error).cause) ?? '')) {
-        for (const w of group) this.#alone(w);
+        for (const w of batch) this.#alone(w);
       } else {
-        for (const w of group) w.reject(error);
+        for (const w of batch) w.reject(error);
       }
       return;
     }
-    for (const w of group) {
+    for (const w of batch) {
       const version = made.get(w.item.runId);
       if (version === undefined) this.#alone(w);
       else w.resolve(version);
@@ -131,9 +131,9 @@ export class SaveGroups {
   }
 }
 
-/** The group statement's parameters: one array per column, the entries flattened. */
-function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
-  const n = group.length;
+/** The batch statement's parameters: one array per column, the entries flattened. */
+function valuesOf(batch: readonly Waiting[], at: string | null): unknown[] {
+  const n = batch.length;
   const runIds = new Array<string>(n);
   const statuses = new Array<string>(n);
   const heads = new Array<string>(n);
@@ -151,7 +151,7 @@ function valuesOf(group: readonly Waiting[], at: string | null): unknown[] {
   const indexes: number[] = [];
   let relaxed = true;
   for (let i = 0; i < n; i++) {
-    const save = (group[i] as Waiting).item;
+    const save = (batch[i] as Waiting).item;
     runIds[i] = save.runId;
     statuses[i] = save.status;
     heads[i] = save.head;

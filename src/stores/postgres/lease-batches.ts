@@ -1,19 +1,19 @@
 /**
- * Group commit for `PostgresStore`'s claims and releases, as for its saves (group-commit.ts):
+ * Batch commit for `PostgresStore`'s claims and releases, as for its saves (batch-commit.ts):
  * those of different runs made in one event-loop turn go to the server as one statement
  * (`claimRuns`, `releaseRuns` in sql.ts). Many runs starting and settling at once then share a
  * round trip and a commit instead of paying one each. A lone claim or release, and a second one
- * of a run already in the group, take the single path.
+ * of a run already in the batch, take the single path.
  *
- * A claim's first try only is grouped: a claim the statement did not make (another owner holds
+ * A claim's first try only is batched: a claim the statement did not make (another owner holds
  * the run) resolves null, and the caller goes on as after a single claim statement that matched
  * nothing (it reads who holds the run, waits or throws `RunBusyError`). A release resolves
- * whether it released, as the single statement says. A group the server refused as a whole with
+ * whether it released, as the single statement says. A batch the server refused as a whole with
  * a deadlock (40P01) changed nothing: each of its items is tried alone; any other failure is that
- * of every item in the group.
+ * of every item in the batch.
  */
-import { TurnQueue, type Waiting } from '../turn-queue.js';
-import { sendByRun } from './group-commit.js';
+import { TurnQueue, type Waiting } from '../../store/turn-queue.js';
+import { sendByRun } from './batch-commit.js';
 import type { LeaseRow } from './rows.js';
 
 /** A claim's first try, as the columns it writes. */
@@ -31,10 +31,10 @@ export interface ReleaseTry {
   token: number;
 }
 
-export interface LeaseGroupsOptions {
-  /** Runs the group claim statement (`claimRuns`) with these values; the leases it made. */
+export interface LeaseBatchesOptions {
+  /** Runs the batch claim statement (`claimRuns`) with these values; the leases it made. */
   claimMany: (values: unknown[]) => Promise<(LeaseRow & { run_id: string })[]>;
-  /** Runs the group release statement (`releaseRuns`) with these values; the runs it released. */
+  /** Runs the batch release statement (`releaseRuns`) with these values; the runs it released. */
   releaseMany: (values: unknown[]) => Promise<{ run_id: string }[]>;
   /** The single claim statement: the lease made, or null when another owner holds the run. */
   claimOne: (claim: ClaimTry) => Promise<LeaseRow | null>;
@@ -46,38 +46,38 @@ export interface LeaseGroupsOptions {
   sqlState: (error: unknown) => string | null;
 }
 
-export class LeaseGroups {
-  readonly #o: LeaseGroupsOptions;
-  readonly #claims = new TurnQueue<ClaimTry, LeaseRow | null>((group) =>
+export class LeaseBatches {
+  readonly #o: LeaseBatchesOptions;
+  readonly #claims = new TurnQueue<ClaimTry, LeaseRow | null>((batch) =>
     this.#send(
-      group,
+      batch,
       (c) => this.#o.claimOne(c),
       (part) => this.#claimMany(part),
     ),
   );
-  readonly #releases = new TurnQueue<ReleaseTry, boolean>((group) =>
+  readonly #releases = new TurnQueue<ReleaseTry, boolean>((batch) =>
     this.#send(
-      group,
+      batch,
       (r) => this.#o.releaseOne(r),
       (part) => this.#releaseMany(part),
     ),
   );
 
-  constructor(options: LeaseGroupsOptions) {
+  constructor(options: LeaseBatchesOptions) {
     this.#o = options;
   }
 
-  /** A claim's first try, in this turn's group: the lease made, or null (another owner holds the run). */
+  /** A claim's first try, in this turn's batch: the lease made, or null (another owner holds the run). */
   claim(claim: ClaimTry): Promise<LeaseRow | null> {
     return this.#claims.add(claim);
   }
 
-  /** A release, in this turn's group: whether it released. */
+  /** A release, in this turn's batch: whether it released. */
   release(release: ReleaseTry): Promise<boolean> {
     return this.#releases.add(release);
   }
 
-  /** The group's statements (`sendByRun`); a group that deadlocked changed nothing: each item alone. */
+  /** The batch's statements (`sendByRun`); a batch that deadlocked changed nothing: each item alone. */
   #send<T extends { runId: string }, R>(
     waiting: readonly Waiting<T, R>[],
     one: (item: T) => Promise<R>,

@@ -7,7 +7,7 @@ import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
 import { OptionsError } from '../../errors.js';
 import { showValue } from '../../option-keys.js';
-import { checkDuration, MAX_TIMER_MS } from '../rules.js';
+import { checkDuration, MAX_TIMER_MS } from '../../store/arguments.js';
 
 /** The timeouts a store applies, in ms (see `PostgresStoreOptions`). */
 export interface Timeouts {
@@ -18,7 +18,7 @@ export interface Timeouts {
 
 /** `connectTimeoutMs` when not given: fast enough to fail a request, slow enough for a TLS login across a region. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
-/** `statementTimeoutMs` when not given: a save takes ~2 ms, loading a 10,000-entry run well under a second. */
+/** `statementTimeoutMs` when not given: far above a save's or a 10,000-entry run's load (docs/performance.md). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
 /** How much longer than the statement timeout the client waits: the server's own cancel should come first. */
 export const QUERY_TIMEOUT_MARGIN_MS = 5_000;

@@ -1,5 +1,5 @@
 /**
- * The consistency rules of src/checkpoint/rules.ts, word for word: each is broken alone, in an
+ * The consistency rules of src/checkpoint/consistency.ts, word for word: each is broken alone, in an
  * otherwise valid version-2 blob, and the `CheckpointError`'s message and `path` (what an operator
  * reads to repair a stored run) are checked. (Parse, version and schema messages, history shapes
  * and stored runs that cannot be joined: checkpoint-messages.test.ts.)

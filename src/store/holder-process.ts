@@ -6,7 +6,7 @@
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import type { ProcessIdentity } from '../process-identity.js';
-import { unstorableText } from './rules.js';
+import { unstorableText } from './arguments.js';
 
 const PROCESS_KEYS = ['host', 'bootId', 'pidNamespace', 'pid', 'startTime'];
 /** The longest text of a process identity a store keeps (host names are at most 255 bytes). */

@@ -1,4 +1,4 @@
-// PostgresStore's group commit: the saves of different runs made in one event-loop turn go to
+// PostgresStore's batch commit: the saves of different runs made in one event-loop turn go to
 // the server as one statement, and each is still made or refused alone. Against the real server
 // at TOLLGATE_PG_URL, in schemas of this file's own (dropped afterwards).
 import pg from 'pg';
@@ -11,7 +11,7 @@ import {
   RunBusyError,
   type RunWrite,
 } from '../../src/index.js';
-import { MAX_GROUP } from '../../src/stores/postgres/group-commit.js';
+import { MAX_BATCH } from '../../src/stores/postgres/batch-commit.js';
 import { PostgresStore } from '../../src/stores/postgres.js';
 import { dropSchema, freshSchema, postgresTarget } from '../support/postgres.js';
 
@@ -24,7 +24,7 @@ const sent: { text?: string; values?: unknown[] }[] = [];
 
 /** A store on a pool of its own that counts the statements it sends (warm: migrated, connected). */
 async function open(): Promise<{ store: PostgresStore; statements: () => number; schema: string; pool: pg.Pool }> {
-  const schema = freshSchema('group');
+  const schema = freshSchema('batch');
   schemas.push(schema);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   pools.push(pool);
@@ -59,7 +59,7 @@ afterAll(async () => {
 });
 
 describe.skipIf(!target.url)(
-  `PostgresStore group commit ${target.skipReason ? `(skipped: ${target.skipReason})` : ''}`,
+  `PostgresStore batch commit ${target.skipReason ? `(skipped: ${target.skipReason})` : ''}`,
   () => {
     it('the saves of 20 runs made in one turn are one statement, creations too; each run gets its own version, head and entries', async () => {
       const { store, statements } = await open();
@@ -84,20 +84,20 @@ describe.skipIf(!target.url)(
       }
     });
 
-    it(`a larger group than MAX_GROUP (${MAX_GROUP}) is sent as several statements, each save made once`, async () => {
+    it(`a larger batch than MAX_BATCH (${MAX_BATCH}) is sent as several statements, each save made once`, async () => {
       const { store, statements } = await open();
-      const ids = runIds(MAX_GROUP + 44);
+      const ids = runIds(MAX_BATCH + 44);
       const before = statements();
       expect(await Promise.all(ids.map((id) => store.save(id, write(0, [`"${id}"`]), 0)))).toEqual(ids.map(() => 1));
       expect(statements() - before).toBe(2);
       const runs = await store.list({ limit: 1_000 });
       expect(runs).toHaveLength(ids.length);
-      for (const id of [ids[0], ids[MAX_GROUP - 1], ids[MAX_GROUP], ids.at(-1)] as string[]) {
+      for (const id of [ids[0], ids[MAX_BATCH - 1], ids[MAX_BATCH], ids.at(-1)] as string[]) {
         expect((await store.load(id))?.entries).toEqual([`"${id}"`]);
       }
     });
 
-    it('a group of saves is made whole: versions, heads, entries in order, status, pending and the agent', async () => {
+    it('a batch of saves is made whole: versions, heads, entries in order, status, pending and the agent', async () => {
       const { store, statements } = await open();
       const ids = runIds(12);
       await Promise.all(ids.map((id) => store.save(id, write(0, [`"${id}:0"`], { agent: 'a' }), 0)));
@@ -136,7 +136,7 @@ describe.skipIf(!target.url)(
       expect((await store.list({ expired: false, status: 'awaiting_approval' })).map((r) => r.runId)).toEqual(['r3']);
     });
 
-    it('in one group, a stale version, a lost lease, a busy run, another agent’s name and a run created twice are each refused alone with their own error; the rest are made', async () => {
+    it('in one batch, a stale version, a lost lease, a busy run, another agent’s name and a run created twice are each refused alone with their own error; the rest are made', async () => {
       const { store } = await open();
       const ids = runIds(8);
       await Promise.all(ids.map((id) => store.save(id, write(0, ['"0"'], { agent: 'a' }), 0)));
@@ -202,11 +202,11 @@ describe.skipIf(!target.url)(
       }
     });
 
-    it('a group the server refuses whole (an entry row already there) writes nothing; each save is then tried alone', async () => {
+    it('a batch the server refuses whole (an entry row already there) writes nothing; each save is then tried alone', async () => {
       const { store, schema } = await open();
       const ids = runIds(5);
       await Promise.all(ids.map((id) => store.save(id, write(0, []), 0)));
-      // A stray entry where r2's next one goes: the group's INSERT breaks the primary key.
+      // A stray entry where r2's next one goes: the batch's INSERT breaks the primary key.
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
       try {
@@ -225,7 +225,7 @@ describe.skipIf(!target.url)(
       }
     });
 
-    it('saves under leases in a group extend each lease; one without a lease wakes the watchers', async () => {
+    it('saves under leases in a batch extend each lease; one without a lease wakes the watchers', async () => {
       const { store, schema, pool } = await open();
       const ids = runIds(3);
       await Promise.all(ids.map((id) => store.save(id, write(0, []), 0)));
@@ -240,7 +240,7 @@ describe.skipIf(!target.url)(
           store.save('r1', write(0, ['"x"']), 1, leases[1]),
         ]);
         expect(versions).toEqual([2, 2]);
-        // The group extended r0's lease to about two minutes from now, r1's by its own second.
+        // The batch extended r0's lease to about two minutes from now, r1's by its own second.
         const { rows } = await pool.query(
           `SELECT run_id, extract(epoch FROM expires_at - now()) AS left FROM "${schema}".leases ORDER BY run_id`,
         );
@@ -255,16 +255,16 @@ describe.skipIf(!target.url)(
       }
     });
 
-    it('a group commits relaxed (synchronous_commit off for its transaction) only when every save in it is relaxed', async () => {
+    it('a batch commits relaxed (synchronous_commit off for its transaction) only when every save in it is relaxed', async () => {
       const { store, pool } = await open();
       const ids = runIds(3);
       await Promise.all(ids.map((id) => store.save(id, write(0, []), 0)));
       const relaxedOf = async (relaxed: boolean[], version: number) => {
         const from = sent.length;
         await Promise.all(ids.map((id, i) => store.save(id, write(0, [], { relaxed: relaxed[i] }), version)));
-        const group = sent.slice(from).filter((q) => Array.isArray(q.values?.[0]));
-        expect(group).toHaveLength(1);
-        return group[0]?.values?.[11];
+        const batch = sent.slice(from).filter((q) => Array.isArray(q.values?.[0]));
+        expect(batch).toHaveLength(1);
+        return batch[0]?.values?.[11];
       };
       expect(await relaxedOf([true, true, true], 1)).toBe(true);
       expect(await relaxedOf([true, false, true], 2)).toBe(false);
@@ -295,7 +295,7 @@ describe.skipIf(!target.url)(
       expect(next.map((l) => l.token)).toEqual(ids.map(() => 2));
     });
 
-    it('in one group, a run another owner holds is refused alone (RunBusyError naming the holder) and the rest are claimed', async () => {
+    it('in one batch, a run another owner holds is refused alone (RunBusyError naming the holder) and the rest are claimed', async () => {
       const { store } = await open();
       const held = await Promise.all(['h0', 'h1'].map((id) => store.claim(id, { owner: 'other', leaseMs: 60_000 })));
       const results = await Promise.allSettled(
@@ -332,7 +332,7 @@ describe.skipIf(!target.url)(
       expect(refused?.reason).toBeInstanceOf(RunBusyError);
     });
 
-    it('in one group of releases, a lease no longer current releases nothing (false) and the rest are released; watchers wake', async () => {
+    it('in one batch of releases, a lease no longer current releases nothing (false) and the rest are released; watchers wake', async () => {
       const { store, statements } = await open();
       const leases = await Promise.all(runIds(4, 'z').map((id) => store.claim(id, { owner: 'w', leaseMs: 60_000 })));
       // z3's lease is fenced by a later claim of its own owner; z2's was released already.

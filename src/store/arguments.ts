@@ -1,13 +1,14 @@
 /**
- * The rules every Tollgate store shares, so that all four behave alike: what a run id and a
- * write may hold, how store options are checked, and the one order `list` returns runs in.
- * A custom store can use them too (`tollgate` exports them).
+ * The argument rules every Tollgate store shares, so that all four behave alike: what a run id,
+ * a write, an agent name and `list`'s options may hold, and how store options are checked (the
+ * order `list` returns runs in: order.ts; the store's clock: clock.ts).
+ * A custom store can use them too (`tollgate/store-kit` exports them).
  */
 import { type PendingCall, STATUSES, type Status } from '../../machines/types.js';
-import { isoTime, MAX_TIMER_MS } from '../clock.js';
+import { MAX_TIMER_MS } from '../clock.js';
 import { OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
-import { checkLimit, type ListOptions, type RunSummary, type RunWrite } from '../store.js';
+import type { ListOptions, RunWrite } from './contract.js';
 
 export { MAX_TIMER_MS };
 
@@ -145,40 +146,6 @@ function pendingCallsOfWrite(
   return calls as PendingCall[];
 }
 
-/**
- * The earliest `expiresAt` of `calls` in ms since the epoch, or null when none expires (null,
- * or not a time: `checkWrite` lets no such value into a store, but a row may predate it): what
- * `list({ expired })` compares with the store's now (a run has an expired call exactly when its
- * earliest expiry is at or before now).
- */
-export function earliestExpiry(calls: readonly PendingCall[]): number | null {
-  let earliest: number | null = null;
-  for (const call of calls) {
-    const at = typeof call.expiresAt === 'string' ? Date.parse(call.expiresAt) : Number.NaN;
-    if (Number.isFinite(at) && (earliest === null || at < earliest)) earliest = at;
-  }
-  return earliest;
-}
-
-/** Whether `list({ expired })` keeps a run whose earliest expiry is `earliest` (ms or null), at `now`. */
-export function matchesExpired(expired: boolean | undefined, earliest: number | null, now: number): boolean {
-  return expired === undefined || expired === (earliest !== null && earliest <= now);
-}
-
-/**
- * The pending calls a store read back: a JSON array (written since runs have several), one
- * object (written by earlier versions, which kept one pending call), or nothing.
- */
-export function pendingCallsOf(stored: unknown): PendingCall[] {
-  if (stored === null || stored === undefined) return [];
-  return Array.isArray(stored) ? (stored as PendingCall[]) : [stored as PendingCall];
-}
-
-/** A run's two views of its pending calls: the list, and its first (derived, for one-call code). */
-export function pendingFields(calls: PendingCall[]): { pendingCalls: PendingCall[]; pending: PendingCall | null } {
-  return { pendingCalls: calls, pending: calls[0] ?? null };
-}
-
 /** Checks `list`'s options alike in every store: known keys, a real status, a boolean `expired`, a whole limit ≥ 0. */
 export function checkListOptions(options: ListOptions | undefined): ListOptions {
   if (options === undefined) return {};
@@ -228,58 +195,9 @@ export function checkClock(call: string, now: unknown): (() => number) | undefin
   return now as (() => number) | undefined;
 }
 
-/**
- * `updatedAt` for a save: the store's clock as an ISO-8601 string.
- * @throws OptionsError when the injected clock returns something that is not a time.
- */
-export function timestampOf(now: () => number, call = 'save'): string {
-  return isoTime(nowOf(now, call));
-}
-
-/** The largest time a `Date` holds, in ms either side of the epoch (ECMA-262 TimeClip). */
-const MAX_TIME_MS = 8.64e15;
-
-/**
- * The store's clock now, in ms since the epoch (leases, expiry).
- * @throws OptionsError naming `call` when the injected clock returns something that is not a time.
- */
-export function nowOf(now: () => number, call: string): number {
-  const ms = now();
-  // A time a Date can hold (what `new Date(ms)` does not make NaN), checked without making one.
-  if (typeof ms !== 'number' || !(Math.abs(ms) <= MAX_TIME_MS)) {
-    throw new OptionsError(`${call}: the store's now() returned ${showValue(ms)}, not milliseconds since the epoch`);
+/** `list`'s `limit` must be a whole number ≥ 0 in every store; throws `OptionsError` otherwise. */
+export function checkLimit(limit: number | undefined): void {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
+    throw new OptionsError(`list: limit must be a non-negative integer, got ${String(limit)}`);
   }
-  return ms;
-}
-
-/**
- * Strings in code-point order: the UTF-8 byte order that SQLite's BINARY and Postgres's
- * `COLLATE "C"` sort by. Not JavaScript's `<` (UTF-16 code units: an emoji would sort before
- * U+FF5A), not `localeCompare` (a locale's order: 'a' before 'B'). No allocation.
- */
-export function compareCodePoints(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) < codePointRank(y) ? -1 : 1;
-  }
-  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
-}
-
-/**
- * Code units rank like the code points they start once surrogates (D800–DFFF, the first half of
- * an astral character, U+10000 and up) move above E000–FFFF, which they outrank as code points.
- */
-function codePointRank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
-}
-
-/** `list`'s order in every store: oldest `updatedAt` first, then run id in code-point order. */
-export function compareRuns(
-  a: Pick<RunSummary, 'runId' | 'updatedAt'>,
-  b: Pick<RunSummary, 'runId' | 'updatedAt'>,
-): number {
-  return compareCodePoints(a.updatedAt, b.updatedAt) || compareCodePoints(a.runId, b.runId);
 }

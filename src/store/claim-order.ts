@@ -9,7 +9,7 @@
  * `OLDEST_EVERY - 1` claims in a row by class, its next claim takes the oldest. New runs get at
  * least one claim in `OLDEST_EVERY` of every store object, however busy the others are.
  */
-import type { RunSummary } from '../store.js';
+import type { RunSummary } from './contract.js';
 import type { LeaseRecord } from './leases.js';
 import { isRunnable } from './queue.js';
 

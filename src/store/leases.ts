@@ -2,7 +2,7 @@
  * The lease rules every Tollgate store shares: one live owner per run, and a fencing token that
  * only grows. The memory, file and SQLite stores decide with these functions (inside their lock
  * or transaction); the Postgres store says the same rules in SQL and builds the same errors
- * here. A custom store can use them too (`tollgate` exports them).
+ * here. A custom store can use them too (`tollgate/store-kit` exports them).
  *
  * A run's lease record is `{ token, owner, expiresAt, process }`:
  * - **live** while `owner` is set and the store's now is before `expiresAt`;
@@ -18,9 +18,9 @@
 import { LeaseLostError, OptionsError, RunBusyError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import type { ProcessIdentity } from '../process-identity.js';
-import type { ClaimOptions, Lease } from '../store.js';
+import { checkDuration, checkRunId, unstorableText } from './arguments.js';
+import type { ClaimOptions, Lease } from './contract.js';
 import { checkProcess } from './holder-process.js';
-import { checkDuration, checkRunId, unstorableText } from './rules.js';
 
 /** A run's lease as a store keeps it; times in ms since the epoch, on the store's clock. */
 export interface LeaseRecord {

@@ -10,140 +10,16 @@
 import { MAX_COST_USD, MICRO_USD } from '../../machines/budget.js';
 import { LeaseLostError, OptionsError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
+import type {
+  GroupBudget,
+  GroupCharge,
+  GroupHoldRequest,
+  GroupHoldResult,
+  GroupPeriod,
+  GroupSettlement,
+  GroupSpend,
+} from './contract.js';
 import { isLive, type LeaseRecord } from './leases.js';
-
-/** The window a group budget counts spending in: a UTC calendar day, or all time. */
-export type GroupPeriod = 'day' | 'total';
-
-/** What a group's runs may spend together in one window. `null`: no limit. */
-export interface GroupBudget {
-  /** US dollars, from 0.000001 to 10^9. */
-  maxCostUsd: number | null;
-  /** Input + output tokens. */
-  maxTokens: number | null;
-  /** `'day'`: spending counts from 00:00 UTC and starts again at zero each UTC day; `'total'`: never resets. */
-  period: GroupPeriod;
-}
-
-/** What a group has spent in its current window, and whether a limit is reached. */
-export interface GroupSpend {
-  group: string;
-  /** The window: `'YYYY-MM-DD'` (a UTC day, on the store's clock) for a daily budget, `'total'` otherwise. */
-  window: string;
-  /** Input + output tokens spent in the window. */
-  tokens: number;
-  /** US dollars spent in the window, a whole number of micro-dollars. */
-  costUsd: number;
-  /** The group's budget; the default (no limits, daily) when none was set. */
-  budget: GroupBudget;
-  /** The limit reached (spent ≥ limit), cost first; null while the group may spend. */
-  exhausted: 'cost' | 'tokens' | null;
-}
-
-/** One policy call's spending, as the runtime adds it to its run's group. */
-export interface GroupCharge {
-  /** Input + output tokens: a whole number ≥ 0. */
-  tokens: number;
-  /** The call's cost in whole micro-dollars ≥ 0. */
-  costMicroUsd: number;
-  /**
-   * The call's cost could not be known (no price for its model…): under a cost limit the group
-   * is counted as having spent at least its whole limit (fail closed), else nothing is added.
-   */
-  costUnknown?: boolean;
-}
-
-/**
- * What a run asks to hold of its group's budget before a model call (reserve, then settle): the
- * most the call may spend. A hold counts against the group while the run's lease `token` is its
- * live lease — a holder that died frees its hold when its lease lapses — and until it is settled.
- */
-export interface GroupHoldRequest {
-  runId: string;
-  /** The lease the run holds (`Lease.token`): the hold lives as long as this lease does. */
-  token: number;
-  /** Tokens to hold. */
-  tokens: number;
-  /** Micro-dollars to hold; null: all the group has left under its cost limit (a call that cannot be priced in advance). */
-  costMicroUsd: number | null;
-  /** A hold smaller than this is worthless (the call's estimated input and one output token). */
-  minTokens: number;
-  /** Likewise in micro-dollars. */
-  minCostMicroUsd: number;
-}
-
-/** What `holdGroup` gave. */
-export interface GroupHoldResult {
-  /** What is held now (at most what was asked, at least the minimum), or null: nothing held. */
-  held: { tokens: number; costMicroUsd: number } | null;
-  /**
-   * Why nothing is held: the group's spending alone leaves less than the minimum under this limit
-   * (it is spent: the call must not be made), or null — when `held` is null too, other runs' holds
-   * fill the room for now (ask again once they settle).
-   */
-  exhausted: 'cost' | 'tokens' | null;
-  /** The group's spending in its current window (without any hold). */
-  spend: GroupSpend;
-}
-
-/** The end of a hold: what the call spent, added to the group as the hold is dropped. */
-export interface GroupSettlement {
-  runId: string;
-  token: number;
-  charge: GroupCharge;
-}
-
-/**
- * Group budgets in a store: an optional capability of a `CheckpointStore` (memory, SQLite and
- * Postgres have it; the file store does not). A run in a group holds what each model call may
- * spend before the call, atomically against the group's limits and the other runs' holds, and
- * settles to what it spent after it (docs/group-budgets.md).
- */
-export interface GroupBudgetStore {
-  /** Sets (replaces) a group's budget; `null` removes it (no limits, daily). Missing fields: no limit, daily. */
-  setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void>;
-  /** What the group has spent in its current window (a group never charged has spent 0). */
-  groupSpend(group: string): Promise<GroupSpend>;
-  /** Adds one call's spending to the group's current window, atomically; returns the totals after it. */
-  spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend>;
-  /**
-   * Holds room in the group's current window for run `request.runId`, atomically: what fits under
-   * each limit beside the spending and the live holds of other runs, up to what was asked, if at
-   * least the minimum fits (`groupHold` says how). Replaces the run's own earlier hold; charges the
-   * group's holds whose lease is no longer live as spent first (`lapsedHold`).
-   * @throws LeaseLostError unless `request.token` is the run's live lease (`holdLeaseLost`): nothing changes.
-   */
-  holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult>;
-  /**
-   * Drops run `runId`'s hold (when its token is `token`) and adds `charge` to the current window,
-   * in one atomic step. Without such a hold the charge is added only under the run's live lease of
-   * that token: else the hold was charged as spent already (`settledByLapse`). Returns the totals after it.
-   */
-  settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend>;
-  /**
-   * Puts run `runId` in `group` for good (the run need not exist yet, and the record outlives a
-   * delete of the run). Joining the group it is in does nothing.
-   * @throws OptionsError when the run is in another group: a run never changes group.
-   */
-  joinGroup(runId: string, group: string): Promise<void>;
-  /** The group run `runId` is in, or null. */
-  groupOf(runId: string): Promise<string | null>;
-}
-
-/** The store's group methods, or null when it has not got all of them. */
-export function groupBudgetsOf(store: object): GroupBudgetStore | null {
-  const s = store as Partial<GroupBudgetStore>;
-  const methods = [
-    'setGroupBudget',
-    'groupSpend',
-    'spendGroup',
-    'holdGroup',
-    'settleGroup',
-    'joinGroup',
-    'groupOf',
-  ] as const;
-  return methods.every((m) => typeof s[m] === 'function') ? (s as GroupBudgetStore) : null;
-}
 
 /** The longest group id. */
 export const MAX_GROUP_ID_LENGTH = 128;

@@ -7,10 +7,9 @@
  * O(history), and a 10,000-step run writes O(N) bytes in all. Loading joins head and entries
  * and validates the result like any checkpoint.
  */
-import type { PendingCall, Status } from '../machines/types.js';
-import { ConflictError, type LeaseLostError, OptionsError } from './errors.js';
-import type { ProcessIdentity } from './process-identity.js';
-import type { GroupBudgetStore } from './stores/groups.js';
+import type { PendingCall, Status } from '../../machines/types.js';
+import type { LeaseLostError } from '../errors.js';
+import type { ProcessIdentity } from '../process-identity.js';
 
 /** What a store keeps for one run. */
 export interface StoredRun {
@@ -188,8 +187,8 @@ export interface ClaimOptions {
  * const version = await store.save('run-1', write, 0, lease); // refused once the lease is lost
  * await store.release(lease);
  *
- * Group budgets (`setGroupBudget`, `groupSpend`, `spendGroup`, `joinGroup`, `groupOf`) are an
- * optional capability: a store has all five or none (stores/groups.ts, docs/group-budgets.md).
+ * Group budgets (`GroupBudgetStore`, below) are an optional capability: a store has all of its
+ * methods or none (`groupBudgetsOf`; the rules they share are in store/groups.ts).
  */
 export interface CheckpointStore extends Partial<GroupBudgetStore> {
   /**
@@ -299,50 +298,140 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
   close(): Promise<void>;
 }
 
-/** The `ConflictError` of a stale save, worded alike by every store. */
-export function saveConflict(
-  runId: string,
-  current: { version: number; entries: number } | null,
-  from: number,
-  expectedVersion: number,
-): ConflictError {
-  const version = current?.version ?? 0;
-  return new ConflictError(
-    `save: run ${JSON.stringify(runId)} is at version ${version} with ${current?.entries ?? 0} entries; the writer expected version ${expectedVersion} with ${from}`,
-    expectedVersion,
-    current ? version : null,
-    { runId },
-  );
+// Group budgets: an optional capability of a store (docs/group-budgets.md).
+
+/** The window a group budget counts spending in: a UTC calendar day, or all time. */
+export type GroupPeriod = 'day' | 'total';
+
+/** What a group's runs may spend together in one window. `null`: no limit. */
+export interface GroupBudget {
+  /** US dollars, from 0.000001 to 10^9. */
+  maxCostUsd: number | null;
+  /** Input + output tokens. */
+  maxTokens: number | null;
+  /** `'day'`: spending counts from 00:00 UTC and starts again at zero each UTC day; `'total'`: never resets. */
+  period: GroupPeriod;
 }
 
-/** Throws `saveConflict` unless the run is at `expectedVersion` (0: absent) with `from` entries. */
-export function checkSave(
-  runId: string,
-  current: { version: number; entries: number } | null,
-  from: number,
-  expectedVersion: number,
-): void {
-  if ((current?.version ?? 0) !== expectedVersion || (current?.entries ?? 0) !== from) {
-    throw saveConflict(runId, current, from, expectedVersion);
-  }
+/** What a group has spent in its current window, and whether a limit is reached. */
+export interface GroupSpend {
+  group: string;
+  /** The window: `'YYYY-MM-DD'` (a UTC day, on the store's clock) for a daily budget, `'total'` otherwise. */
+  window: string;
+  /** Input + output tokens spent in the window. */
+  tokens: number;
+  /** US dollars spent in the window, a whole number of micro-dollars. */
+  costUsd: number;
+  /** The group's budget; the default (no limits, daily) when none was set. */
+  budget: GroupBudget;
+  /** The limit reached (spent ≥ limit), cost first; null while the group may spend. */
+  exhausted: 'cost' | 'tokens' | null;
 }
 
-/** The `ConflictError` of a delete at a version that is no longer current. */
-export function deleteConflict(runId: string, actual: number, expectedVersion: number): ConflictError {
-  return new ConflictError(
-    `delete: run ${JSON.stringify(runId)} is at version ${actual}, not ${expectedVersion}`,
-    expectedVersion,
-    actual,
-    { runId },
-  );
+/** One policy call's spending, as the runtime adds it to its run's group. */
+export interface GroupCharge {
+  /** Input + output tokens: a whole number ≥ 0. */
+  tokens: number;
+  /** The call's cost in whole micro-dollars ≥ 0. */
+  costMicroUsd: number;
+  /**
+   * The call's cost could not be known (no price for its model…): under a cost limit the group
+   * is counted as having spent at least its whole limit (fail closed), else nothing is added.
+   */
+  costUnknown?: boolean;
 }
 
-/** `list`'s `limit` must be a whole number ≥ 0 in every store; throws `OptionsError` otherwise. */
-export function checkLimit(limit: number | undefined): void {
-  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
-    throw new OptionsError(`list: limit must be a non-negative integer, got ${String(limit)}`);
-  }
+/**
+ * What a run asks to hold of its group's budget before a model call (reserve, then settle): the
+ * most the call may spend. A hold counts against the group while the run's lease `token` is its
+ * live lease — a holder that died frees its hold when its lease lapses — and until it is settled.
+ */
+export interface GroupHoldRequest {
+  runId: string;
+  /** The lease the run holds (`Lease.token`): the hold lives as long as this lease does. */
+  token: number;
+  /** Tokens to hold. */
+  tokens: number;
+  /** Micro-dollars to hold; null: all the group has left under its cost limit (a call that cannot be priced in advance). */
+  costMicroUsd: number | null;
+  /** A hold smaller than this is worthless (the call's estimated input and one output token). */
+  minTokens: number;
+  /** Likewise in micro-dollars. */
+  minCostMicroUsd: number;
+}
+
+/** What `holdGroup` gave. */
+export interface GroupHoldResult {
+  /** What is held now (at most what was asked, at least the minimum), or null: nothing held. */
+  held: { tokens: number; costMicroUsd: number } | null;
+  /**
+   * Why nothing is held: the group's spending alone leaves less than the minimum under this limit
+   * (it is spent: the call must not be made), or null — when `held` is null too, other runs' holds
+   * fill the room for now (ask again once they settle).
+   */
+  exhausted: 'cost' | 'tokens' | null;
+  /** The group's spending in its current window (without any hold). */
+  spend: GroupSpend;
+}
+
+/** The end of a hold: what the call spent, added to the group as the hold is dropped. */
+export interface GroupSettlement {
+  runId: string;
+  token: number;
+  charge: GroupCharge;
+}
+
+/**
+ * Group budgets in a store: an optional capability of a `CheckpointStore` (memory, SQLite and
+ * Postgres have it; the file store does not). A run in a group holds what each model call may
+ * spend before the call, atomically against the group's limits and the other runs' holds, and
+ * settles to what it spent after it (docs/group-budgets.md).
+ */
+export interface GroupBudgetStore {
+  /** Sets (replaces) a group's budget; `null` removes it (no limits, daily). Missing fields: no limit, daily. */
+  setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void>;
+  /** What the group has spent in its current window (a group never charged has spent 0). */
+  groupSpend(group: string): Promise<GroupSpend>;
+  /** Adds one call's spending to the group's current window, atomically; returns the totals after it. */
+  spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend>;
+  /**
+   * Holds room in the group's current window for run `request.runId`, atomically: what fits under
+   * each limit beside the spending and the live holds of other runs, up to what was asked, if at
+   * least the minimum fits (`groupHold` says how). Replaces the run's own earlier hold; charges the
+   * group's holds whose lease is no longer live as spent first (`lapsedHold`).
+   * @throws LeaseLostError unless `request.token` is the run's live lease (`holdLeaseLost`): nothing changes.
+   */
+  holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult>;
+  /**
+   * Drops run `runId`'s hold (when its token is `token`) and adds `charge` to the current window,
+   * in one atomic step. Without such a hold the charge is added only under the run's live lease of
+   * that token: else the hold was charged as spent already (`settledByLapse`). Returns the totals after it.
+   */
+  settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend>;
+  /**
+   * Puts run `runId` in `group` for good (the run need not exist yet, and the record outlives a
+   * delete of the run). Joining the group it is in does nothing.
+   * @throws OptionsError when the run is in another group: a run never changes group.
+   */
+  joinGroup(runId: string, group: string): Promise<void>;
+  /** The group run `runId` is in, or null. */
+  groupOf(runId: string): Promise<string | null>;
+}
+
+/** The store's group methods, or null when it has not got all of them. */
+export function groupBudgetsOf(store: object): GroupBudgetStore | null {
+  const s = store as Partial<GroupBudgetStore>;
+  const methods = [
+    'setGroupBudget',
+    'groupSpend',
+    'spendGroup',
+    'holdGroup',
+    'settleGroup',
+    'joinGroup',
+    'groupOf',
+  ] as const;
+  return methods.every((m) => typeof s[m] === 'function') ? (s as GroupBudgetStore) : null;
 }
 
 /** The journal form of a run (its head and entries), for stores and tools that write runs. */
-export { entryOf, headOf, joinRun } from './checkpoint/index.js';
+export { entryOf, headOf, joinRun } from '../checkpoint/index.js';

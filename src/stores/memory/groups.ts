@@ -3,20 +3,11 @@
  * and adds in one step that no other call can come between.
  */
 
+import type { CheckedSettlement } from '../../store/checked-groups.js';
+import { nowOf } from '../../store/clock.js';
+import type { GroupBudget, GroupCharge, GroupHoldRequest, GroupHoldResult, GroupSpend } from '../../store/contract.js';
 import {
-  checkGroupBudget,
-  checkGroupCharge,
-  checkGroupHold,
-  checkGroupId,
-  checkGroupSettlement,
   costAfter,
-  type GroupBudget,
-  type GroupBudgetStore,
-  type GroupCharge,
-  type GroupHoldRequest,
-  type GroupHoldResult,
-  type GroupSettlement,
-  type GroupSpend,
   groupAfterJoin,
   groupHold,
   holdLeaseLost,
@@ -26,9 +17,8 @@ import {
   settledByLapse,
   spendOf,
   windowOf,
-} from './groups.js';
-import type { LeaseRecord } from './leases.js';
-import { checkRunId, nowOf } from './rules.js';
+} from '../../store/groups.js';
+import type { LeaseRecord } from '../../store/leases.js';
 
 /** One run's hold on its group, in one window, under one lease. */
 interface Hold {
@@ -38,7 +28,8 @@ interface Hold {
   cost: number;
 }
 
-export class MemoryGroups implements GroupBudgetStore {
+/** The group half of a `MemoryStore`, given checked arguments (store/checked-groups.ts). */
+export class MemoryGroups {
   readonly #budgets = new Map<string, GroupBudget>();
   /** Spending by group, then by window: tokens and micro-dollars. */
   readonly #spent = new Map<string, Map<string, { tokens: number; cost: number }>>();
@@ -54,27 +45,12 @@ export class MemoryGroups implements GroupBudgetStore {
     this.#leaseOf = leaseOf;
   }
 
-  async setGroupBudget(group: string, budget: Partial<GroupBudget> | null): Promise<void> {
-    checkGroupId('setGroupBudget', group);
-    const checked = checkGroupBudget('setGroupBudget', budget);
-    if (checked === null) this.#budgets.delete(group);
-    else this.#budgets.set(group, checked);
+  setBudget(group: string, budget: GroupBudget | null): void {
+    if (budget === null) this.#budgets.delete(group);
+    else this.#budgets.set(group, budget);
   }
 
-  async groupSpend(group: string): Promise<GroupSpend> {
-    checkGroupId('groupSpend', group);
-    return this.#spend('groupSpend', group, null);
-  }
-
-  async spendGroup(group: string, charge: GroupCharge): Promise<GroupSpend> {
-    checkGroupId('spendGroup', group);
-    return this.#spend('spendGroup', group, checkGroupCharge('spendGroup', charge));
-  }
-
-  async holdGroup(group: string, request: GroupHoldRequest): Promise<GroupHoldResult> {
-    checkGroupId('holdGroup', group);
-    const r = checkGroupHold('holdGroup', request);
-    checkRunId('holdGroup', r.runId);
+  hold(group: string, r: GroupHoldRequest): GroupHoldResult {
     const now = nowOf(this.#now, 'holdGroup');
     const lost = holdLeaseLost(r.runId, r.token, this.#leaseOf(r.runId), now);
     if (lost) throw lost;
@@ -95,26 +71,20 @@ export class MemoryGroups implements GroupBudgetStore {
     return { held, exhausted, spend };
   }
 
-  async settleGroup(group: string, settlement: GroupSettlement): Promise<GroupSpend> {
-    checkGroupId('settleGroup', group);
-    const s = checkGroupSettlement('settleGroup', settlement);
-    checkRunId('settleGroup', s.runId);
+  settle(group: string, s: CheckedSettlement): GroupSpend {
     const holds = this.#holds.get(group);
     if (holds?.get(s.runId)?.token === s.token) holds.delete(s.runId);
     else if (settledByLapse(s.token, this.#leaseOf(s.runId), nowOf(this.#now, 'settleGroup'))) {
-      return this.#spend('settleGroup', group, null);
+      return this.spend('settleGroup', group, null);
     }
-    return this.#spend('settleGroup', group, s.charge);
+    return this.spend('settleGroup', group, s.charge);
   }
 
-  async joinGroup(runId: string, group: string): Promise<void> {
-    checkRunId('joinGroup', runId);
-    checkGroupId('joinGroup', group);
+  join(runId: string, group: string): void {
     this.#members.set(runId, groupAfterJoin(runId, this.#members.get(runId) ?? null, group));
   }
 
-  async groupOf(runId: string): Promise<string | null> {
-    checkRunId('groupOf', runId);
+  groupOf(runId: string): string | null {
     return this.#members.get(runId) ?? null;
   }
 
@@ -146,7 +116,8 @@ export class MemoryGroups implements GroupBudgetStore {
     return { budget, window, spent };
   }
 
-  #spend(call: string, group: string, charge: Required<GroupCharge> | null): GroupSpend {
+  /** What the group has spent in its current window, after adding `charge` (none: null). */
+  spend(call: string, group: string, charge: Required<GroupCharge> | null): GroupSpend {
     const { budget, window, spent: before } = this.#window(group, nowOf(this.#now, call));
     const windows = this.#spent.get(group) ?? new Map<string, { tokens: number; cost: number }>();
     if (charge === null) return spendOf(group, budget, window, before.tokens, before.cost);

@@ -8,10 +8,11 @@ import type { Status } from '../../machines/types.js';
 import { ConflictError, OptionsError, RunNotFoundError, RunStateError } from '../errors.js';
 import { checkKeys, showValue } from '../option-keys.js';
 import type { ProcessIdentity } from '../process-identity.js';
-import type { ClaimNextOptions, RecordedDecision, RunSummary } from '../store.js';
+import { checkAgentName, checkDuration, checkRunId, unstorableText } from './arguments.js';
+import type { ClaimNextOptions, RecordedDecision, RunSummary } from './contract.js';
 import { checkProcess } from './holder-process.js';
 import { checkOwner } from './leases.js';
-import { checkAgentName, checkDuration, checkRunId, earliestExpiry, unstorableText } from './rules.js';
+import { earliestExpiry } from './pending-calls.js';
 
 /** The longest recorded decision a store keeps, as JSON text (a decision map with edited arguments). */
 export const MAX_DECISION_BYTES = 1_000_000;
