@@ -3,11 +3,13 @@
  * the function that writes the summary. Checked up front like every option (a bad one throws
  * `OptionsError` naming its path), and turned once into the `Compaction` the runtime uses.
  */
+
+import { z } from 'zod';
 import { latestSummaryGrowing, MAX_SUMMARY_FAILURES, modelView, nextCover } from '../machines/compaction.js';
 import type { HistoryEntry, Usage } from '../machines/types.js';
-import { MAX_TIMER_MS } from './clock.js';
 import { OptionsError } from './errors.js';
-import { checkKeys, showValue } from './option-keys.js';
+import { showValue } from './option-keys.js';
+import { checkOptions, fn, must, type OptionShape, timerMs } from './option-schema.js';
 
 /** What a summariser is given beside the entries. */
 export interface SummaryContext {
@@ -88,40 +90,46 @@ export function estimateTokens(entries: readonly HistoryEntry[]): number {
   return Math.ceil(JSON.stringify(entries).length / 4);
 }
 
-const KEYS = ['when', 'keep', 'summarize', 'timeoutMs'];
-const isWhole = (v: unknown, min: number) =>
-  typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= Number.MAX_SAFE_INTEGER;
+const THRESHOLD = 'an object: { entries: n } or { tokens: n, estimate? }';
+const whole = (min: number) =>
+  must(`a whole number ≥ ${min}`, (e) => z.number(e).int(e).min(min, e).max(Number.MAX_SAFE_INTEGER, e));
+
+const compactionShape = {
+  // One of two shapes, told apart by their keys; each is checked by its own schema (thresholdOf).
+  when: z.custom<CompactionThreshold>(
+    (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && ('entries' in v || 'tokens' in v),
+    { error: THRESHOLD },
+  ),
+  keep: whole(0).optional(),
+  summarize: fn,
+  timeoutMs: timerMs().optional(),
+} satisfies OptionShape<CompactionOptions>;
+const entriesShape = { entries: whole(1) } satisfies OptionShape<Extract<CompactionThreshold, { entries: number }>>;
+const tokensShape = {
+  tokens: whole(1),
+  estimate: fn.optional(),
+} satisfies OptionShape<Extract<CompactionThreshold, { tokens: number }>>;
 
 function refuse(call: string, path: string, what: string, value: unknown): never {
   throw new OptionsError(`${call}: compaction${path} must be ${what}, got ${showValue(value)}`);
 }
 
-function thresholdOf(call: string, when: unknown): Compaction['over'] {
-  const how = 'an object: { entries: n } or { tokens: n, estimate? }';
-  if (when === null || typeof when !== 'object' || Array.isArray(when)) refuse(call, '.when', how, when);
-  const w = when as Record<string, unknown>;
-  if ('entries' in w) {
-    checkKeys(`${call}: compaction.when`, w, ['entries']);
-    const n = w.entries;
-    if (!isWhole(n, 1)) refuse(call, '.when.entries', 'a whole number ≥ 1', n);
-    return (view) => view.length > (n as number);
+function thresholdOf(call: string, when: CompactionThreshold): Compaction['over'] {
+  if ('entries' in when) {
+    const { entries } = checkOptions(call, when, entriesShape, {}, 'compaction.when');
+    return (view) => view.length > entries;
   }
-  if (!('tokens' in w)) refuse(call, '.when', how, when);
-  checkKeys(`${call}: compaction.when`, w, ['tokens', 'estimate']);
-  const n = w.tokens as number;
-  if (!isWhole(n, 1)) refuse(call, '.when.tokens', 'a whole number ≥ 1', n);
-  const estimate = w.estimate;
-  if (estimate !== undefined && typeof estimate !== 'function') refuse(call, '.when.estimate', 'a function', estimate);
+  const { tokens, estimate } = checkOptions(call, when, tokensShape, {}, 'compaction.when');
   const count = (view: readonly HistoryEntry[]) => {
     if (estimate === undefined) return estimateTokens(view);
     try {
-      const e = (estimate as (v: readonly HistoryEntry[]) => unknown)(view);
+      const e: unknown = estimate(view);
       return typeof e === 'number' && Number.isFinite(e) && e >= 0 ? e : estimateTokens(view);
     } catch {
       return estimateTokens(view);
     }
   };
-  return (view) => count(view) > n;
+  return (view) => count(view) > tokens;
 }
 
 /** Checks the `compaction` option and makes it usable; null when not given. */
@@ -130,20 +138,13 @@ export function compactionOf(call: string, value: unknown): Compaction | null {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     refuse(call, '', 'an object { when, keep?, summarize, timeoutMs? }', value);
   }
-  checkKeys(`${call}: compaction`, value, KEYS);
-  const o = value as Record<string, unknown>;
+  const o = checkOptions(call, value as CompactionOptions, compactionShape, {}, 'compaction');
   const over = thresholdOf(call, o.when);
-  if (o.keep !== undefined && !isWhole(o.keep, 0)) refuse(call, '.keep', 'a whole number ≥ 0', o.keep);
-  if (typeof o.summarize !== 'function') refuse(call, '.summarize', 'a function', o.summarize);
-  const t = o.timeoutMs;
-  if (t !== undefined && (typeof t !== 'number' || !(t > 0) || t > MAX_TIMER_MS)) {
-    refuse(call, '.timeoutMs', `a number of milliseconds > 0 and ≤ ${MAX_TIMER_MS}`, t);
-  }
   return {
     over,
-    keep: (o.keep as number | undefined) ?? DEFAULT_KEEP,
-    summarize: o.summarize as Summarize,
-    timeoutMs: (t as number | undefined) ?? DEFAULT_SUMMARY_TIMEOUT_MS,
+    keep: o.keep ?? DEFAULT_KEEP,
+    summarize: o.summarize,
+    timeoutMs: o.timeoutMs ?? DEFAULT_SUMMARY_TIMEOUT_MS,
   };
 }
 

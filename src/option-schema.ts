@@ -82,16 +82,23 @@ export function keysOf(shape: z.core.$ZodLooseShape): readonly string[] {
 
 /**
  * Checks `value` against `shape` — unknown keys first, then each value — and returns it as it was:
- * zod's output is a plain copy, which would unbind methods of a class-based clock or tool.
+ * zod's output is a plain copy, which would unbind methods of a class-based clock or tool. `at`
+ * names where an options object nested in another sits (`compaction.when`), for the errors.
  * @throws OptionsError naming the call, the option and the bad value.
  */
-export function checkOptions<T>(call: string, value: T, shape: z.core.$ZodLooseShape, details: ErrorDetails = {}): T {
+export function checkOptions<T>(
+  call: string,
+  value: T,
+  shape: z.core.$ZodLooseShape,
+  details: ErrorDetails = {},
+  at = '',
+): T {
   const { schema, keys } = compile(shape);
-  checkKeys(call, value, keys, 'option', details);
+  checkKeys(at ? `${call}: ${at}` : call, value, keys, 'option', details);
   const result = schema.safeParse(value);
   if (result.success) return value;
   const issue = result.error.issues[0] as z.core.$ZodIssue;
-  const where = pathText(issue.path);
+  const where = [at, pathText(issue.path)].filter(Boolean).join('.');
   const got = showValue(valueAt(value, issue.path));
   throw new OptionsError(`${call}: ${where || 'options'} must be ${issue.message}, got ${got}`, details);
 }
