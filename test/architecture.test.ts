@@ -10,10 +10,18 @@ import { describe, expect, it } from 'vitest';
 const root = resolve(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
 
+/** The source files under `dir`, not walking into installed packages (bench/ has its own). */
 function sources(dir: string): string[] {
-  return readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts') || f.endsWith('.mjs'))
-    .map((f) => join(dir, f));
+  const found: string[] = [];
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules' && !entry.name.startsWith('.')) found.push(...sources(path));
+    } else if (entry.name.endsWith('.ts') || entry.name.endsWith('.mjs')) {
+      found.push(path);
+    }
+  }
+  return found;
 }
 
 /** Every module a source file imports: repository paths for relative imports, package names for the rest. */
