@@ -239,9 +239,9 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
   list(options?: ListOptions): Promise<RunSummary[]>;
   /**
    * One run's summary, as `list` gives it (no head, no entries), or null if the store does not
-   * have it. Optional: with it, `Agent.load` reads a run that has ended (`done`, `cancelled`)
-   * without claiming it — it writes nothing, and is never busy — and pays one small read more
-   * for every other run; without it, every run is claimed before it is read.
+   * have it. Optional: with it, `Agent.load` on a store without `open` reads a run that has ended
+   * (`done`, `cancelled`) without claiming it — it writes nothing, and is never busy — and pays
+   * one small read more for every other run; without either, every run is claimed before it is read.
    */
   summary?(runId: string): Promise<RunSummary | null>;
   /**
