@@ -13,13 +13,14 @@ import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserErr
 import { checkOptions } from './option-schema.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime, runShape } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
-import { claimRun } from './runtime/lease.js';
+import { openRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
 import type { StoredPlace } from './runtime/place.js';
 import { RunActor } from './runtime/run-actor.js';
-import type { CheckpointStore, Lease, RecordedDecision } from './store/contract.js';
+import type { CheckpointStore, Lease, OpenedRun, RecordedDecision } from './store/contract.js';
 import { groupBudgetsOf } from './store/contract.js';
 import { checkLease } from './store/leases.js';
+import { hasEnded } from './store/open.js';
 import type {
   AgentOptions,
   DecideManyOptions,
@@ -37,7 +38,7 @@ const FINAL: readonly Status[] = ['done', 'cancelled'];
 
 /**
  * `Agent.load`'s `leaseWaitMs` default. A load that meets a run held for a moment — another
- * process loading it at rest (a claim, a read and a release: milliseconds), a worker giving it up
+ * process loading it at rest (a claim, a read and a release: milliseconds, or no time at all on a store whose `open` is one step), a worker giving it up
  * as it settles — waits that out instead of failing; a live owner at work still refuses within a
  * second. A dead holder on this machine is released at once anyway; one on another machine holds
  * the run for up to its whole lease, which no caller should wait for unasked.
@@ -124,7 +125,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * @throws RunNotFoundError when the store has no such run.
    * @throws CheckpointError (naming the run) when the stored run is not valid.
    * @throws RunBusyError when another live owner holds the run (and `leaseWaitMs` passed); a run
-   * that has ended is read without a claim on a store with `summary`, so it is never busy there.
+   * that has ended is read without a claim on a store with `open` or `summary`, so it is never busy there.
    */
   static async load<Tools extends readonly Tool[] = readonly Tool[]>(
     store: CheckpointStore,
@@ -141,22 +142,16 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     // store that tells a run's status alone, it is read without a claim, writing nothing, whoever
     // holds its lease. An unknown run is not claimed either.
     const notFound = () => new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
-    const peeked = held === undefined && store.summary ? await store.summary(runId) : undefined;
-    if (peeked === null) throw notFound();
-    // Any other run is claimed before it is read: a run another live process works on is refused
-    // (RunBusyError), never loaded and worked twice; what is read under the lease is the latest.
-    // A holder that is provably dead on this machine is released first (runtime/lease.ts).
-    const claim = () => held ?? claimRun(store, runId, terms);
-    let lease = peeked !== undefined && FINAL.includes(peeked.status) ? null : await claim();
+    // One call to the store (`open`, runtime/lease.ts): an unknown run is not claimed; a run that has
+    // ended never changes again, so it is read without a claim, whoever holds its lease; any other
+    // run is claimed before it is read — a run another live process works on is refused
+    // (RunBusyError), never loaded and worked twice — and one at rest is released in the same step.
+    // A holder that is provably dead on this machine is released first.
+    const opened = held === undefined ? await openRun(store, runId, terms) : await openHeld(store, runId, held);
+    if (opened === null) throw notFound();
+    const { run: record, lease, group } = opened;
     let agent: Agent<Tools>;
     try {
-      let record = await store.load(runId);
-      if (lease === null && record && !FINAL.includes(record.status)) {
-        // Deleted and made again since its summary was read: claimed and read again, as any run.
-        lease = await claim();
-        record = await store.load(runId);
-      }
-      if (!record) throw notFound();
       const place = {
         store,
         version: record.version,
@@ -165,9 +160,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
         base: record.base ?? null,
         lease: terms,
         claimed: lease,
-        // The run stays in its group: read from the store, never from the options. A run that
-        // has ended spends nothing again, so its group is not read (a round trip on Postgres).
-        group: FINAL.includes(record.status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null),
+        // The run stays in its group: read from the store, never from the options.
+        group,
       };
       agent = Agent.#restore(
         () => decodeStored(record.head, record.entries, record.base),
@@ -451,6 +445,17 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
       throw new RunStateError(`${operation}: the run is ${status}; ${why}`, allowed, this.#details());
     }
   }
+}
+
+/**
+ * A run loaded under a lease the caller holds (a worker's claim): read, and its group read unless
+ * it has ended (it spends nothing again). The lease stays the caller's.
+ */
+async function openHeld(store: CheckpointStore, runId: string, held: Lease): Promise<OpenedRun | null> {
+  const run = await store.load(runId);
+  if (run === null) return null;
+  const group = hasEnded(run.status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null);
+  return { run, lease: held, group };
 }
 
 /** A lease handed to `Agent.load`: well-formed, and on this run. */

@@ -40,6 +40,7 @@ export {
   groupBudgetsOf,
   type Lease,
   type ListOptions,
+  type OpenedRun,
   type RecordedDecision,
   type RunSummary,
   type RunWrite,
@@ -87,6 +88,7 @@ export {
   renewedOrLost,
   renewRecord,
 } from './store/leases.js';
+export { hasEnded, openByParts } from './store/open.js';
 export { compareCodePoints, compareRuns } from './store/order.js';
 export { earliestExpiry, matchesExpired, pendingCallsOf, pendingFields } from './store/pending-calls.js';
 export {

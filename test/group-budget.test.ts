@@ -153,20 +153,33 @@ describe('a run in a group', () => {
   it('Agent.load reads the group of a run that can go on, not of one that has ended', async () => {
     const store = new MemoryStore();
     await store.setGroupBudget('acme', { maxCostUsd: 10 });
+    // The store's one-step open reads the group; the parts of it do on a store without open.
+    const opened: (string | null)[] = [];
+    const open = store.open.bind(store);
+    store.open = async (runId, claim) => {
+      const found = await open(runId, claim);
+      opened.push(found?.group ?? null);
+      return found;
+    };
     const asked: string[] = [];
-    const groupOf = store.groupOf.bind(store);
-    store.groupOf = (runId) => {
+    const parts = new MemoryStore();
+    await parts.setGroupBudget('acme', { maxCostUsd: 10 });
+    const groupOf = parts.groupOf.bind(parts);
+    parts.groupOf = (runId) => {
       asked.push(runId);
       return groupOf(runId);
     };
-    const done = new Agent({ ...base(store, spending(0.1), 'ended'), maxSteps: 1 });
-    expect(await done.start('go')).toBe('budget_exhausted');
-    await done.cancel();
-    expect((await Agent.load(store, 'ended', { policy: spending(), tools })).status).toBe('cancelled');
-    expect(asked).toEqual([]);
-    const paused = new Agent({ ...base(store, spending(0.1), 'paused'), maxSteps: 1 });
-    expect(await paused.start('go')).toBe('budget_exhausted');
-    await Agent.load(store, 'paused', { policy: spending(), tools });
+    (parts as { open?: unknown }).open = undefined;
+    for (const s of [store, parts]) {
+      const done = new Agent({ ...base(s, spending(0.1), 'ended'), maxSteps: 1 });
+      expect(await done.start('go')).toBe('budget_exhausted');
+      await done.cancel();
+      expect((await Agent.load(s, 'ended', { policy: spending(), tools })).status).toBe('cancelled');
+      const paused = new Agent({ ...base(s, spending(0.1), 'paused'), maxSteps: 1 });
+      expect(await paused.start('go')).toBe('budget_exhausted');
+      await Agent.load(s, 'paused', { policy: spending(), tools });
+    }
+    expect(opened).toEqual([null, 'acme']);
     expect(asked).toEqual(['paused']);
   });
 

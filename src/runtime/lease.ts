@@ -11,7 +11,8 @@
 import { LeaseLostError, RunBusyError } from '../errors.js';
 import type { LeaseTerms } from '../options.js';
 import { provablyDead, thisProcess } from '../process-identity.js';
-import type { CheckpointStore, Lease } from '../store/contract.js';
+import type { CheckpointStore, ClaimOptions, Lease, OpenedRun } from '../store/contract.js';
+import { openByParts } from '../store/open.js';
 import { monotonic } from './monotonic.js';
 import { Renewals, type Renewing } from './renewals.js';
 
@@ -27,17 +28,39 @@ export const EFFECT_MARGIN = 1 / 3;
  * nothing — and the run claimed at once. A live holder, or one whose death cannot be proven (on
  * another machine, boot or pid namespace), is waited for up to `waitMs`, then `RunBusyError`.
  */
-export async function claimRun(store: CheckpointStore, runId: string, terms: LeaseTerms): Promise<Lease> {
+export function claimRun(store: CheckpointStore, runId: string, terms: LeaseTerms): Promise<Lease> {
+  return pastDeadHolder(store, runId, terms, (options) => store.claim(runId, options));
+}
+
+/**
+ * What `Agent.load` needs of `runId` (`CheckpointStore.open`: the run, the lease of a run found
+ * `running`, its group; null for no run), claimed on the terms of a run as `claimRun` claims: one
+ * call on a store with `open` — a provably dead holder costs a release and a second call — and
+ * the calls it is made of on a store without it (store/open.ts).
+ */
+export function openRun(store: CheckpointStore, runId: string, terms: LeaseTerms): Promise<OpenedRun | null> {
+  return pastDeadHolder(store, runId, terms, (options) =>
+    store.open ? store.open(runId, options) : openByParts(store, runId, options),
+  );
+}
+
+/** `attempt` (a claim, or an open), tried again at once past a provably dead holder, else within `waitMs`. */
+async function pastDeadHolder<T>(
+  store: CheckpointStore,
+  runId: string,
+  terms: LeaseTerms,
+  attempt: (options: ClaimOptions) => Promise<T>,
+): Promise<T> {
   const { owner, leaseMs, waitMs } = terms;
   const options = { owner, leaseMs, process: thisProcess() };
   try {
-    return await store.claim(runId, options);
+    return await attempt(options);
   } catch (error) {
     if (!(error instanceof RunBusyError)) throw error;
     const dead = error.token !== null && provablyDead(error.holderProcess);
     if (dead) await store.release(heldLease(runId, error));
     else if (waitMs === 0) throw error;
-    return store.claim(runId, waitMs > 0 ? { ...options, wait: waitMs } : options);
+    return attempt(waitMs > 0 ? { ...options, wait: waitMs } : options);
   }
 }
 

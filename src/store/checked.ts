@@ -14,12 +14,14 @@ import type {
   ClaimOptions,
   Lease,
   ListOptions,
+  OpenedRun,
   RecordedDecision,
   RunSummary,
   RunWrite,
   StoredRun,
 } from './contract.js';
 import { checkClaim, checkLease, checkRenew, checkRenewMany, renewedOrLost } from './leases.js';
+import { openByParts } from './open.js';
 import { checkClaimNext, checkRecordedDecision } from './queue.js';
 
 /** `claim`'s options as `checkClaim` returns them: `wait` given (0 by default), `process` known or null. */
@@ -66,6 +68,10 @@ export abstract class CheckedStore implements CheckpointStore {
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
     return this.claimChecked(runId, checkClaim(runId, options));
+  }
+
+  async open(runId: string, claim: ClaimOptions): Promise<OpenedRun | null> {
+    return this.openChecked(runId, checkClaim(runId, claim, 'open'));
   }
 
   async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
@@ -115,6 +121,16 @@ export abstract class CheckedStore implements CheckpointStore {
   /** `decision`: the recorded decision as the JSON text the store keeps. */
   protected abstract queueDecisionChecked(runId: string, decision: string, expectedVersion: number): Promise<number>;
   protected abstract claimNextChecked(options: CheckedClaimNext): Promise<{ lease: Lease; run: RunSummary } | null>;
+
+  /**
+   * `open` made of the public `summary`, `claim`, `load`, `groupOf` and `release` (store/open.ts):
+   * up to five calls, each its own step. A store that can read and claim in one step (one
+   * transaction, one statement) overrides it, keeping the rules the contract gives `open`.
+   */
+  protected async openChecked(runId: string, claim: CheckedClaim): Promise<OpenedRun | null> {
+    const { owner, leaseMs, wait, process } = claim;
+    return openByParts(this, runId, { owner, leaseMs, wait, ...(process === null ? {} : { process }) });
+  }
 
   /**
    * Each lease by `renew`, each outcome on its own (`leaseMs[i]` for `leases[i]`): through the

@@ -176,6 +176,26 @@ export interface ClaimOptions {
 }
 
 /**
+ * What `open` found: the run, and what a load needs beside it. A run found `running` (its owner
+ * died mid-run) stays claimed for the caller to continue it; any other run is left unclaimed.
+ */
+export interface OpenedRun {
+  /** The run as `load` returns it, read under the claim (nothing written since is missed). */
+  run: StoredRun;
+  /**
+   * The lease the run stays claimed under, as `claim` would return it: only for a run found
+   * `running`. null for a run at rest (claimed and released again in the same step: the token grew
+   * by one, and anyone may claim it at once) and for a run that has ended (not claimed at all).
+   */
+  lease: Lease | null;
+  /**
+   * The run's budget group (`groupOf`), or null: none, a store without group budgets, or a run
+   * that has ended (it spends nothing again, so its group is not read).
+   */
+  group: string | null;
+}
+
+/**
  * Durable storage for runs, with optimistic concurrency: every write names the version it
  * expects, and a stale writer gets a `ConflictError`, never a silent overwrite. And leases: at
  * most one live owner per run, whose fencing token every write carries, so an owner that lost
@@ -219,11 +239,27 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
   list(options?: ListOptions): Promise<RunSummary[]>;
   /**
    * One run's summary, as `list` gives it (no head, no entries), or null if the store does not
-   * have it. Optional: with it, `Agent.load` reads a run that has ended (`done`, `cancelled`)
-   * without claiming it — it writes nothing, and is never busy — and pays one small read more
-   * for every other run; without it, every run is claimed before it is read.
+   * have it. Optional: with it, `Agent.load` on a store without `open` reads a run that has ended
+   * (`done`, `cancelled`) without claiming it — it writes nothing, and is never busy — and pays
+   * one small read more for every other run; without either, every run is claimed before it is read.
    */
   summary?(runId: string): Promise<RunSummary | null>;
+  /**
+   * Everything a load needs of one run, in one call: where the backend can, one atomic step and
+   * one round trip (one transaction on the memory and SQLite stores). It does what a load would do
+   * with `summary`, `claim`, `load`, `groupOf` and `release`, with the same rules:
+   * - no such run: null, and nothing is claimed or written;
+   * - a run that has ended (`done`, `cancelled`): read without a claim (never busy), `lease` null;
+   * - any other run is claimed by `claim`'s rule (another owner's live lease: `RunBusyError` with
+   *   `holder`, `until`, the holder's token and process, after waiting up to `claim.wait` ms), then
+   *   read; a run found `running` stays claimed (`lease`), one at rest is released at once (its
+   *   token grew by one, as a claim and a release would leave it).
+   * Optional: `CheckedStore` composes it of the other calls for a backend that does not override
+   * `openChecked`, and `Agent.load` does the same for a store without it.
+   * @throws RunBusyError while another owner holds a live lease on a run that has not ended.
+   * @throws OptionsError, as `claim` does, for a bad run id or claim option.
+   */
+  open?(runId: string, claim: ClaimOptions): Promise<OpenedRun | null>;
   /**
    * Deletes a run (at `expectedVersion`, when given), under the same lease rule as `save`.
    * The run's lease record stays (its token keeps growing if the id is used again).

@@ -57,12 +57,12 @@ export function checkOwner(call: string, owner: unknown): asserts owner is strin
   if (why) throw new OptionsError(`${call}: owner ${showValue(owner)} holds ${why}; no store can keep it`);
 }
 
-/** `claim`'s run id and options, checked alike in every store; `wait` defaults to 0, `process` to null. */
+/** `claim`'s (or `open`'s) run id and options, checked alike in every store; `wait` defaults to 0, `process` to null. */
 export function checkClaim(
   runId: unknown,
   options: ClaimOptions,
+  call = 'claim',
 ): Required<Omit<ClaimOptions, 'process'>> & { process: ProcessIdentity | null } {
-  const call = 'claim';
   checkRunId(call, runId);
   checkKeys(call, options, ['owner', 'leaseMs', 'wait', 'process']);
   checkOwner(call, options.owner);
@@ -255,11 +255,11 @@ const MAX_PAUSE_MS = 100;
  * 5 ms to 100 ms, never past the holder's `until` or the deadline.
  * @throws RunBusyError from the last attempt, saying how long it waited.
  */
-export async function claimWithin(
+export async function claimWithin<T = Lease>(
   wait: number,
   storeNow: (() => number) | undefined,
-  attempt: () => Promise<Lease>,
-): Promise<Lease> {
+  attempt: () => Promise<T>,
+): Promise<T> {
   const started = performance.now();
   const storeStarted = wait > 0 ? storeNow?.() : undefined;
   let pause = FIRST_PAUSE_MS;

@@ -18,6 +18,7 @@ import type {
   GroupSpend,
   Lease,
   ListOptions,
+  OpenedRun,
   RecordedDecision,
   RunSummary,
   RunWrite,
@@ -33,6 +34,7 @@ import {
   releaseRecord,
   renewRecord,
 } from '../store/leases.js';
+import { hasEnded } from '../store/open.js';
 import { compareRuns } from '../store/order.js';
 import { earliestExpiry, matchesExpired, pendingFields } from '../store/pending-calls.js';
 import { checkQueue } from '../store/queue.js';
@@ -136,6 +138,24 @@ export class MemoryStore extends CheckedGroupStore {
       const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, now, process);
       this.#leases.set(runId, record);
       return leaseOf(runId, record, leaseMs);
+    });
+  }
+
+  /** One synchronous step: the run read, claimed, and (at rest) released, with nothing in between. */
+  protected override async openChecked(
+    runId: string,
+    { owner, leaseMs, wait, process }: CheckedClaim,
+  ): Promise<OpenedRun | null> {
+    return claimWithin(wait, this.#now, async () => {
+      const run = this.#runs.get(runId);
+      if (!run) return null;
+      if (hasEnded(run.status)) return { run: structuredClone(run), lease: null, group: null };
+      const now = nowOf(this.#now, 'open');
+      const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, now, process);
+      const lease = leaseOf(runId, record, leaseMs);
+      const kept = run.status === 'running';
+      this.#leases.set(runId, kept ? record : (releaseRecord(record, lease) as LeaseRecord));
+      return { run: structuredClone(run), lease: kept ? lease : null, group: this.#groups.groupOf(runId) };
     });
   }
 

@@ -29,7 +29,7 @@
 
 import type { Pool, PoolConfig } from 'pg';
 import pg from 'pg';
-import { CheckpointError, type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
+import { type LeaseLostError, OptionsError, StoreUnavailableError } from '../errors.js';
 import { showValue } from '../option-keys.js';
 import { agentAfterSave, checkClock, checkStoreOptions } from '../store/arguments.js';
 import type { CheckedClaim, CheckedClaimNext } from '../store/checked.js';
@@ -45,6 +45,7 @@ import type {
   GroupSpend,
   Lease,
   ListOptions,
+  OpenedRun,
   RunSummary,
   RunWrite,
   StoredRun,
@@ -57,18 +58,18 @@ import { sqlStateOf } from './postgres/faults.js';
 import { groupStatements, groupsOn } from './postgres/groups.js';
 import { type ClaimTry, LeaseBatches } from './postgres/lease-batches.js';
 import { migrate } from './postgres/migrations.js';
+import { openedOf, openText } from './postgres/open.js';
 import { checkPoolOptions, OPTIONS, type PostgresStoreOptions } from './postgres/options.js';
 import { checkConnectionString, describeTarget, isPool, poolConfigOf, timeoutsOf } from './postgres/pool-settings.js';
 import { claimNextIn, type Query, queueIn } from './postgres/queue.js';
 import {
   fenceError,
   type LeaseRow,
-  LOAD,
-  loadedRunOf,
   type RefusalRow,
   type RenewedRow,
   type RunRow,
   recordOf,
+  storedRunOfRows,
   summaryOf,
 } from './postgres/rows.js';
 import { type Statements, statements } from './postgres/sql.js';
@@ -188,24 +189,24 @@ export class PostgresStore extends CheckedGroupStore {
     // One statement: head and entries come from the same snapshot. Rows as arrays: node-postgres
     // then makes no object per entry (~40% of the statement's time).
     const rows = await this.#run('load', (sql) => sql.arrays(this.#sql.load, [runId]));
-    const at = rows.findIndex((r) => r[LOAD.idx] === -1);
-    if (at === -1) return null;
-    const first = rows[at] as unknown[];
-    const run = loadedRunOf(first);
-    const damaged = (what: string) =>
-      new CheckpointError(`postgres: run ${JSON.stringify(runId)} is damaged: ${what}`, undefined, { runId });
-    const count = rows.length - 1;
-    if (count !== run.entry_count) throw damaged(`it should have ${run.entry_count} entries but has ${count}`);
-    // Each entry in its place: the rows come in no order (the key makes each index one row).
-    const entries = new Array<string>(count);
-    for (let i = 0; i < rows.length; i++) {
-      if (i === at) continue;
-      const row = rows[i] as unknown[];
-      const idx = row[LOAD.idx] as number;
-      if (!(idx >= 0 && idx < count) || entries[idx] !== undefined) throw damaged(`an entry has index ${idx}`);
-      entries[idx] = row[LOAD.body] as string;
-    }
-    return { ...summaryOf(run), head: first[LOAD.body] as string, base: run.base, entries };
+    return storedRunOfRows(runId, rows);
+  }
+
+  /** One round trip: four statements sent at once, one transaction (postgres/open.ts). */
+  protected override async openChecked(runId: string, claim: CheckedClaim): Promise<OpenedRun | null> {
+    return claimWithin(claim.wait, this.#now, async () => {
+      for (let attempt = 0; ; attempt++) {
+        const text = openText(`"${this.#schema}"`, this.#schema, runId, claim, this.#at());
+        const outcome = openedOf(runId, claim, await this.#run('open', (sql) => sql.batch(text)));
+        if ('opened' in outcome) return outcome.opened;
+        if ('failed' in outcome) {
+          if (outcome.lease) await this.releaseChecked(outcome.lease).catch(() => false);
+          throw outcome.failed;
+        }
+        // The run changed between the statements, four times over: as busy as a claim would say.
+        if (attempt >= REFUSAL_RETRIES) throw outcome.busy;
+      }
+    });
   }
 
   protected async summaryChecked(runId: string): Promise<RunSummary | null> {

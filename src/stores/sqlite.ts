@@ -38,6 +38,7 @@ import type {
   GroupSpend,
   Lease,
   ListOptions,
+  OpenedRun,
   RunSummary,
   RunWrite,
   StoredRun,
@@ -52,6 +53,7 @@ import {
   releaseRecord,
   renewRecord,
 } from '../store/leases.js';
+import { hasEnded } from '../store/open.js';
 import { earliestExpiry } from '../store/pending-calls.js';
 import { SaveBatches } from './sqlite/batch-commit.js';
 import { checkDatabasePath, fault } from './sqlite/faults.js';
@@ -98,6 +100,8 @@ export class SqliteStore extends CheckedGroupStore {
   readonly #delete: (runId: string, expectedVersion: number | undefined, lease: Lease | undefined) => boolean;
   readonly #load: (runId: string) => StoredRun | null;
   readonly #summary: Database.Statement;
+  /** `open` in one `BEGIN IMMEDIATE` transaction: read, claimed, released at rest, the group read. */
+  readonly #open: (runId: string, claim: CheckedClaim) => OpenedRun | null;
   readonly #queue: QueueTransactions;
   readonly #groups: GroupTransactions;
   readonly #watchers = new Watchers();
@@ -258,6 +262,21 @@ export class SqliteStore extends CheckedGroupStore {
     });
     this.#renewAll = (all, lengths) => renewAll.immediate(all, lengths);
 
+    // The write lock is taken first (IMMEDIATE): the run read is the latest, and nobody writes it
+    // between the read and the claim. A run that has ended is read and nothing written.
+    const openRun = db.transaction((runId: string, { owner, leaseMs, process }: CheckedClaim): OpenedRun | null => {
+      const row = run.get(runId) as RunRow | undefined;
+      if (!row) return null;
+      const stored = storedRun(this.path, row, entries.all(runId) as string[]);
+      if (hasEnded(stored.status)) return { run: stored, lease: null, group: null };
+      const record = claimRecord(runId, readLease(runId), owner, leaseMs, nowOf(this.#now, 'open'), process);
+      const claimed = leaseOf(runId, record, leaseMs);
+      const kept = stored.status === 'running';
+      writeLease(runId, kept ? record : (releaseRecord(record, claimed) as LeaseRecord));
+      return { run: stored, lease: kept ? claimed : null, group: this.#groups.groupOf(runId) };
+    });
+    this.#open = (...args) => openRun.immediate(...args);
+
     this.#summary = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM runs WHERE run_id = ?`);
     // One read transaction: the head and entries are of the same version.
     this.#load = db.transaction((runId: string) => {
@@ -312,6 +331,10 @@ export class SqliteStore extends CheckedGroupStore {
         return leaseOf(runId, claimed as LeaseRecord, leaseMs);
       }),
     );
+  }
+
+  protected override async openChecked(runId: string, claim: CheckedClaim): Promise<OpenedRun | null> {
+    return claimWithin(claim.wait, this.#now, async () => this.#guard('open', () => this.#open(runId, claim)));
   }
 
   protected async renewChecked(lease: Lease, ms: number): Promise<Lease> {

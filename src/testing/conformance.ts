@@ -27,6 +27,7 @@ import { groupCases } from './conformance/groups.js';
 import { holderCases } from './conformance/holders.js';
 import { leaseCases } from './conformance/leases.js';
 import { listingCases } from './conformance/listing.js';
+import { openCases } from './conformance/open.js';
 import { pendingCases } from './conformance/pending.js';
 import { processCases } from './conformance/processes.js';
 import { queueCases } from './conformance/queue.js';
@@ -61,6 +62,7 @@ export const conformanceCases: readonly ConformanceCase[] = [
   ...leaseCases,
   ...holderCases,
   ...renewManyCases,
+  ...openCases,
   ...claimCases,
   ...queueCases,
   ...claimNextCases,
@@ -82,6 +84,7 @@ const provides: Record<Capability, (ctx: ConformanceContext) => boolean> = {
   summary: (ctx) => ctx.summary === true,
   bases: (ctx) => ctx.bases === true,
   renewMany: (ctx) => ctx.renewMany === true,
+  open: (ctx) => ctx.open === true,
 };
 
 /** Why a capability is missing when the context does not say: only optional store capabilities have one. */
@@ -90,6 +93,7 @@ const UNDECLARED: Partial<Record<Capability, string>> = {
   summary: 'an optional capability this store does not declare (summary: true in its context)',
   bases: 'an optional capability this store does not declare (bases: true in its context)',
   renewMany: 'an optional capability this store does not declare (renewMany: true in its context)',
+  open: 'an optional capability this store does not declare (open: true in its context)',
 };
 
 /**

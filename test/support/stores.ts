@@ -76,6 +76,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       summary: true,
       bases: true,
       renewMany: true,
+      open: true,
       skip: {
         crossProcess: 'a MemoryStore lives inside one process',
         reopen: 'a MemoryStore keeps nothing once closed',
@@ -89,6 +90,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       ...specContext(() => ({ kind: 'file', dir: fileDirs.next() })),
       summary: true,
       renewMany: true,
+      open: true,
       skip: {
         groupBudgets: 'the file store keeps no group budgets',
         bases: 'the file store writes its head file whole every save: a base would save nothing',
@@ -104,6 +106,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       summary: true,
       bases: true,
       renewMany: true,
+      open: true,
     }),
     cleanup: sqliteDirs.cleanup,
   },
@@ -120,6 +123,7 @@ export const storesUnderTest: StoreUnderTest[] = [
       summary: true,
       bases: true,
       renewMany: true,
+      open: true,
     }),
     cleanup: async () => {
       const url = (await postgresTarget()).url;

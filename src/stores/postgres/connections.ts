@@ -4,15 +4,34 @@
  */
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryArrayConfig, QueryConfig } from 'pg';
+import pg from 'pg';
 import { StoreUnavailableError, UserError } from '../../errors.js';
 import { connectionIsSpent, pgFault } from './faults.js';
 import type { Sql } from './migrations.js';
 import type { Timeouts } from './pool-settings.js';
 
+const { escapeLiteral } = pg;
+
 /** A pooled connection as the store uses it. */
 export interface StoreSql extends Sql {
   /** The rows as arrays of column values, in the statement's column order: no object per row. */
   arrays(text: string, values: unknown[]): Promise<unknown[][]>;
+  /**
+   * Several statements sent at once (the simple query protocol: one round trip, run as one
+   * transaction, each statement with a snapshot of its own): each statement's rows as arrays.
+   * `text` takes no parameters: every value in it must be a literal made by `literal`.
+   */
+  batch(text: string): Promise<unknown[][][]>;
+}
+
+/** A value as an SQL literal, for `batch`: a string quoted (pg's escaping), a number as it is, null as NULL. */
+export function literal(value: string | number | null): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new Error(`literal: ${value} is not a safe integer`);
+    return String(value);
+  }
+  return escapeLiteral(value);
 }
 
 /** The pool a store uses, with its timeouts and error listeners; `use` is the one way to run SQL on it. */
@@ -61,6 +80,12 @@ export class Connections {
       arrays: async (text, values) => {
         const config = { name: this.#names.get(text), text, values, query_timeout, rowMode: 'array' };
         return (await client.query(config as QueryArrayConfig)).rows;
+      },
+      batch: async (text) => {
+        const config = { text, query_timeout, rowMode: 'array' };
+        const result = (await client.query(config as QueryArrayConfig)) as unknown;
+        const results = (Array.isArray(result) ? result : [result]) as { rows: unknown[][] }[];
+        return results.map((r) => r.rows);
       },
     };
     try {

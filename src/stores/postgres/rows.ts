@@ -1,7 +1,8 @@
 /** The rows the Postgres store reads, and what they become. */
 import type { Status } from '../../../machines/types.js';
+import { CheckpointError } from '../../errors.js';
 import type { ProcessIdentity } from '../../process-identity.js';
-import type { Lease, RunSummary } from '../../store/contract.js';
+import type { Lease, RunSummary, StoredRun } from '../../store/contract.js';
 import { fenceRecord, type LeaseRecord } from '../../store/leases.js';
 import { pendingCallsOf, pendingFields } from '../../store/pending-calls.js';
 import { decisionOf } from '../../store/queue.js';
@@ -94,6 +95,28 @@ export function loadedRunOf(row: readonly unknown[]): RunRow & { entry_count: nu
     decision: meta[LOAD_META.decision] as string | null,
     base: meta[LOAD_META.base] as string | null,
   };
+}
+
+/** The run the `load` statement's rows make (sql.ts), or null when it found none. */
+export function storedRunOfRows(runId: string, rows: readonly unknown[][]): StoredRun | null {
+  const at = rows.findIndex((r) => r[LOAD.idx] === -1);
+  if (at === -1) return null;
+  const first = rows[at] as unknown[];
+  const run = loadedRunOf(first);
+  const damaged = (what: string) =>
+    new CheckpointError(`postgres: run ${JSON.stringify(runId)} is damaged: ${what}`, undefined, { runId });
+  const count = rows.length - 1;
+  if (count !== run.entry_count) throw damaged(`it should have ${run.entry_count} entries but has ${count}`);
+  // Each entry in its place: the rows come in no order (the key makes each index one row).
+  const entries = new Array<string>(count);
+  for (let i = 0; i < rows.length; i++) {
+    if (i === at) continue;
+    const row = rows[i] as unknown[];
+    const idx = row[LOAD.idx] as number;
+    if (!(idx >= 0 && idx < count) || entries[idx] !== undefined) throw damaged(`an entry has index ${idx}`);
+    entries[idx] = row[LOAD.body] as string;
+  }
+  return { ...summaryOf(run), head: first[LOAD.body] as string, base: run.base, entries };
 }
 
 /** A lease row as the shared lease rules take it. */

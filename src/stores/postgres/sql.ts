@@ -94,16 +94,41 @@ const SUMMARY_COLUMNS = 'run_id, version, status, pending, updated_at, agent, de
 /** The channel every store's watchers listen on; the payload is the schema's name. */
 export const CHANNEL = 'tollgate_runnable';
 
+/** The statement that tells every listening store of `schema` that a run may be runnable (NOTIFY is transactional). */
+export const notifyOf = (schema: string) => `(SELECT pg_notify('${CHANNEL}', '${schema}'))::text`;
+
 /** The store's now: the injected clock's (`$n`), else the database's, to the millisecond like every other store's. */
-const nowOf = (param: string) => `COALESCE(${param}::timestamptz, date_trunc('milliseconds', clock_timestamp()))`;
-const ms = (param: string) => `(${param}::integer * interval '1 millisecond')`;
+export const nowOf = (param: string) =>
+  `COALESCE(${param}::timestamptz, date_trunc('milliseconds', clock_timestamp()))`;
+export const ms = (param: string) => `(${param}::integer * interval '1 millisecond')`;
+
+/**
+ * The `load` statement for run `id` (a parameter or a literal), its rows kept only where `readable`
+ * holds (an SQL condition; `open` reads a run only once it is claimed or has ended).
+ *
+ * Entries as rows, not aggregated: the server's json_agg escaped every character of every entry
+ * (most of a long run's load), and a text[] is parsed character by character by node-postgres.
+ * The run's own row (idx -1) holds its head in `body` and its other columns in `meta` (a small
+ * JSON array: rows.ts `LOAD_META`), so an entry's row is two values and two nulls, not eleven
+ * columns. No ORDER BY: each entry carries its index and is put in its place as it is read (the
+ * server's sort was a large part of the statement).
+ */
+export function loadOf(s: string, id: string, readable = 'true'): string {
+  return `SELECT -1 AS idx, r.head AS body,
+              json_build_array(r.run_id, r.version, r.status, r.entry_count, r.pending, r.agent, r.decision,
+                r.base)::text AS meta,
+              r.updated_at
+         FROM ${s}.runs r WHERE r.run_id = ${id} AND ${readable}
+       UNION ALL
+       SELECT e.idx, e.body, NULL, NULL FROM ${s}.entries e WHERE e.run_id = ${id} AND ${readable}`;
+}
 
 /** `s`: the quoted schema name; `schema`: the name itself (an identifier: safe in a literal). */
 export function statements(s: string, schema: string): Statements {
   const now = nowOf('$7');
   const claims = claimNextStatements(s, nowOf, ms);
   // After a commit, every listening store of this schema hears it (NOTIFY is transactional).
-  const notify = `(SELECT pg_notify('${CHANNEL}', '${schema}'))::text`;
+  const notify = notifyOf(schema);
   // The lease check of a write, evaluated once the lease row is locked (FOR UPDATE returns its
   // newest version): a claim waits for this statement to commit, and this statement for a claim
   // in progress, so the check and the write are one atomic step. Lease row first, then the run:
@@ -127,19 +152,7 @@ export function statements(s: string, schema: string): Statements {
   const extend = `n AS (UPDATE ${s}.leases SET expires_at = GREATEST(expires_at, ${now} + ${ms('$10')})
       WHERE run_id = $1 AND token = $9::bigint AND EXISTS (SELECT 1 FROM r))`;
   return {
-    // Entries as rows, not aggregated: the server's json_agg escaped every character of every
-    // entry (most of a long run's load), and a text[] is parsed character by
-    // character by node-postgres. The run's own row (idx -1) holds its head in `body` and its
-    // other columns in `meta` (a small JSON array: rows.ts `LOAD_META`), so an entry's row is
-    // two values and two nulls, not eleven columns. No ORDER BY: each entry carries its index
-    // and is put in its place as it is read (the server's sort was a large part of the statement).
-    load: `SELECT -1 AS idx, r.head AS body,
-              json_build_array(r.run_id, r.version, r.status, r.entry_count, r.pending, r.agent, r.decision,
-                r.base)::text AS meta,
-              r.updated_at
-         FROM ${s}.runs r WHERE r.run_id = $1
-       UNION ALL
-       SELECT e.idx, e.body, NULL, NULL FROM ${s}.entries e WHERE e.run_id = $1`,
+    load: loadOf(s, '$1'),
     summary: `SELECT ${SUMMARY_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     insertRun: `WITH ${fence('$9', now)}, r AS (
         INSERT INTO ${s}.runs

@@ -5,7 +5,15 @@ import type { CheckpointStore } from '../../store/contract.js';
  * What a store may be unable to do. A context that lacks one says why (`skip`), and every case
  * that needs it is reported as skipped with that reason: a skip is never silent.
  */
-export type Capability = 'crossProcess' | 'reopen' | 'clock' | 'groupBudgets' | 'summary' | 'bases' | 'renewMany';
+export type Capability =
+  | 'crossProcess'
+  | 'reopen'
+  | 'clock'
+  | 'groupBudgets'
+  | 'summary'
+  | 'bases'
+  | 'renewMany'
+  | 'open';
 
 /** One writer process in the cross-process race: make `saves` successful saves on `runId`. */
 export interface SaveRaceJob {
@@ -135,6 +143,11 @@ export interface ConformanceContext {
    * run. @default false (skipped, saying so)
    */
   renewMany?: boolean;
+  /**
+   * The store opens a run for a load in one call (`open`), an optional capability: its cases run.
+   * A store that extends `CheckedStore` has it. @default false (skipped, saying so)
+   */
+  open?: boolean;
   /** Why a capability this context does not provide is missing; shown on each skipped case. */
   skip?: Partial<Record<Capability, string>>;
 }
