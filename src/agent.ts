@@ -38,9 +38,9 @@ const FINAL: readonly Status[] = ['done', 'cancelled'];
 
 /**
  * `Agent.load`'s `leaseWaitMs` default. A load that meets a run held for a moment — another
- * process loading it at rest (a claim, a read and a release: milliseconds, or no time at all on a store whose `open` is one step), a worker giving it up
- * as it settles — waits that out instead of failing; a live owner at work still refuses within a
- * second. A dead holder on this machine is released at once anyway; one on another machine holds
+ * process loading it at rest (a claim, a read and a release: milliseconds, or no time at all on
+ * a store whose `open` is one step), a worker giving it up as it settles — waits that out instead
+ * of failing; a live owner at work still refuses within a second. A dead holder on this machine is released at once anyway; one on another machine holds
  * the run for up to its whole lease, which no caller should wait for unasked.
  */
 export const LOAD_WAIT_MS = 1_000;
@@ -125,7 +125,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * @throws RunNotFoundError when the store has no such run.
    * @throws CheckpointError (naming the run) when the stored run is not valid.
    * @throws RunBusyError when another live owner holds the run (and `leaseWaitMs` passed); a run
-   * that has ended is read without a claim on a store with `open` or `summary`, so it is never busy there.
+   * that has ended is read without a claim on a store with `open` or `summary`, so it is never
+   * busy there.
    */
   static async load<Tools extends readonly Tool[] = readonly Tool[]>(
     store: CheckpointStore,

@@ -184,9 +184,9 @@ export class RunActor {
     this.throwIfFaulted();
     const view = viewOf(this.#actor.getSnapshot());
     // What XState's getPersistedSnapshot gives, without its walk of the whole context (every
-    // history entry, for actor refs a context never holds: O(history) on every call). The children are those the state determines, as in every
-    // checkpoint that resumes (the decoder requires it); test/checkpoint-persisted.test.ts holds
-    // the two equal in every state.
+    // history entry, for actor refs a context never holds: O(history) on every call). The
+    // children are those the state determines, as in every checkpoint that resumes (the decoder
+    // requires it); test/checkpoint-persisted.test.ts holds the two equal in every state.
     const run = view ? { ...view.run, children: expectedChildren(view.run) } : this.#actor.getPersistedSnapshot();
     return encodeCheckpoint(run, this.#texts);
   }

@@ -11,8 +11,8 @@
  *
  * The parent starts it with `spawnNodeWriter({ script, spec, job })`: the child reads
  * `{ spec, job }` from its first stdin line, opens its store, prints `ready`, waits for `go`,
- * races (`raceSaves`, `raceClaims` for a job of kind `'claims'`, `raceClaimNext` for `'claimNext'`), prints its report as one
- * JSON line, and exits.
+ * races (`raceSaves`, `raceClaims` for a job of kind `'claims'`, `raceClaimNext` for
+ * `'claimNext'`), prints its report as one JSON line, and exits.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
