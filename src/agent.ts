@@ -18,9 +18,8 @@ import { withLimits } from './runtime/limits.js';
 import type { StoredPlace } from './runtime/place.js';
 import { RunActor } from './runtime/run-actor.js';
 import type { CheckpointStore, Lease, OpenedRun, RecordedDecision } from './store/contract.js';
-import { groupBudgetsOf } from './store/contract.js';
 import { checkLease } from './store/leases.js';
-import { hasEnded } from './store/open.js';
+import { groupOfRun, hasEnded } from './store/open.js';
 import type {
   AgentOptions,
   DecideManyOptions,
@@ -33,8 +32,6 @@ import type {
   RunState,
   Tool,
 } from './types.js';
-
-const FINAL: readonly Status[] = ['done', 'cancelled'];
 
 /**
  * `Agent.load`'s `leaseWaitMs` default. A load that meets a run held for a moment — another
@@ -442,7 +439,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   #expect(allowed: readonly Status[], operation: string): void {
     const status = this.status;
     if (!allowed.includes(status)) {
-      const why = FINAL.includes(status) ? 'the run has ended' : `expected ${allowed.join(' or ')}`;
+      const why = hasEnded(status) ? 'the run has ended' : `expected ${allowed.join(' or ')}`;
       throw new RunStateError(`${operation}: the run is ${status}; ${why}`, allowed, this.#details());
     }
   }
@@ -455,7 +452,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
 async function openHeld(store: CheckpointStore, runId: string, held: Lease): Promise<OpenedRun | null> {
   const run = await store.load(runId);
   if (run === null) return null;
-  const group = hasEnded(run.status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null);
+  const group = await groupOfRun(store, runId, run.status);
   return { run, lease: held, group };
 }
 

@@ -14,6 +14,11 @@ export function hasEnded(status: Status): boolean {
   return ENDED.includes(status);
 }
 
+/** The budget group of a run read in `status`: none for a run that has ended (it spends nothing again). */
+export async function groupOfRun(store: CheckpointStore, runId: string, status: Status): Promise<string | null> {
+  return hasEnded(status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null);
+}
+
 /**
  * `store.open(runId, claim)` in up to five calls. A run that has ended is read without a claim on a
  * store with `summary`; without it, every run is claimed before it is read.
@@ -36,7 +41,7 @@ export async function openByParts(
   try {
     const run = await store.load(runId);
     if (run === null) return null;
-    const group = hasEnded(run.status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null);
+    const group = await groupOfRun(store, runId, run.status);
     kept = run.status === 'running';
     return { run, lease: kept ? lease : null, group };
   } finally {
