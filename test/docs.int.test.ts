@@ -78,6 +78,7 @@ beforeAll(async () => {
       '@opentelemetry/sdk-trace-base',
       'hono',
       '@hono/node-server',
+      'fast-check',
     ],
   });
   mkdirSync(join(project, 'docs'));

@@ -1,4 +1,7 @@
-/** Test helpers for Tollgate users: `import { ManualClock, scriptedPolicy } from 'tollgate/testing'`. */
+/**
+ * Test helpers for Tollgate users: `import { checkInvariants, recordEffects, scriptedPolicy } from 'tollgate/testing'`
+ * (docs/testing-your-agent.md).
+ */
 
 export {
   type Capability,
@@ -23,5 +26,13 @@ export {
   type WriterProcess,
   type WriterReport,
 } from './conformance.js';
+export { type Effect, type RecordedTools, recordEffects } from './effects.js';
+export {
+  checkInvariants,
+  type InvariantName,
+  type InvariantOptions,
+  type RunRecord,
+  type Violation,
+} from './invariants.js';
 export { ManualClock } from './manual-clock.js';
 export { scriptedPolicy } from './scripted-policy.js';

@@ -60,14 +60,14 @@ export const status = (m: Readonly<Model>) => statusOf(m.snapshot.value);
 export const isFinal = (m: Readonly<Model>) => status(m) === 'done' || status(m) === 'cancelled';
 
 /** Checks the real world against the model and the invariants; throws with every difference. */
-function verify(m: Model, world: World, label: string, spec: string[] = []): void {
+async function verify(m: Model, world: World, label: string, spec: string[] = []): Promise<void> {
   const problems: string[] = [...spec];
   const actual = world.snapshot() as unknown as ModelState;
   const d = describeDifference(actual, state(m));
   if (d) problems.push(`differs from the model: ${d}`);
   if (world.clock.now() !== m.now) problems.push(`clock ${world.clock.now()}, model ${m.now}`);
   if (world.opError !== undefined) problems.push(`inv6: the operation threw ${String(world.opError)}`);
-  problems.push(...checkWorld(world));
+  problems.push(...(await checkWorld(world)));
   world.ledger.data.violations.length = 0;
   if (problems.length > 0) throw new Error(`after ${label}:\n  ${problems.join('\n  ')}`);
 }
@@ -147,7 +147,7 @@ export class MoveCommand implements fc.AsyncCommand<Model, World> {
         m.policyElapsedMs = 0;
       }
     }
-    verify(m, world, describeMove(move), checkMove(move, was, world));
+    await verify(m, world, describeMove(move), checkMove(move, was, world));
   }
 
   toString(): string {
@@ -176,7 +176,7 @@ export class MistakeCommand implements fc.AsyncCommand<Model, World> {
     if (!(world.mistakeError instanceof this.expected) || world.mistakeError.constructor !== this.expected) {
       throw new Error(`${describeMove(this.move)}: expected ${this.expected.name}, got ${String(world.mistakeError)}`);
     }
-    verify(m, world, describeMove(this.move), checkMove(this.move, was, world));
+    await verify(m, world, describeMove(this.move), checkMove(this.move, was, world));
   }
 
   toString(): string {

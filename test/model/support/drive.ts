@@ -93,7 +93,7 @@ async function follow(
         run.violations.push(`${where}: test clock ${world.clock.now()}, the path says ${expected.now}`);
     }
     for (const v of checkMove(move, was, world)) run.violations.push(`${where}: ${v}`);
-    for (const v of checkWorld(world, i + 1 === moves.length))
+    for (const v of await checkWorld(world, i + 1 === moves.length))
       if (!run.violations.includes(`${where}: ${v}`)) run.violations.push(`${where}: ${v}`);
     world.ledger.data.violations.length = 0;
     if (run.violations.length > 0) return;

@@ -1,17 +1,23 @@
 /**
  * Invariant checks on a world at a quiet moment. Each returns violations as strings (never
  * throws), so a test of the tests can collect what a faulty variant trips. The ledger's own
- * checks (made as calls happen) are included. Every check is per call: a step's calls are each
- * their own unit of the invariants.
+ * checks (made as calls happen) are included, and so is what users check their own runs with:
+ * `checkInvariants` of tollgate/testing, on the checkpoint, with the world's tools. Every check is
+ * per call: a step's calls are each their own unit of the invariants.
  */
 
 import type { AgentContext, Json, StepCall } from '../../../machines/types.js';
 import { Agent } from '../../../src/agent.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../../../src/checkpoint/index.js';
+import { historyProblem } from '../../../src/testing/history-shape.js';
+import { checkInvariants } from '../../../src/testing/index.js';
 import { statusOf } from './alphabet.js';
-import { historyProblem } from './history-shape.js';
 import { isIdempotent, isSideEffect, ruleOf } from './tools.js';
 import type { World } from './world.js';
+import { worldTools } from './world-tools.js';
+
+/** The world's tools as `checkInvariants` judges by them: their rules and flags (it never calls `fn`). */
+const JUDGE_TOOLS = worldTools(() => () => null);
 
 /** Every observation the run holds: the history's tool entries and the finished calls of the step. */
 function observations(
@@ -23,7 +29,7 @@ function observations(
 }
 
 /** Everything checked at a quiet moment, plus the ledger's violations so far. */
-export function checkWorld(world: World, full = false): string[] {
+export async function checkWorld(world: World, full = false): Promise<string[]> {
   const out: string[] = [];
   // Invariant 5: valid JSON, round-trips exactly, resumable; loading it runs nothing.
   let blob: string;
@@ -55,7 +61,7 @@ export function checkWorld(world: World, full = false): string[] {
   // Invariant 6: history keeps the contract's shapes and pairs every call with its observation.
   const mode = status === 'cancelled' ? 'cancelled' : c.calls.length > 0 ? 'inProgress' : 'complete';
   const shape = historyProblem(c.history, mode);
-  if (shape) out.push(`inv6: ${shape}`);
+  if (shape) out.push(`inv6: ${shape.message}`);
 
   // Invariant 3 (the agent's count): every answered policy call is counted, across resumes.
   if (c.steps !== ledger.completedSteps.length) {
@@ -123,5 +129,7 @@ export function checkWorld(world: World, full = false): string[] {
       if (!ledger.applied.includes(key)) out.push(`inv2: ${e.tool} key ${key} completed but never took effect`);
     }
   }
+  for (const v of await checkInvariants(blob, { tools: JUDGE_TOOLS, limits: ledger.peak }))
+    out.push(`kit ${v.invariant}: ${v.message}`);
   return [...ledger.violations, ...out];
 }

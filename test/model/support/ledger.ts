@@ -6,8 +6,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { HistoryEntry, JsonObject, Limits } from '../../../machines/types.js';
+import { historyProblem } from '../../../src/testing/history-shape.js';
 import { type Charged, noRoomWhy } from './budget-spec.js';
-import { historyProblem } from './history-shape.js';
 import { beginStep, type FinishedStep, type SpecStep, startCall } from './spec-step.js';
 import { isIdempotent, isSideEffect, mayRunWith } from './tools.js';
 
@@ -74,6 +74,8 @@ export interface LedgerData {
   activeMs: number;
   /** The limits the test set (at creation, by extendBudget, at resume), and the approval TTL. */
   limits: Limits;
+  /** Each budget at the most the test ever let the run spend (a resume may lower one below what was spent). */
+  peak: Limits;
   ttlMs: number | null;
   crashes: number;
   /** The step in progress, as the world knows it (spec-step.ts). */
@@ -84,6 +86,19 @@ export interface LedgerData {
 
 export class Ledger {
   data: LedgerData;
+
+  /** Sets budgets (creation, `extendBudget`, a resume's), keeping the peak of each. */
+  setLimits(given: Partial<Limits>): void {
+    const d = this.data;
+    d.limits = { ...d.limits, ...given };
+    const most = (a: number | null, b: number | null) => (a === null || b === null ? null : Math.max(a, b));
+    d.peak = {
+      maxSteps: Math.max(d.peak.maxSteps, d.limits.maxSteps),
+      maxTokens: most(d.peak.maxTokens, d.limits.maxTokens),
+      maxActiveMs: most(d.peak.maxActiveMs, d.limits.maxActiveMs),
+      maxCostUsd: most(d.peak.maxCostUsd, d.limits.maxCostUsd),
+    };
+  }
 
   constructor(limits: Limits, ttlMs: number | null, from?: LedgerData) {
     this.data = from
@@ -104,6 +119,7 @@ export class Ledger {
           costMicro: 0,
           activeMs: 0,
           limits: { ...limits },
+          peak: { ...limits },
           ttlMs,
           crashes: 0,
           step: null,
@@ -146,7 +162,7 @@ export class Ledger {
       this.violation(`calls: the policy was asked for step ${step} while ${open.tool} key ${open.key} has no outcome`);
     }
     const shape = historyProblem(history, 'complete');
-    if (shape) this.violation(`calls: the policy was shown a history where ${shape}`);
+    if (shape) this.violation(`calls: the policy was shown a history where ${shape.message}`);
   }
 
   /**

@@ -462,7 +462,7 @@ export class World {
           break;
         case 'extend':
           this.agent.extendBudget(move.limits);
-          d.limits = { ...d.limits, ...move.limits };
+          this.ledger.setLimits(move.limits);
           break;
         case 'wait':
           this.clock.advance(move.ms);
@@ -496,7 +496,7 @@ export class World {
     // Invariant 5 at every crash: the blob loads and a loaded run writes the same blob back.
     if (Object.keys(given).length === 0 && this.agent.checkpoint() !== blob)
       this.ledger.violation('inv5: resume(blob).checkpoint() !== blob');
-    this.ledger.data.limits = { ...this.ledger.data.limits, ...given };
+    this.ledger.setLimits(given);
     crashCall(this.ledger.data, this.clock.now(), verify);
     if (this.agent.status === 'running') this.#begin(() => this.agent.run());
     return blob;

@@ -1,10 +1,10 @@
 /**
- * The history's contract (issue 12, "History"), checked on any history: every entry has one of
+ * The history's contract (docs/api.md, "Policies"), checked on any history: every entry has one of
  * the contract's shapes, and the entries pair up. A one-call step records the seed's two entries;
  * a step with several calls records one assistant entry holding them, then one tool entry per
  * call, in call order, each with its call's id. A malformed action is one tool entry alone.
  */
-import type { HistoryEntry } from '../../../machines/types.js';
+import type { HistoryEntry } from '../../machines/types.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const optionalText = (v: unknown) => v === undefined || typeof v === 'string';
@@ -38,6 +38,16 @@ export function shapeProblem(entry: unknown): string | null {
       const outcome = e.outcome === undefined || (e.outcome === 'unknown' && 'error' in e);
       return typeof e.tool === 'string' && one && extra && outcome ? null : 'a malformed tool entry';
     }
+    case 'summary': {
+      const covers = e.covers as Record<string, unknown> | undefined;
+      const ok =
+        typeof e.text === 'string' &&
+        isObject(covers) &&
+        Number.isSafeInteger(covers.from) &&
+        Number.isSafeInteger(covers.to) &&
+        (covers.from as number) <= (covers.to as number);
+      return ok ? null : 'a malformed summary';
+    }
     default:
       return 'no such role';
   }
@@ -50,6 +60,12 @@ function callsOf(e: Record<string, unknown>): { id: unknown; tool: unknown }[] |
   return [{ id: e.id, tool: e.tool }];
 }
 
+/** Where a history breaks its contract: the entry, and what is wrong there. */
+export interface HistoryFault {
+  at: number;
+  message: string;
+}
+
 /**
  * Where a history breaks the contract, or null. `complete`: every call has its tool entry;
  * `inProgress`: the last step's calls may have none yet (they are appended when the step ends);
@@ -58,13 +74,13 @@ function callsOf(e: Record<string, unknown>): { id: unknown; tool: unknown }[] |
 export function historyProblem(
   history: readonly HistoryEntry[],
   mode: 'complete' | 'inProgress' | 'cancelled',
-): string | null {
+): HistoryFault | null {
   const h = history as readonly Record<string, unknown>[];
   for (const [i, e] of h.entries()) {
     const shape = shapeProblem(e);
-    if (shape) return `history[${i}] is ${shape}: ${JSON.stringify(e)}`;
+    if (shape) return { at: i, message: `history[${i}] is ${shape}: ${JSON.stringify(e)}` };
   }
-  if (h.length > 0 && h[0]?.role !== 'user') return 'history[0] is not the goal';
+  if (h.length > 0 && h[0]?.role !== 'user') return { at: 0, message: 'history[0] is not the goal' };
   let i = 1;
   while (i < h.length) {
     const e = h[i] as Record<string, unknown>;
@@ -72,7 +88,7 @@ export function historyProblem(
     if (e.role === 'tool') {
       // Not after a call: only a malformed action's observation stands alone.
       if (typeof e.error !== 'string' || !e.error.startsWith('malformed action: '))
-        return `history[${i}] is a tool entry that answers no call: ${JSON.stringify(e)}`;
+        return { at: i, message: `history[${i}] is a tool entry that answers no call: ${JSON.stringify(e)}` };
       i++;
       continue;
     }
@@ -87,7 +103,10 @@ export function historyProblem(
     const several = calls.length > 1;
     const partial = last && (mode === 'cancelled' || (mode === 'inProgress' && answers.length === 0));
     if (answers.length !== calls.length && !partial)
-      return `history[${i}] holds ${calls.length} calls, followed by ${answers.length} tool entries`;
+      return {
+        at: i,
+        message: `history[${i}] holds ${calls.length} calls, followed by ${answers.length} tool entries`,
+      };
     let k = 0;
     for (const [n, a] of answers.entries()) {
       // A cancelled step keeps the calls that had their outcome: a subsequence, in call order.
@@ -95,7 +114,10 @@ export function historyProblem(
       const call = calls[k++];
       const id = several || call?.id !== undefined ? call?.id : undefined;
       if (!call || a.tool !== call.tool || a.id !== id)
-        return `history[${i + 1 + n}] (${JSON.stringify(a.tool)}, id ${JSON.stringify(a.id)}) does not answer call ${k} of history[${i}] (${JSON.stringify(call?.tool)}, id ${JSON.stringify(id)})`;
+        return {
+          at: i + 1 + n,
+          message: `history[${i + 1 + n}] (${JSON.stringify(a.tool)}, id ${JSON.stringify(a.id)}) does not answer call ${k} of history[${i}] (${JSON.stringify(call?.tool)}, id ${JSON.stringify(id)})`,
+        };
     }
     i = j;
   }
