@@ -26,6 +26,7 @@ export {
   type WriterProcess,
   type WriterReport,
 } from './conformance.js';
+export { type CrashableStore, crashableStore } from './crashable-store.js';
 export { type Effect, type RecordedTools, recordEffects } from './effects.js';
 export {
   checkInvariants,

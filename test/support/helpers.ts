@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { resumedHead } from '../../src/checkpoint/index.js';
 import type { Action, CheckpointStore, HistoryEntry, Policy, Tool } from '../../src/index.js';
+import { crashableStore } from '../../src/testing/crashable-store.js';
 
 /** A policy that returns the given actions in order, whatever the history says. */
 export function sequence(...actions: unknown[]): Policy & { calls: HistoryEntry[][] } {
@@ -55,35 +56,10 @@ export function idLike(keyAndAttempt: string) {
   return expect.stringMatching(new RegExp(`^${escaped}@[0-9a-f]{32}$`));
 }
 
-/**
- * A store as a process that dies sees it: after `die()`, nothing the process does reaches the
- * store any more (every call hangs), so its lease lapses on the store's clock, as a killed
- * worker's does. For in-process takeover tests; the SIGKILL tests kill real processes.
- */
+/** A store as a process that dies sees it (`crashableStore` of tollgate/testing), with `die` for `crash`. */
 export function mortal<S extends CheckpointStore>(store: S): { store: CheckpointStore; die: () => void } {
-  let dead = false;
-  const never = new Promise<never>(() => {});
-  const alive =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    (...args: A): Promise<R> =>
-      dead ? never : fn(...args);
-  return {
-    store: {
-      load: alive((id) => store.load(id)),
-      save: alive((id, w, v, l) => store.save(id, w, v, l)),
-      list: alive((o) => store.list(o)),
-      delete: alive((id, v, l) => store.delete(id, v, l)),
-      claim: alive((id, o) => store.claim(id, o)),
-      renew: alive((l, ms) => store.renew(l, ms)),
-      release: alive((l) => store.release(l)),
-      queueDecision: alive((id, d, v) => store.queueDecision(id, d, v)),
-      claimNext: alive((o) => store.claimNext(o)),
-      close: () => store.close(),
-    },
-    die: () => {
-      dead = true;
-    },
-  };
+  const { store: seen, crash } = crashableStore(store);
+  return { store: seen, die: crash };
 }
 
 /**

@@ -7,9 +7,15 @@
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent.js';
 import { MemoryStore } from '../../src/stores/memory.js';
-import { checkInvariants, type Effect, recordEffects, scriptedPolicy } from '../../src/testing/index.js';
+import {
+  checkInvariants,
+  crashableStore,
+  type Effect,
+  recordEffects,
+  scriptedPolicy,
+} from '../../src/testing/index.js';
 import type { Tool } from '../../src/types.js';
-import { mortal, until } from '../support/helpers.js';
+import { until } from '../support/helpers.js';
 
 /** A fake payment provider: the refunds that landed, by idempotency key. */
 class Bank {
@@ -249,7 +255,7 @@ describe('the kit finds the bugs of a user-style agent', () => {
     for (const honest of [false, true]) {
       const bank = new Bank();
       const store = new MemoryStore();
-      const first = mortal(store);
+      const first = crashableStore(store);
       let calls = 0;
       const refund: Tool = {
         name: 'refund',
@@ -257,7 +263,7 @@ describe('the kit finds the bugs of a user-style agent', () => {
         fn: ({ cents }: { cents: number }, key: string) => {
           bank.refund(key, honest);
           if (++calls > 1) return { cents };
-          first.die(); // the process dies after the effect, before its result is saved
+          first.crash(); // the process dies after the effect, before its result is saved
           return new Promise(() => {});
         },
       };
