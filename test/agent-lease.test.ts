@@ -199,6 +199,27 @@ describe('an agent’s lease on a reachable store', () => {
   });
 });
 
+describe('the lease of a run at rest, given up after a save', () => {
+  // Found by modelTest (tollgate/testing/fast-check): extendBudget at rest saves the new limits and
+  // then gave the lease up, whatever had begun meanwhile — a decision sent a few microtasks later
+  // had its approved call refused ("this process holds no lease on the run"), the run stopped.
+  it('is kept when an operation began while the save was on its way: extendBudget then decide runs the call', async () => {
+    for (let turns = 0; turns <= 30; turns++) {
+      const paid: string[] = [];
+      const agent = new Agent({
+        store: new MemoryStore(),
+        tools: [{ name: 'pay', sideEffect: true, fn: (_args, key) => paid.push(key) }],
+        policy: (history) => (history.length === 1 ? { tool: 'pay' } : { final: 'paid' }),
+      });
+      expect(await agent.start('pay')).toBe('awaiting_approval');
+      agent.extendBudget({ maxSteps: 9 });
+      for (let i = 0; i < turns; i++) await Promise.resolve();
+      expect(await agent.decide(true), `after ${turns} microtasks`).toBe('done');
+      expect(paid).toEqual([`${agent.runId}:1`]);
+    }
+  });
+});
+
 describe('Agent.load of a run another owner holds', () => {
   /** A run at rest in `store`, held by `owner` in `process` (given, or this process). */
   async function held(store: MemoryStore, process: ProcessIdentity | null) {

@@ -224,7 +224,7 @@ export class RunActor {
   async save(force = false): Promise<void> {
     if (force) this.#saver?.touch();
     await this.#saver?.flush();
-    if (this.status !== 'running') await this.#saver?.release();
+    if (this.status !== 'running') await this.#saver?.release(() => this.status !== 'running');
   }
 
   /** Sends `event` and resolves with the status the run settles in, once that is saved. */
@@ -275,8 +275,9 @@ export class RunActor {
     }
     await this.#saver?.flush();
     this.throwIfFaulted();
-    // At rest (awaiting a human, a budget, done…): the lease goes, so any worker may take it up.
-    await this.#saver?.release();
+    // At rest (awaiting a human, a budget, done…): the lease goes, so any worker may take it up
+    // (unless the next operation began meanwhile and works under it).
+    await this.#saver?.release(() => this.status !== 'running');
     return this.status;
   }
 

@@ -164,10 +164,15 @@ export class Saver {
     return this.#lease.release();
   }
 
-  /** Saves what is left, then gives the run up: it settled, and another process may take it. */
-  async release(): Promise<void> {
+  /**
+   * Saves what is left, then gives the run up: it settled, and another process may take it.
+   * `atRest` is asked right before the lease goes (nothing runs between the answer and the
+   * release): an operation begun meanwhile (a decision sent while a save for new limits was on
+   * its way) keeps the lease it is working under.
+   */
+  async release(atRest: () => boolean = () => true): Promise<void> {
     await this.flush().catch(() => {});
-    await this.#lease.release();
+    if (atRest()) await this.#lease.release();
   }
 
   /** The version of the last save (0 before the first). */

@@ -382,10 +382,10 @@ async function effectViolations(
   for (const [key, count] of starts) {
     const r = byKey.get(key) as CallRecord;
     const tool = tools.get(r.tool);
-    if (count > 1 && tool && !tool.idempotent && !tool.verify)
+    if (count > 1 && tool?.sideEffect && !tool.idempotent && !tool.verify)
       out.push({
         invariant: 'once',
-        message: `${r.tool} key ${key} was started ${count} times; it is not idempotent`,
+        message: `${r.tool} key ${key} was started ${count} times; it is a side effect, not idempotent`,
         entries: at(r),
       });
   }
@@ -438,8 +438,9 @@ function budgetViolations(c: AgentContext, limits: Partial<Limits> | undefined):
  *   arguments that ran, and carries no edit its tool forbids; with `effects`: every recorded tool
  *   call is a call of the run, under an approval the run records;
  * - `denial`: every denial reached the model as an observation, and only real denials;
- * - `once`: with `effects` and `tools`, no non-idempotent tool (without `verify`) was started
- *   twice for a key; with `applied`, no key landed twice;
+ * - `once`: with `effects` and `tools`, no side effect that is not idempotent (and has no `verify`)
+ *   was started twice for a key (a pure tool is run again after a crash); with `applied`, no key
+ *   landed twice;
  * - `budget`: steps, tokens and dollars within `limits` (default: the run's own);
  * - `forbidden`: no call your `forbidden` names ran.
  *

@@ -44,7 +44,7 @@ const entryPoints = Object.keys(manifest.exports)
 
 /** The SDKs of the model adapters (tollgate/openai, …) and of tollgate/mcp, optional peers like the drivers. */
 const modelSdks = ['openai', '@anthropic-ai/sdk', '@ai-sdk/provider', '@modelcontextprotocol/sdk'];
-/** The `tollgate` command's packages, and the inbox's web server: optional peers too. */
+/** The `tollgate` command's packages, the inbox's web server (and fast-check, for tollgate/testing/fast-check): optional peers too. */
 const cliPackages = ['commander', '@inquirer/prompts', 'picocolors', 'yocto-spinner'];
 const inboxPackages = ['hono', '@hono/node-server'];
 
@@ -102,7 +102,7 @@ describe('installed in an ESM project', () => {
     // The model SDKs are there for the type check: the adapters' declarations name their types.
     project = await installedProject(packed, {
       type: 'module',
-      link: ['@types/node', '@types/pg', ...modelSdks, ...cliPackages, ...inboxPackages],
+      link: ['@types/node', '@types/pg', ...modelSdks, ...cliPackages, ...inboxPackages, 'fast-check'],
     });
     projects.push(project);
     pkg = join(project, 'node_modules', 'tollgate');
@@ -271,7 +271,10 @@ describe('installed in a CommonJS project (npm init -y)', () => {
   let project = '';
 
   beforeAll(async () => {
-    project = await installedProject(packed, { type: 'commonjs', link: ['@types/node', ...inboxPackages] });
+    project = await installedProject(packed, {
+      type: 'commonjs',
+      link: ['@types/node', ...inboxPackages, 'fast-check'],
+    });
     projects.push(project);
   }, 300_000);
 

@@ -168,8 +168,8 @@ describe('checkInvariants', () => {
       'approval: refund key clean:3 ran without an approval, and its tool needs one',
       expect.stringMatching(/^approval: refund key clean:3 ran under the approval of another call \(clean:2\.1#1@/),
       expect.stringMatching(/^approval: refund key clean:3 ran under clean:2\.1#1@\w+, which the run does not record/),
-      'once: refund key clean:3 was started 3 times; it is not idempotent',
-      'once: refund key clean:5 was started 2 times; it is not idempotent',
+      'once: refund key clean:3 was started 3 times; it is a side effect, not idempotent',
+      'once: refund key clean:5 was started 2 times; it is a side effect, not idempotent',
     ]);
   });
 
