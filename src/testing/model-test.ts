@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import type { JsonObject } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import { RunNotFoundError, UserError } from '../errors.js';
-import type { CheckpointStore } from '../store/contract.js';
+import type { CheckpointStore, Lease } from '../store/contract.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Action, CallDecisionInput, Limits, Status, Tool } from '../types.js';
 import { action, decision } from './arbitraries.js';
@@ -79,7 +79,19 @@ export interface ModelTestReport {
   crashes: number;
 }
 
-const LEASE_MS = 150;
+/**
+ * Leases are long (a loaded machine's pauses never cost a live owner its run): a crash is taken
+ * over at once instead, as Tollgate takes over a holder provably dead on this machine.
+ */
+const LEASE_MS = 30_000;
+
+/** The lease a store call answered with, if any (`claim`, `renew`, `open`, `claimNext`). */
+function leaseIn(value: unknown, runId: string): Lease | null {
+  if (value === null || typeof value !== 'object') return null;
+  const v = value as Partial<Lease> & { lease?: unknown };
+  if (v.runId === runId && typeof v.token === 'number' && typeof v.owner === 'string') return v as Lease;
+  return v.lease === undefined ? null : leaseIn(v.lease, runId);
+}
 const never = () => new Promise<never>(() => {});
 
 /** A planned crash: where, the how-many-th, and (around a call) of which tool or of any. */
@@ -131,6 +143,7 @@ class Play {
   plan: { at: CrashPoint; nth: number; tool: string | undefined; calls: number; saves: number } | null = null;
   crashes = 0;
   #die: () => void = () => {};
+  #held: () => Lease | null = () => null;
   #died: Promise<'crashed'> = never();
   /** The most each budget was set to (a crash never lowers one). */
   limits: Partial<Limits>;
@@ -163,14 +176,26 @@ class Play {
     );
   }
 
-  /** An incarnation's store: the planned crash around a save, and nothing at all once dead. */
+  /**
+   * An incarnation's store: the planned crash around a save, and nothing at all once dead. The
+   * lease it holds is noted, for the next process to release when this one dies.
+   */
   #store(): CheckpointStore {
     const dying = crashableStore(this.store);
     this.#die = dying.crash;
+    let held: Lease | null = null;
+    this.#held = () => held;
     return new Proxy(dying.store, {
       get: (target, p) => {
         const value = Reflect.get(target, p, target);
-        if (p !== 'save' || typeof value !== 'function') return value;
+        if (typeof value !== 'function' || p === 'close') return value;
+        if (p !== 'save')
+          return async (...args: unknown[]) => {
+            const answer: unknown = await value.apply(target, args);
+            if (p === 'release') held = null;
+            else held = leaseIn(answer, this.runId) ?? held;
+            return answer;
+          };
         return (...args: unknown[]) => {
           const strike = this.#strikes('beforeSave', 'afterSave', 'saves', undefined);
           if (strike === 'before') return this.#crash();
@@ -221,7 +246,7 @@ class Play {
       clock: this.clock,
       store: this.#store(),
       leaseMs: LEASE_MS,
-      leaseWaitMs: LEASE_MS * 20, // a start after a crash waits out the dead process's lease
+      leaseWaitMs: 2_000, // a lease the dead process took and nobody noted is waited for (and then fails)
       approvalTtlMs,
       maxSteps: this.limits.maxSteps as number,
       ...(maxTokens === undefined ? {} : { maxTokens }),
@@ -242,6 +267,9 @@ class Play {
     const outcome = await Promise.race([done, this.#died]);
     if (outcome === 'crashed') {
       this.crashes++;
+      // Its death is provable on this machine: the next process releases exactly its lease.
+      const held = this.#held();
+      if (held) await this.store.release(held);
       this.#incarnation();
       const loaded = await this.#reload().catch((error: unknown) => {
         if (error instanceof RunNotFoundError) return null; // it died before its first save
@@ -262,7 +290,7 @@ class Play {
       policy: this.policy,
       clock: this.clock,
       leaseMs: LEASE_MS,
-      leaseWaitMs: LEASE_MS * 20,
+      leaseWaitMs: 2_000,
       ...(this.limits.maxSteps === undefined ? {} : { maxSteps: this.limits.maxSteps }),
     });
   }
