@@ -143,8 +143,9 @@ describe('approval rules', () => {
     expect(seen.map((c) => [c.runId, c.step, c.tool, c.history.length])).toEqual([
       ['r', 1, 'wire', 1],
       ['r', 1, 'wire', 1],
-      // The tool actor asks again before running the call that needed nobody (defence in depth).
-      ['r', 1, 'wire', 2],
+      // The tool actor asks again before running the call that needed nobody (defence in depth),
+      // with the history the rule saw then: the step's own assistant entry is not in it.
+      ['r', 1, 'wire', 1],
     ]);
     expect(agent.state.history.slice(2, 4)).toEqual([
       { role: 'tool', tool: 'wire', id: 'r:1.1', result: 'sent' },

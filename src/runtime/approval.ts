@@ -32,6 +32,16 @@ function denial(answer: unknown): string | null {
  */
 export type RuleSite = Omit<ApprovalContext, 'history'> & { history: () => readonly HistoryEntry[] };
 
+/**
+ * The history a rule is asked with about a call of the step in progress: the entries before the
+ * step's assistant entry (the last one), as when the call was classified — asked again before the
+ * call runs or about an approver's edit, the rule sees what it saw then (`ApprovalContext.history`).
+ */
+export function historyBeforeStep(history: readonly HistoryEntry[]): HistoryEntry[] {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i]?.role === 'assistant') return history.slice(0, i);
+  return history.slice();
+}
+
 /** What the tool's rule says of a call with `args` (the schema's output, when there is one). */
 export async function approvalRule(tool: Tool, args: JsonObject, site: RuleSite): Promise<RuleAnswer> {
   const rule = tool.needsApproval ?? tool.sideEffect ?? false;

@@ -17,7 +17,7 @@ import { checkKeys, showValue } from '../option-keys.js';
 import { checkText } from '../options.js';
 import { validateArgs } from '../tool-schema.js';
 import type { Tool } from '../types.js';
-import { approvalRule } from './approval.js';
+import { approvalRule, historyBeforeStep } from './approval.js';
 
 interface Where {
   calls: readonly StepCall[];
@@ -82,7 +82,12 @@ async function checkEdit(call: StepCall, args: unknown, where: Where): Promise<J
   const valid = await validateArgs(tool, copy.value as JsonObject);
   if (!valid.ok) throw refuse(valid.error);
   // A rule's automatic denial is a hard limit: an approver's edit cannot step over it.
-  const ctx = { runId: where.details.runId, step: call.step, tool: call.tool, history: () => where.history };
+  const ctx = {
+    runId: where.details.runId,
+    step: call.step,
+    tool: call.tool,
+    history: () => historyBeforeStep(where.history),
+  };
   const answer = await approvalRule(tool, valid.value, ctx);
   if (answer.kind === 'deny') throw refuse(`the tool's rule denies these arguments: ${answer.reason}`);
   return copy.value as JsonObject;

@@ -14,7 +14,7 @@ import { isoTime } from '../clock.js';
 import { toJson } from '../json.js';
 import { validateArgs } from '../tool-schema.js';
 import type { Tool } from '../types.js';
-import { approvalRule } from './approval.js';
+import { approvalRule, historyBeforeStep } from './approval.js';
 import { earliest, type SignalSource, TimeoutError, withDeadline } from './deadline.js';
 import { monotonic } from './lease.js';
 import { activeLeft } from './limits.js';
@@ -129,7 +129,7 @@ async function execute(run: ActorPorts, call: StepCall, abort: CallAbort, since:
   if (!valid.ok) return done({ error: valid.error });
   // Defence in depth for invariant 1: a call that needs approval runs only with one.
   if (call.approval === null) {
-    const ctx = { runId: run.runId, step: call.step, tool: call.tool, history: () => run.history().slice() };
+    const ctx = { runId: run.runId, step: call.step, tool: call.tool, history: () => historyBeforeStep(run.history()) };
     if ((await approvalRule(tool, valid.value, ctx)).kind !== 'run') {
       return done({ error: `refused: ${call.tool} needs approval and this call has none` });
     }

@@ -189,19 +189,19 @@ async function ruleFor(
   tool: Tool,
   args: JsonObject,
   c: AgentContext,
-  step: number,
+  r: CallRecord,
 ): Promise<RuleAnswer | { invalid: string }> {
   const valid = await validateArgs(tool, args, {});
   if (!valid.ok) return { invalid: valid.error };
-  return approvalRule(tool, valid.value, siteOf(c, { step, tool: tool.name }));
+  return approvalRule(tool, valid.value, siteOf(c, r));
 }
 
-/** Where a rule is asked again: the run, the call's step, the whole history (what the run had then is not kept). */
-const siteOf = (c: AgentContext, r: { step: number; tool: string }) => ({
+/** Where a rule is asked again: the run, the call's step, and the history before the call's assistant entry, as the runtime first asks it. */
+const siteOf = (c: AgentContext, r: { step: number; tool: string; at: number }) => ({
   runId: c.runId,
   step: r.step,
   tool: r.tool,
-  history: () => c.history,
+  history: () => (r.at >= 0 ? c.history.slice(0, r.at) : c.history),
 });
 
 function decode(run: RunRecord): PersistedRun {
@@ -311,7 +311,7 @@ async function ruleViolations(
         message: `${r.tool} key ${r.key} ran with an approver's edit, and the tool allows none`,
         entries: at(r),
       });
-    const answer = await ruleFor(tool, args, c, r.step);
+    const answer = await ruleFor(tool, args, c, r);
     if ('invalid' in answer)
       out.push({ invariant: 'approval', message: `${r.tool} key ${r.key} ran with ${answer.invalid}`, entries: at(r) });
     else if (answer.kind === 'deny')

@@ -153,6 +153,26 @@ describe('checkInvariants', () => {
     ]);
   });
 
+  it('asks a rule with the history the run asked it with: the entries before the call', async () => {
+    // The first refund of a run runs at once; any later one needs a human.
+    const later: Tool = {
+      name: 'refund',
+      sideEffect: true,
+      needsApproval: (_args, ctx) =>
+        ctx.history.some((e) => e.role === 'assistant' && 'tool' in e && e.tool === 'refund'),
+      fn: () => 'refunded',
+    };
+    const recorded = recordEffects([later]);
+    const agent = new Agent({
+      tools: recorded.tools,
+      policy: scriptedPolicy([{ tool: 'refund', args: { n: 1 } }, { tool: 'refund', args: { n: 2 } }, { final: 'ok' }]),
+    });
+    expect(await agent.start('refund twice')).toBe('awaiting_approval');
+    expect(await agent.decide(true)).toBe('done');
+    expect(recorded.effects.map((e) => e.approvedCallId === null)).toEqual([true, false]);
+    expect(await checkInvariants(agent, recorded)).toEqual([]);
+  });
+
   it('holds recorded tool calls to the run: a call it never made, an approval it never gave, a start too many', async () => {
     const { agent, recorded } = await cleanRun();
     const at = (i: number) => recorded.effects[i] as Effect;
