@@ -8,6 +8,7 @@ import { Agent } from '../../src/agent.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { crashableStore, scriptedPolicy } from '../../src/testing/index.js';
 import type { Tool } from '../../src/types.js';
+import { until } from '../support/helpers.js';
 
 const settled = async (promise: Promise<unknown>) => {
   let done = false;
@@ -56,13 +57,12 @@ describe('crashableStore', () => {
     const first = new Agent({ ...options, runId: 'r', store: dying.store, leaseMs: 60 });
     const started = first.start('pay');
     started.catch(() => {});
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(calls).toEqual(['r:1']);
+    await until(() => calls.length === 1);
     expect((await store.load('r'))?.status).toBe('running'); // the write-ahead record, before the call
     const next = await Agent.load(store, 'r', { ...options, leaseWaitMs: 2_000 });
     expect(await next.run()).toBe('done');
     expect(calls).toEqual(['r:1', 'r:1']);
-    expect(await settled(started)).toBe(true); // the dead agent gave the run up: its lease was not renewed
+    // The dead agent gives the run up: its lease was not renewed in time.
     await expect(started).rejects.toThrow(/was not renewed in time/);
   });
 });
