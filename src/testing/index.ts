@@ -36,4 +36,5 @@ export {
   type Violation,
 } from './invariants.js';
 export { ManualClock } from './manual-clock.js';
+export { type Divergence, type ReplayReport, recordedPolicy, replayRun } from './replay.js';
 export { scriptedPolicy } from './scripted-policy.js';

@@ -204,14 +204,15 @@ const siteOf = (c: AgentContext, r: { step: number; tool: string; at: number }) 
   history: () => (r.at >= 0 ? c.history.slice(0, r.at) : c.history),
 });
 
-function decode(run: RunRecord): PersistedRun {
+/** A run record decoded and checked (an agent's checkpoint, a checkpoint, a stored run). @throws CheckpointError */
+export function decodeRun(run: RunRecord): PersistedRun {
   if (typeof run === 'string') {
     const decoded = decodeCheckpoint(run);
     if (encodeCheckpoint(decoded) !== run)
       throw new Error('the checkpoint does not round-trip: encoding it again gives other text');
     return decoded;
   }
-  if ('checkpoint' in run && typeof run.checkpoint === 'function') return decode(run.checkpoint());
+  if ('checkpoint' in run && typeof run.checkpoint === 'function') return decodeRun(run.checkpoint());
   const stored = run as { head: string; entries: readonly string[]; base?: string | null };
   return decodeStored(stored.head, stored.entries, stored.base);
 }
@@ -453,7 +454,7 @@ function budgetViolations(c: AgentContext, limits: Partial<Limits> | undefined):
 export async function checkInvariants(run: RunRecord, options: InvariantOptions = {}): Promise<Violation[]> {
   let persisted: PersistedRun;
   try {
-    persisted = decode(run);
+    persisted = decodeRun(run);
   } catch (error) {
     return [{ invariant: 'checkpoint', message: `the run cannot be read: ${describeError(error)}`, entries: [] }];
   }
