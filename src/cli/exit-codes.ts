@@ -17,6 +17,8 @@ export const EXIT = {
   failed: 5,
   /** The run was cancelled (by someone else: `tollgate cancel` itself ends with 0). */
   cancelled: 6,
+  /** `tollgate replay`: the agent module would not do what the stored run did. */
+  diverged: 7,
 } as const;
 
 /** Each exit code with what it means, for `--help` (docs/cli.md has the same table). */
@@ -28,6 +30,7 @@ export const EXIT_MEANINGS: readonly (readonly [number, string])[] = [
   [EXIT.budgetExhausted, 'a budget stopped the run'],
   [EXIT.failed, 'the policy failed after its retries'],
   [EXIT.cancelled, 'the run is cancelled'],
+  [EXIT.diverged, 'tollgate replay: the module would not do what the run did'],
 ];
 
 /** The exit code a run's status maps to. */

@@ -10,6 +10,7 @@ import { approveCommand, denyCommand } from './commands/decide.js';
 import { exportCommand } from './commands/export.js';
 import { importCommand } from './commands/import.js';
 import { machineCommand } from './commands/machine.js';
+import { replayCommand } from './commands/replay.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { runsCommand } from './commands/runs.js';
@@ -46,6 +47,7 @@ export function program(act: Act, options: { json?: boolean } = {}): Command {
     approveCommand,
     denyCommand,
     resumeCommand,
+    replayCommand,
     cancelCommand,
     exportCommand,
     importCommand,

@@ -21,6 +21,7 @@ describe('tollgate (built) in child processes', () => {
       'approve',
       'deny',
       'resume',
+      'replay',
       'cancel',
       'export',
       'import',
@@ -75,6 +76,29 @@ describe('tollgate (built) in child processes', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('no call awaits approval');
     expect(paid()).toHaveLength(1);
+  });
+
+  it('replay runs a stored run again from its journal: exit 0 under its module, 7 and the first divergence under another', async () => {
+    const { cli, paid } = workspace();
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'inv-7'])).code).toBe(3);
+    expect((await cli(['approve', 'inv-7', '--as', 'carol'])).code).toBe(0);
+    expect(paid()).toEqual(['inv-7:2 250']);
+
+    const same = await cli(['replay', 'inv-7']);
+    expect(same.code).toBe(0);
+    expect(same.stdout).toContain('run inv-7 replays the same under');
+    expect(same.stdout).toContain('6 entries, done');
+    const other = await cli(['replay', 'inv-7', '--agent', fixture('lenient-pay-agent.mjs')]);
+    expect(other.code).toBe(7);
+    expect(other.stdout).toContain('diverges under');
+    expect(other.stdout).toContain('history[4] differs');
+    const asJson = JSON.parse(
+      (await cli(['replay', 'inv-7', '--agent', fixture('lenient-pay-agent.mjs'), '--json'])).stdout,
+    );
+    expect(asJson.divergence).toMatchObject({ at: 4, replayed: { tool: 'pay', result: { paid: 250 } } });
+    expect(asJson.divergence.replayed.approval).toBeUndefined();
+    expect(paid()).toEqual(['inv-7:2 250']); // no replay ran the tool
+    expect((await cli(['replay', 'nope'])).code).toBe(2);
   });
 
   it('deny needs a note, tells the model, and runs nothing', async () => {
