@@ -72,10 +72,10 @@ const NOT_RUN = [
   'not run: ',
 ];
 
-type Outcome = { result?: unknown; error?: string; approval?: ApprovalRecord; outcome?: 'unknown' };
+export type Outcome = { result?: unknown; error?: string; approval?: ApprovalRecord; outcome?: 'unknown' };
 
 /** One call of the run, with where the history shows it and what became of it. */
-interface CallRecord {
+export interface CallRecord {
   key: string;
   step: number;
   tool: string;
@@ -98,17 +98,27 @@ const ranOf = (o: Outcome | null): boolean =>
  * progress; and the steps the history shows (each policy answer: an assistant entry, or a
  * malformed action's tool entry alone).
  */
-function callsOf(c: AgentContext): { records: CallRecord[]; steps: number } {
+export function callsOf(c: Pick<AgentContext, 'runId' | 'history' | 'calls'>): {
+  records: CallRecord[];
+  steps: number;
+  /** For each step, the history index of its answer: an assistant entry, or a malformed action's tool entry. */
+  answers: number[];
+} {
   const records: CallRecord[] = [];
+  const answerAt: number[] = [];
   const h = c.history as readonly Record<string, unknown>[];
   let steps = 0;
   let i = 1;
   while (i < h.length) {
     const e = h[i] as Record<string, unknown>;
     i++;
-    if (e.role === 'tool') steps++; // a malformed action stands alone and counts a step
+    if (e.role === 'tool') {
+      steps++; // a malformed action stands alone and counts a step
+      answerAt.push(i - 1);
+    }
     if (e.role !== 'assistant') continue;
     steps++;
+    answerAt.push(i - 1);
     if ('final' in e) continue;
     const several = Array.isArray(e.calls);
     const calls = several
@@ -162,7 +172,7 @@ function callsOf(c: AgentContext): { records: CallRecord[]; steps: number } {
         ...fields,
       });
   }
-  return { records, steps };
+  return { records, steps, answers: answerAt };
 }
 
 const at = (r: CallRecord) => [r.at, r.entryAt].filter((i) => i >= 0);

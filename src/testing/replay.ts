@@ -10,39 +10,22 @@ import { canonicalJson } from '../../machines/canonical.js';
 import type { HistoryEntry, Json, JsonObject } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import type { Action, AgentOptions, ApprovalRecord, CallDecisionInput, Policy, Status, Tool } from '../types.js';
-import { decodeRun, type RunRecord } from './invariants.js';
+import { callsOf, decodeRun, type RunRecord } from './invariants.js';
 import { ManualClock } from './manual-clock.js';
 
 type Entry = HistoryEntry & Record<string, unknown>;
 
 /** The action each step of a history answered, in order (a malformed action as an empty one). */
-function recordedActions(history: readonly HistoryEntry[]): Action[] {
-  const actions: Action[] = [];
-  for (const [i, raw] of history.entries()) {
-    const e = raw as Entry;
-    if (i === 0) continue;
-    if (e.role === 'tool') {
-      const before = history[i - 1] as Entry | undefined;
-      const answered = before?.role === 'assistant' || (before?.role === 'tool' && !isMalformed(before));
-      if (!answered && isMalformed(e)) actions.push({} as Action);
-      continue;
-    }
-    if (e.role !== 'assistant') continue;
+function recordedActions(history: readonly HistoryEntry[], runId: string): Action[] {
+  return callsOf({ runId, history: [...history], calls: [] }).answers.map((at) => {
+    const e = history[at] as Entry;
+    if (e.role === 'tool') return {} as Action;
     const text = typeof e.text === 'string' ? { text: e.text } : {};
-    if ('final' in e) actions.push({ final: e.final as Json });
-    else if (Array.isArray(e.calls)) actions.push({ calls: e.calls, ...text } as Action);
-    else
-      actions.push({
-        tool: e.tool,
-        args: e.args,
-        ...(typeof e.id === 'string' ? { id: e.id } : {}),
-        ...text,
-      } as Action);
-  }
-  return actions;
+    if ('final' in e) return { final: e.final as Json };
+    if (Array.isArray(e.calls)) return { calls: e.calls, ...text } as Action;
+    return { tool: e.tool, args: e.args, ...(typeof e.id === 'string' ? { id: e.id } : {}), ...text } as Action;
+  });
 }
-
-const isMalformed = (e: Entry) => typeof e.error === 'string' && e.error.startsWith('malformed action: ');
 
 /**
  * A policy that answers the policy calls of a recorded run in order, from its journal: the n-th
@@ -53,7 +36,8 @@ const isMalformed = (e: Entry) => typeof e.error === 'string' && e.error.startsW
  * const agent = new Agent({ tools, policy: recordedPolicy(await store.load('order-7')) });
  */
 export function recordedPolicy(run: RunRecord): Policy {
-  const actions = recordedActions(decodeRun(run).context.history);
+  const { history, runId } = decodeRun(run).context;
+  const actions = recordedActions(history, runId);
   return (history, ctx) => {
     const step = ctx?.step ?? history.filter((e) => e.role === 'assistant').length + 1;
     const action = actions[step - 1];
@@ -89,21 +73,11 @@ function comparable(entry: HistoryEntry | undefined): string {
   return canonicalJson({ ...e, approval } as never) ?? '';
 }
 
-/** The recorded outcome of each call, by idempotency key. */
+/** The recorded outcome of each call, by idempotency key (calls paired with results by id, as the history does). */
 function outcomesByKey(history: readonly HistoryEntry[], runId: string): Map<string, Entry> {
   const out = new Map<string, Entry>();
-  let step = 0;
-  for (let i = 1; i < history.length; i++) {
-    const e = history[i] as Entry;
-    if (e.role === 'tool' && isMalformed(e)) step++;
-    if (e.role !== 'assistant') continue;
-    step++;
-    const calls = Array.isArray(e.calls) ? e.calls : 'tool' in e ? [e] : [];
-    for (const [k, _call] of calls.entries()) {
-      const answer = history[i + 1 + k] as Entry | undefined;
-      if (answer?.role === 'tool') out.set(calls.length > 1 ? `${runId}:${step}.${k + 1}` : `${runId}:${step}`, answer);
-    }
-  }
+  for (const r of callsOf({ runId, history: [...history], calls: [] }).records)
+    if (r.outcome) out.set(r.key, r.outcome as unknown as Entry);
   return out;
 }
 

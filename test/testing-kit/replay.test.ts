@@ -106,4 +106,28 @@ describe('replayRun', () => {
     });
     expect(policy([], { step: 1 } as never)).toEqual({ tool: 'lookup', args: {}, id: 'call_a' });
   });
+
+  it('replays a malformed action right after a step of several calls (a run read from an agent)', async () => {
+    const agent = new Agent({
+      runId: 'rec-2',
+      tools: [lookup],
+      policy: scriptedPolicy([
+        {
+          calls: [
+            { tool: 'lookup', args: { n: 1 } },
+            { tool: 'lookup', args: { n: 2 } },
+          ],
+        },
+        { tool: 'lookup', args: 'not an object' } as never,
+        { final: 'ok' },
+      ]),
+    });
+    expect(await agent.start('look twice')).toBe('done');
+    expect(agent.state.history[4]).toMatchObject({ role: 'tool', error: 'malformed action: args must be an object' });
+    expect(recordedPolicy(agent)([], { step: 2 } as never)).toEqual({});
+    expect(recordedPolicy(agent)([], { step: 3 } as never)).toEqual({ final: 'ok' });
+    const { divergence } = await replayRun(agent, { tools: [untouchable(lookup)] });
+    // The malformed action replays as `{}`: the same kind of entry, its reason told otherwise.
+    expect(divergence).toMatchObject({ at: 4, replayed: { error: 'malformed action: has neither tool nor final' } });
+  });
 });
