@@ -27,6 +27,14 @@ export interface RecordedTools<T extends readonly Tool[]> {
 }
 
 /**
+ * The same tool with another `fn`: a view of the original, whose other fields, methods (`verify`)
+ * and state stay the original's (methods are called with the original as `this`).
+ */
+export function withFn(tool: Tool, fn: Tool['fn']): Tool {
+  return new Proxy(tool, { get: (target, p) => (p === 'fn' ? fn : Reflect.get(target, p, target)) });
+}
+
+/**
  * The same tools, each call of their `fn` noted in `effects` before it runs. Each wrapped tool is
  * a view of the original: its other fields, its methods (`verify`) and its state are the
  * original's, and `fn` is called with the original as `this`.
@@ -53,7 +61,7 @@ export function recordEffects<const T extends readonly Tool[]>(tools: T): Record
       });
       return fn.call(tool, args, key, ctx);
     };
-    return new Proxy(tool, { get: (target, p) => (p === 'fn' ? recorded : Reflect.get(target, p, target)) });
+    return withFn(tool, recorded);
   };
   return { tools: tools.map(wrap) as unknown as T, effects };
 }

@@ -296,9 +296,9 @@ async function ruleViolations(
   c: AgentContext,
   records: readonly CallRecord[],
   options: InvariantOptions,
+  tools: ReadonlyMap<string, Tool>,
 ): Promise<Violation[]> {
   const out: Violation[] = [];
-  const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
   for (const r of records) {
     if (!ranOf(r.outcome) && !(r.inFlight && r.outcome === null)) continue;
     const a = r.approval;
@@ -346,9 +346,9 @@ async function effectViolations(
   c: AgentContext,
   records: readonly CallRecord[],
   options: InvariantOptions,
+  tools: ReadonlyMap<string, Tool>,
 ): Promise<Violation[]> {
   const out: Violation[] = [];
-  const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
   const byKey = new Map(records.map((r) => [r.key, r]));
   const starts = new Map<string, number>();
   for (const effect of options.effects ?? []) {
@@ -472,6 +472,7 @@ export async function checkInvariants(run: RunRecord, options: InvariantOptions 
   const fault = historyFault(c, statusOfValue(persisted.value));
   if (fault) return [fault]; // the entries do not pair: nothing more can be read from them
   const { records, steps } = callsOf(c);
+  const tools = new Map((options.tools ?? []).map((t) => [t.name, t]));
   const counted: Violation[] =
     steps === c.steps
       ? []
@@ -485,8 +486,8 @@ export async function checkInvariants(run: RunRecord, options: InvariantOptions 
   return [
     ...counted,
     ...approvalRecords(records, grantsOf(c, records)),
-    ...(await ruleViolations(c, records, options)),
-    ...(await effectViolations(c, records, options)),
+    ...(await ruleViolations(c, records, options, tools)),
+    ...(await effectViolations(c, records, options, tools)),
     ...budgetViolations(c, options.limits),
   ];
 }

@@ -15,7 +15,7 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Action, CallDecisionInput, Limits, Status, Tool } from '../types.js';
 import { action, decision } from './arbitraries.js';
 import { crashableStore } from './crashable-store.js';
-import { recordEffects } from './effects.js';
+import { recordEffects, withFn } from './effects.js';
 import { checkInvariants, type InvariantOptions, type Violation } from './invariants.js';
 import { ManualClock } from './manual-clock.js';
 import { scriptedPolicy } from './scripted-policy.js';
@@ -160,19 +160,13 @@ class Play {
 
   /** An incarnation's tools: the recorded ones, with the planned crash around their call. */
   #tools(): Tool[] {
-    return this.recorded.tools.map(
-      (tool) =>
-        new Proxy(tool, {
-          get: (target, p) =>
-            p !== 'fn'
-              ? Reflect.get(target, p, target)
-              : (args: JsonObject, key: string, ctx: never) => {
-                  const strike = this.#strikes('beforeCall', 'afterCall', 'calls', target.name);
-                  if (strike === 'before') return this.#crash();
-                  const out = target.fn(args, key, ctx);
-                  return strike === 'after' ? Promise.resolve(out).then(() => this.#crash()) : out;
-                },
-        }),
+    return this.recorded.tools.map((tool) =>
+      withFn(tool, (args, key, ctx) => {
+        const strike = this.#strikes('beforeCall', 'afterCall', 'calls', tool.name);
+        if (strike === 'before') return this.#crash();
+        const out = tool.fn(args, key, ctx);
+        return strike === 'after' ? Promise.resolve(out).then(() => this.#crash()) : out;
+      }),
     );
   }
 

@@ -7,17 +7,18 @@
  */
 
 import { canonicalJson } from '../../machines/canonical.js';
-import type { HistoryEntry, Json, JsonObject } from '../../machines/types.js';
+import type { HistoryEntry, Json } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import type { Action, AgentOptions, ApprovalRecord, CallDecisionInput, Policy, Status, Tool } from '../types.js';
+import { withFn } from './effects.js';
 import { callsOf, decodeRun, type RunRecord } from './invariants.js';
 import { ManualClock } from './manual-clock.js';
 
 type Entry = HistoryEntry & Record<string, unknown>;
 
 /** The action each step of a history answered, in order (a malformed action as an empty one). */
-function recordedActions(history: readonly HistoryEntry[], runId: string): Action[] {
-  return callsOf({ runId, history: [...history], calls: [] }).answers.map((at) => {
+function recordedActions(history: readonly HistoryEntry[], answers: readonly number[]): Action[] {
+  return answers.map((at) => {
     const e = history[at] as Entry;
     if (e.role === 'tool') return {} as Action;
     const text = typeof e.text === 'string' ? { text: e.text } : {};
@@ -37,7 +38,11 @@ function recordedActions(history: readonly HistoryEntry[], runId: string): Actio
  */
 export function recordedPolicy(run: RunRecord): Policy {
   const { history, runId } = decodeRun(run).context;
-  const actions = recordedActions(history, runId);
+  return answering(recordedActions(history, callsOf({ runId, history, calls: [] }).answers));
+}
+
+/** The policy that answers the n-th step with the n-th action, and throws past the end. */
+function answering(actions: readonly Action[]): Policy {
   return (history, ctx) => {
     const step = ctx?.step ?? history.filter((e) => e.role === 'assistant').length + 1;
     const action = actions[step - 1];
@@ -73,14 +78,6 @@ function comparable(entry: HistoryEntry | undefined): string {
   return canonicalJson({ ...e, approval } as never) ?? '';
 }
 
-/** The recorded outcome of each call, by idempotency key (calls paired with results by id, as the history does). */
-function outcomesByKey(history: readonly HistoryEntry[], runId: string): Map<string, Entry> {
-  const out = new Map<string, Entry>();
-  for (const r of callsOf({ runId, history: [...history], calls: [] }).records)
-    if (r.outcome) out.set(r.key, r.outcome as unknown as Entry);
-  return out;
-}
-
 /** Throws what a tool threw, as the history recorded it (`<Name>: <message>`). */
 function rethrow(error: string): never {
   const colon = error.indexOf(': ');
@@ -107,25 +104,23 @@ export async function replayRun(
 ): Promise<ReplayReport> {
   const recorded = decodeRun(run);
   const { history, runId } = recorded.context;
-  const outcomes = outcomesByKey(history, runId);
+  const { records, answers } = callsOf({ runId, history, calls: [] });
+  // The recorded outcome of each call, by idempotency key (calls paired with results by id).
+  const outcomes = new Map<string, Entry>();
+  for (const r of records) if (r.outcome) outcomes.set(r.key, r.outcome as unknown as Entry);
   const replayTool = (tool: Tool): Tool =>
-    new Proxy(tool, {
-      get: (target, p) =>
-        p !== 'fn'
-          ? Reflect.get(target, p, target)
-          : (_args: JsonObject, key: string) => {
-              const entry = outcomes.get(key);
-              if (!entry) throw new Error(`replay: the recording has no outcome for ${key}`);
-              if ('result' in entry) return structuredClone(entry.result);
-              return rethrow(String(entry.error));
-            },
+    withFn(tool, (_args, key) => {
+      const entry = outcomes.get(key);
+      if (!entry) throw new Error(`replay: the recording has no outcome for ${key}`);
+      if ('result' in entry) return structuredClone(entry.result);
+      return rethrow(String(entry.error));
     });
   const { name: _n, description: _d, ...options } = definition as Record<string, unknown>;
   const agent = new Agent({
     ...(options as Partial<AgentOptions>),
     runId,
     tools: definition.tools.map(replayTool),
-    policy: recordedPolicy(run),
+    policy: answering(recordedActions(history, answers)),
     clock: new ManualClock(Date.parse('2026-01-01T00:00:00Z')),
     policyRetries: 0,
   } as AgentOptions);
