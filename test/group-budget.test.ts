@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resumeOptionsOf } from '../src/define.js';
-import { Agent, defineAgent, estimateTokens, OptionsError, type Policy } from '../src/index.js';
+import { Agent, defineAgent, estimateTokens, OptionsError, type Policy, StoreUnavailableError } from '../src/index.js';
 import { FileStore } from '../src/stores/file.js';
 import { MemoryStore } from '../src/stores/memory.js';
+import { ManualClock } from '../src/testing/index.js';
 import { submitRun, Worker } from '../src/worker/index.js';
 import { recorder } from './support/helpers.js';
 
@@ -398,39 +399,70 @@ describe('a call that fails', () => {
 });
 
 describe('fail closed', () => {
-  it('a group check the store cannot answer calls no policy: the run fails saying why, and run() tries again', async () => {
+  const unavailable =
+    /^the budget of group "acme" could not be checked, so the call was not made: Error: connection refused$/;
+
+  it('a group check the store cannot answer calls no policy: the run stops in this process, still running, and a reload goes on', async () => {
     const { store, state } = flaky();
     state.down.check = true;
     const policy = spending(0.1);
-    const agent = new Agent({ ...base(store, policy, 'r1'), maxSteps: 2 });
-    expect(await agent.start('go')).toBe('failed');
+    const { store: _, runId, budgetGroup, ...options } = { ...base(store, policy, 'r1'), maxSteps: 2 };
+    const agent = new Agent({ ...options, store, runId, budgetGroup });
+    const stopped = await agent.start('go').catch((error: unknown) => error);
+    expect(stopped).toBeInstanceOf(StoreUnavailableError);
+    expect((stopped as Error).message).toMatch(unavailable);
     expect(policy.calls).toBe(0);
-    expect(agent.state.error).toBe(
-      'StoreUnavailableError: the budget of group "acme" could not be checked, so the call was not made: Error: connection refused',
-    );
+    // Not ended: the run is at its write-ahead point, its lease given up, for whoever takes it next.
+    expect((await store.load('r1'))?.status).toBe('running');
+    const probe = await store.claim('r1', { owner: 'probe', leaseMs: 1_000 });
+    await store.release(probe);
+    // This process does not work it any more.
+    await expect(agent.run()).rejects.toBe(stopped);
     state.down.check = false;
-    expect(await agent.run()).toBe('budget_exhausted');
-    expect(agent.state.stoppedBy).toBe('steps');
+    const again = await Agent.load(store, runId, options);
+    expect(await again.run()).toBe('budget_exhausted');
+    expect(again.state).toMatchObject({ stoppedBy: 'steps', error: null });
     expect(policy.calls).toBe(2);
   });
 
-  it('a charge the store cannot take is kept and added by the next check, which calls nothing until it is', async () => {
+  it('a charge the store cannot take stops the run at the next check; the hold it left is charged as spent, never less', async () => {
     const { store, state } = flaky();
     await store.setGroupBudget('acme', { maxCostUsd: 1 });
     const policy = spending(0.1);
-    const agent = new Agent({ ...base(store, policy, 'r1'), maxSteps: 3 });
+    const { store: _, runId, budgetGroup, ...options } = { ...base(store, policy, 'r1'), maxSteps: 3 };
+    const agent = new Agent({ ...options, store, runId, budgetGroup });
     state.down.spend = true;
     // The first call's charge fails, and so does the check before the second (it must add it first).
-    expect(await agent.start('go')).toBe('failed');
+    await expect(agent.start('go')).rejects.toThrow(
+      /could not be checked, so the call was not made: Error: connection reset/,
+    );
     expect(policy.calls).toBe(1);
-    expect(agent.state.error).toMatch(/could not be checked, so the call was not made: Error: connection reset/);
-    expect((await store.groupSpend('acme')).costUsd).toBe(0);
     state.down.spend = false;
-    expect(await agent.run()).toBe('budget_exhausted');
-    expect(agent.state.stoppedBy).toBe('steps');
-    expect(policy.calls).toBe(3);
-    // Every call is counted once: the owed one, then the two after it.
-    expect(await store.groupSpend('acme')).toMatchObject({ costUsd: 0.3, tokens: 30 });
+    // The lease was given up with the hold unsettled: the hold is charged as spent. A call that
+    // cannot be priced in advance held all the group's room, so the group is spent.
+    const again = await Agent.load(store, runId, options);
+    expect(await again.run()).toBe('budget_exhausted');
+    expect(again.state.stoppedBy).toBe('group');
+    expect(policy.calls).toBe(1);
+    expect(await store.groupSpend('acme')).toMatchObject({ costUsd: 1, exhausted: 'cost' });
+  });
+
+  it('a worker whose group check fails gives the run up, and works it again once the store answers', async () => {
+    const { store, state } = flaky();
+    const clock = new ManualClock(Date.parse('2026-05-06T07:08:09.010Z'));
+    const def = defineAgent({ name: 'spender', policy: spending(0.1), tools, maxSteps: 2 });
+    await submitRun(store, { agent: def, goal: 'x', runId: 'w1', budgetGroup: 'acme' });
+    state.down.check = true;
+    const worker = new Worker({ store, agents: [def], clock });
+    const events: string[] = [];
+    worker.observe((event) => events.push(event.type));
+    await worker.drain();
+    expect((await store.load('w1'))?.status).toBe('running');
+    expect(events).toContain('error');
+    state.down.check = false;
+    await worker.drain();
+    const agent = await Agent.load(store, 'w1', resumeOptionsOf(def));
+    expect(agent.state).toMatchObject({ status: 'budget_exhausted', stoppedBy: 'steps', steps: 2, error: null });
   });
 });
 

@@ -4,12 +4,12 @@
  * holds — a call that cannot fit the group's spending is not made; one that waits only for other
  * runs' holds waits for them — and after the call it settles the hold to what the call spent.
  *
- * Fail closed: when the store cannot answer a hold, the call is not made (the hold throws, and the
- * run ends `failed` with the reason: `run()` tries again). When it cannot take a settlement, the
- * charge is kept here and settled before the next hold, which fails until it is: the run makes no
- * further call while its group's spending is not up to date. A process that dies holding such a
- * charge leaves its hold, which the store charges as spent once the lease lapses: the group never
- * counts less than the call spent.
+ * Fail closed: when the store cannot answer a hold, the call is not made, and the run stops in this
+ * process as after a failed save (its lease is given up: a worker, or a reload, goes on). When the
+ * store cannot take a settlement, the charge is kept here and settled before the next hold, which
+ * fails (stopping the run) until it is. A charge never settled leaves its hold, which the store
+ * charges as spent once the lease is released or lapses: the group never counts less than the
+ * call spent.
  */
 import { microUsd } from '../../machines/budget.js';
 import { describeError } from '../../machines/describe-error.js';
@@ -44,6 +44,8 @@ export interface GroupLease {
   token(): number | null;
   /** The store refused a hold: the lease is not the run's live one (the run stops in this process). */
   refused(error: LeaseLostError): void;
+  /** The store could not answer a hold: the run stops in this process, as after a failed save. */
+  unavailable(error: StoreUnavailableError): void;
 }
 
 export class GroupPort {
@@ -107,7 +109,9 @@ export class GroupPort {
           this.#lease.refused(error);
           throw error;
         }
-        throw this.#unavailable(error);
+        const unavailable = this.#unavailable(error);
+        this.#lease.unavailable(unavailable);
+        throw unavailable;
       }
       if (result.held) {
         this.#held = { token };

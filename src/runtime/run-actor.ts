@@ -152,6 +152,7 @@ export class RunActor {
       {
         token: () => this.#saver?.lease?.token ?? null,
         refused: (error) => this.#saver?.refused(error),
+        unavailable: (error) => (this.#saver ? void this.#saver.giveUp(error) : this.#halt(error)),
       },
       this.#runtime.clock,
     );

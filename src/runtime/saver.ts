@@ -118,7 +118,21 @@ export class Saver {
   }
 
   /**
-   * Resolves once the lease given up after a failed save is released (or the release failed):
+   * The store failed this process (a save, or its group's check before a call): the run may not
+   * be worked here any more. The lease is given up (best effort), so another worker can take the
+   * run at once and read what the store holds, instead of after a lapse; the run is told
+   * (`onFailure`), and whoever is told of the failure is told after the release ended (`givenUp`).
+   * Never rejects.
+   */
+  giveUp(error: unknown): Promise<void> {
+    const released = this.#lease.release();
+    this.#givenUp = released;
+    this.#onFailure(error);
+    return released;
+  }
+
+  /**
+   * Resolves once the lease given up after a store failure (`giveUp`) is released (or the release failed):
    * a caller told of the failure can then load the run again at once. Never rejects.
    */
   givenUp(): Promise<void> {
@@ -236,13 +250,7 @@ export class Saver {
       // The save extended the lease: it is the confirmation a side effect after it starts under.
       this.#lease.saved(lease, sent);
     } catch (error) {
-      // This process may not work the run any more: give the lease up (best effort), so another
-      // worker can take it at once and read what the store holds, instead of after a lapse.
-      // Whoever is told of the failure is told after the release ended (see `givenUp`).
-      const released = this.#lease.release();
-      this.#givenUp = released;
-      this.#onFailure(error);
-      await released;
+      await this.giveUp(error);
       throw error;
     }
     this.#stored += append.length;
