@@ -65,7 +65,7 @@ const price = z
     error: priceTable,
   })
   .optional();
-const runId = must('a string of 1 to 200 characters, without control characters or lone surrogates', (e) =>
+export const runIdSchema = must('a string of 1 to 200 characters, without control characters or lone surrogates', (e) =>
   z.custom<string>(
     (v) =>
       typeof v === 'string' &&
@@ -176,7 +176,7 @@ export const agentShape = {
         }
       }, e),
   ).optional(),
-  runId: runId.optional(),
+  runId: runIdSchema.optional(),
   store: storeShape.optional(),
 } satisfies OptionShape<AgentOptions>;
 const resumeShape = { ...runtimeShape, ...limitShape } satisfies OptionShape<ResumeOptions>;

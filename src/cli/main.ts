@@ -8,6 +8,7 @@ import { TollgateError } from '../errors.js';
 import { cancelCommand } from './commands/cancel.js';
 import { approveCommand, denyCommand } from './commands/decide.js';
 import { exportCommand } from './commands/export.js';
+import { forkCommand } from './commands/fork.js';
 import { importCommand } from './commands/import.js';
 import { machineCommand } from './commands/machine.js';
 import { replayCommand } from './commands/replay.js';
@@ -48,6 +49,7 @@ export function program(act: Act, options: { json?: boolean } = {}): Command {
     denyCommand,
     resumeCommand,
     replayCommand,
+    forkCommand,
     cancelCommand,
     exportCommand,
     importCommand,

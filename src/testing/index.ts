@@ -28,6 +28,7 @@ export {
 } from './conformance.js';
 export { type CrashableStore, crashableStore } from './crashable-store.js';
 export { type Effect, type RecordedTools, recordEffects } from './effects.js';
+export { type Fork, type ForkOptions, forkRun } from './fork.js';
 export {
   checkInvariants,
   type InvariantName,

@@ -22,6 +22,7 @@ describe('tollgate (built) in child processes', () => {
       'deny',
       'resume',
       'replay',
+      'fork',
       'cancel',
       'export',
       'import',
@@ -99,6 +100,42 @@ describe('tollgate (built) in child processes', () => {
     expect(asJson.divergence.replayed.approval).toBeUndefined();
     expect(paid()).toEqual(['inv-7:2 250']); // no replay ran the tool
     expect((await cli(['replay', 'nope'])).code).toBe(2);
+  });
+
+  it('fork stores a new run with a run’s history up to a step; resumed, it takes its own path under its own keys', async () => {
+    const { cli, paid, stored } = workspace();
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'inv-7'])).code).toBe(3);
+    expect((await cli(['approve', 'inv-7', '--as', 'carol'])).code).toBe(0);
+    const before = await stored('inv-7');
+    const fork = await cli(['fork', 'inv-7', '--at', '1', '--run-id', 'inv-7b']);
+    expect(fork.code).toBe(0);
+    expect(fork.stdout).toContain('forked inv-7 at step 1 into inv-7b (3 entries): tollgate resume inv-7b');
+    expect(await stored('inv-7')).toEqual(before);
+    // Resumed with the original's module: the payment is asked for again, under the fork's key.
+    const resumed = await cli(['resume', 'inv-7b']);
+    expect(resumed.code).toBe(3);
+    expect(resumed.stdout).toContain('key       inv-7b:2');
+    expect(paid()).toEqual(['inv-7:2 250']);
+    const asJson = await cli(['fork', 'inv-7', '--at', '2', '--run-id', 'inv-7c', '--json']);
+    expect(JSON.parse(asJson.stdout)).toEqual({ from: 'inv-7', runId: 'inv-7c', steps: 2, entries: 5 });
+    expect(await stored('inv-7c')).toMatchObject({ status: 'running', agent: 'payer' });
+    for (const bad of [
+      ['fork', 'inv-7', '--at', '3'],
+      ['fork', 'inv-7', '--at', 'x'],
+      ['fork', 'inv-7'],
+      ['fork', 'nope', '--at', '0'],
+      ['fork', 'inv-7', '--at', '0', '--run-id', 'inv-7b'],
+    ]) {
+      const refused = await cli(bad);
+      expect(refused.code, bad.join(' ')).toBe(2);
+      expect(refused.stderr, bad.join(' ')).not.toContain('    at '); // a message, not a stack
+    }
+    expect((await cli(['fork', 'inv-7', '--at', '3'])).stderr).toContain(
+      'has no finished step 3 to fork at (it finished 2)',
+    );
+    expect((await cli(['fork', 'inv-7', '--at', '0', '--run-id', 'inv-7b'])).stderr).toContain(
+      'there is a run "inv-7b" already',
+    );
   });
 
   it('deny needs a note, tells the model, and runs nothing', async () => {
