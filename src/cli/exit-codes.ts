@@ -19,6 +19,8 @@ export const EXIT = {
   cancelled: 6,
   /** `tollgate replay`: the agent module would not do what the stored run did. */
   diverged: 7,
+  /** `tollgate check`: a stored run would not resume as it stands under the agent module. */
+  wouldBreak: 8,
 } as const;
 
 /** Each exit code with what it means, for `--help` (docs/cli.md has the same table). */
@@ -31,6 +33,7 @@ export const EXIT_MEANINGS: readonly (readonly [number, string])[] = [
   [EXIT.failed, 'the policy failed after its retries'],
   [EXIT.cancelled, 'the run is cancelled'],
   [EXIT.diverged, 'tollgate replay: the module would not do what the run did'],
+  [EXIT.wouldBreak, 'tollgate check: a stored run would not resume as it stands under the module'],
 ];
 
 /** The exit code a run's status maps to. */

@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { TollgateError } from '../errors.js';
 import { cancelCommand } from './commands/cancel.js';
+import { checkCommand } from './commands/check.js';
 import { approveCommand, denyCommand } from './commands/decide.js';
 import { exportCommand } from './commands/export.js';
 import { forkCommand } from './commands/fork.js';
@@ -50,6 +51,7 @@ export function program(act: Act, options: { json?: boolean } = {}): Command {
     resumeCommand,
     replayCommand,
     forkCommand,
+    checkCommand,
     cancelCommand,
     exportCommand,
     importCommand,

@@ -4,6 +4,12 @@
  */
 
 export {
+  checkResumable,
+  type ResumeCheck,
+  type ResumeProblem,
+  type ResumeProblemKind,
+} from './check-runs.js';
+export {
   type Capability,
   type ClaimNextRaceJob,
   type ClaimNextRaceReport,

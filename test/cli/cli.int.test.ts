@@ -23,6 +23,7 @@ describe('tollgate (built) in child processes', () => {
       'resume',
       'replay',
       'fork',
+      'check',
       'cancel',
       'export',
       'import',
@@ -136,6 +137,27 @@ describe('tollgate (built) in child processes', () => {
     expect((await cli(['fork', 'inv-7', '--at', '0', '--run-id', 'inv-7b'])).stderr).toContain(
       'there is a run "inv-7b" already',
     );
+  });
+
+  it('check tells before a deploy whether a module resumes the stored runs as they stand: exit 0, or 8 and a table', async () => {
+    const { cli, paid } = workspace();
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'inv-7'])).code).toBe(3);
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 8', '--run-id', 'inv-8'])).code).toBe(3);
+    expect((await cli(['approve', 'inv-8'])).code).toBe(0);
+    const same = await cli(['check', fixture('pay-agent.mjs')]);
+    expect(same.code).toBe(0);
+    expect(same.stdout).toContain('1 run of payer checked: each resumes under');
+    const capped = await cli(['check', fixture('capped-pay-agent.mjs')]);
+    expect(capped.code).toBe(8);
+    expect(capped.stdout).toContain('1 run of payer checked: 1 problem under');
+    expect(capped.stdout).toMatch(/run\s+status\s+call\s+problem\s+what would happen/);
+    expect(capped.stdout).toMatch(
+      /inv-7\s+awaiting_approval\s+pay inv-7:2\s+rule-denies\s+the tool's rule now denies it \(over 100\)/,
+    );
+    const asJson = JSON.parse((await cli(['check', fixture('capped-pay-agent.mjs'), '--json'])).stdout);
+    expect(asJson).toMatchObject({ agent: 'payer', checked: 1, problems: [{ runId: 'inv-7', kind: 'rule-denies' }] });
+    expect(paid()).toEqual(['inv-8:2 250']); // nothing ran
+    expect((await cli(['check', fixture('no-such-agent.mjs')])).code).toBe(2);
   });
 
   it('deny needs a note, tells the model, and runs nothing', async () => {
