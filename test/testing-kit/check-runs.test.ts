@@ -17,12 +17,18 @@ const refund = (rule: Tool['needsApproval'] = true, input?: Tool['input']): Tool
   sideEffect: true,
   needsApproval: rule,
   ...(input ? { input } : {}),
-  fn: ({ cents }: { cents: number }) => (ran.push(`refund ${cents}`), { refunded: cents }),
+  fn: ({ cents }: { cents: number }) => {
+    ran.push(`refund ${cents}`);
+    return { refunded: cents };
+  },
 });
 const lookup = (rule: Tool['needsApproval'] = false): Tool => ({
   name: 'lookup',
   needsApproval: rule,
-  fn: () => (ran.push('lookup'), { cents: 1 }),
+  fn: () => {
+    ran.push('lookup');
+    return { cents: 1 };
+  },
 });
 
 /** Runs of agent "payer": one awaiting approval, one with an approved (edited) call and a queued lookup behind a pending one, one done; and a run of another agent. */
