@@ -134,18 +134,18 @@ export async function replayRun(
   }
   for (let guard = 0; status === 'awaiting_approval' && guard < 10_000; guard++) {
     const pending = agent.state.pendingCalls;
+    // One approver's decisions at a time, so each is recorded with its own `by`.
+    const by = pending.map((call) => decisions.get(call.key)?.by).find((who) => who !== undefined) ?? 'human';
     const given: Record<string, CallDecisionInput> = {};
     for (const call of pending) {
       const d = decisions.get(call.key);
-      if (!d) continue;
+      if (!d || d.by !== by) continue;
       given[call.id] = d.approved
         ? { approve: true, note: d.note, ...(d.args ? { args: d.args } : {}), ...(d.always ? { always: true } : {}) }
         : { approve: false, note: d.note };
     }
     if (Object.keys(given).length === 0) break;
-    status = await agent
-      .decide(given, { by: pending[0] ? (decisions.get(pending[0].key)?.by ?? 'human') : 'human' })
-      .catch(() => agent.status);
+    status = await agent.decide(given, { by }).catch(() => agent.status);
   }
   const replayed = agent.state.history;
   for (let i = 0; i < Math.max(history.length, replayed.length); i++) {

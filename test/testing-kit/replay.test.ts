@@ -130,4 +130,35 @@ describe('replayRun', () => {
     // The malformed action replays as `{}`: the same kind of entry, its reason told otherwise.
     expect(divergence).toMatchObject({ at: 4, replayed: { error: 'malformed action: has neither tool nor final' } });
   });
+
+  it('gives each recorded decision again under its own approver: calls of one step decided by two people', async () => {
+    const store = new MemoryStore();
+    const agent = new Agent({
+      runId: 'two',
+      store,
+      tools: [refund(true)],
+      policy: scriptedPolicy([
+        {
+          calls: [
+            { tool: 'refund', args: { cents: 100 } },
+            { tool: 'refund', args: { cents: 200 } },
+          ],
+        },
+        { final: 'ok' },
+      ]),
+    });
+    await agent.start('go');
+    const [a, b] = agent.state.pendingCalls;
+    // Erin denies the second first; Dana approves the first later.
+    await agent.decide({ [b?.id as string]: { approve: false, note: 'too much' } }, { by: 'erin' });
+    expect(await agent.decide({ [a?.id as string]: { approve: true } }, { by: 'dana' })).toBe('done');
+    const { divergence, status } = await replayRun(
+      (await store.load('two')) as NonNullable<Awaited<ReturnType<MemoryStore['load']>>>,
+      {
+        tools: [untouchable(refund(true))],
+      },
+    );
+    expect(divergence).toBeNull();
+    expect(status).toBe('done');
+  });
 });
