@@ -293,3 +293,33 @@ export class Saver {
     return { written: `{"b":${base.b}}`, base };
   }
 }
+
+/**
+ * Stores a new run at `view` (its first save, version 1) under a lease that is released at once,
+ * so a worker may claim it straight away; joined to `group` first, so a worker's `Agent.load`
+ * finds it there. Raced by another run of the same id, the store refuses the save.
+ * @throws ConflictError when the store has a run `runId` already.
+ */
+export async function storeNewRun(
+  store: CheckpointStore,
+  run: { runId: string; view: RunView; agent: string | null; group: string | null; lease: LeaseTerms },
+): Promise<void> {
+  const saver = new Saver({
+    store,
+    runId: run.runId,
+    version: 0,
+    stored: 0,
+    head: null,
+    lease: run.lease,
+    claimed: null,
+    agent: run.agent,
+    group: run.group,
+    read: () => run.view,
+    onFailure: () => {},
+  });
+  try {
+    await saver.flush();
+  } finally {
+    await saver.releaseOnly();
+  }
+}

@@ -8,7 +8,7 @@ import type { AgentContext, ApprovalRecord, HistoryEntry, JsonObject } from '../
 import { ConflictError, OptionsError, RunNotFoundError } from '../errors.js';
 import { checkOptions, count } from '../option-schema.js';
 import { DEFAULT_LEASE_MS, runIdSchema } from '../options.js';
-import { type RunView, Saver } from '../runtime/saver.js';
+import { type RunView, storeNewRun } from '../runtime/saver.js';
 import { type CheckpointStore, groupBudgetsOf } from '../store/contract.js';
 import { callsOf, decodeRun } from './invariants.js';
 
@@ -97,24 +97,13 @@ export async function forkRun(store: CheckpointStore, runId: string, options: Fo
     pendingCalls: [],
     history,
   };
-  const saver = new Saver({
-    store,
+  await storeNewRun(store, {
     runId: forkId,
-    version: 0,
-    stored: 0,
-    head: null,
-    lease: { owner: `fork-${randomUUID()}`, leaseMs: DEFAULT_LEASE_MS, waitMs: 0 },
-    claimed: null,
+    view,
     agent: stored.agent ?? null,
     group: (await groupBudgetsOf(store)?.groupOf(runId)) ?? null,
-    read: () => view,
-    onFailure: () => {},
+    lease: { owner: `fork-${randomUUID()}`, leaseMs: DEFAULT_LEASE_MS, waitMs: 0 },
   });
-  try {
-    await saver.flush();
-  } finally {
-    await saver.releaseOnly();
-  }
   return { runId: forkId, steps: atStep, entries: history.length };
 }
 

@@ -18,7 +18,7 @@ import { runtimeMachine } from '../runtime/host.js';
 import { remainingOf } from '../runtime/limits.js';
 import { registerPorts } from '../runtime/ports.js';
 import { viewOf } from '../runtime/run-actor.js';
-import { Saver } from '../runtime/saver.js';
+import { storeNewRun } from '../runtime/saver.js';
 import type { CheckpointStore } from '../store/contract.js';
 import { checkDefinition, checkQueueStore } from './checks.js';
 
@@ -103,26 +103,12 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
   if (failure !== undefined || view?.status !== 'running') {
     throw new SystemError(`${call}: the run could not be started (${String(failure ?? view?.status)})`, { runId });
   }
-  const saver = new Saver({
-    store,
+  await storeNewRun(store, {
     runId,
-    version: 0,
-    stored: 0,
-    head: null,
-    lease: parsed.runtime.lease,
-    claimed: null,
+    view,
     agent: options.agent.name,
-    // Joined before the run is first saved: a worker's Agent.load finds it in its group.
     group: parsed.budgetGroup,
-    read: () => view,
-    onFailure: () => {},
+    lease: parsed.runtime.lease,
   });
-  try {
-    // Raced by another submit of the same id, the store refuses this save (ConflictError).
-    await saver.flush();
-  } finally {
-    // No live lease stays behind: a worker may claim the run at once.
-    await saver.releaseOnly();
-  }
   return runId;
 }
