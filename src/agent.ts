@@ -251,10 +251,11 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    * Starts the run with the user's goal and runs until it settles.
    * @throws RunStateError if the run is not `idle`.
    */
-  async start(goal: string): Promise<Status> {
+  async start(goal: string, options: RunOptions = {}): Promise<Status> {
     this.#checkText('start', 'goal', goal);
+    const { signal } = checkOptions('start', options, runShape, this.#details());
     this.#expect(['idle'], 'start');
-    return this.#run.send({ type: 'START', goal });
+    return this.#withSignal(signal, () => this.#run.send({ type: 'START', goal }));
   }
 
   /**
@@ -270,12 +271,20 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
    */
   async run(options: RunOptions = {}): Promise<Status> {
     const { signal } = checkOptions('run', options, runShape, this.#details());
-    if (signal === undefined) return this.#runNow();
+    return this.#withSignal(signal, () => this.#runNow());
+  }
+
+  /**
+   * `operation`, stopped in this process as a crash at that moment would stop it once `signal`
+   * aborts (`RunOptions.signal`). An already aborted signal rejects at once, changing nothing.
+   */
+  async #withSignal(signal: AbortSignal | undefined, operation: () => Promise<Status>): Promise<Status> {
+    if (signal === undefined) return operation();
     signal.throwIfAborted();
     const abandon = () => void this.#run.abandon(signal.reason);
     signal.addEventListener('abort', abandon, { once: true });
     try {
-      return await this.#runNow();
+      return await operation();
     } finally {
       signal.removeEventListener('abort', abandon);
     }
@@ -374,11 +383,13 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
       at: isoTime(this.#runtime.clock.now()),
       details: this.#details(),
     };
-    const { decisions, by } = await readDecisions([first, second, third], where);
+    const { decisions, by, signal } = await readDecisions([first, second, third], where, true);
     // Checked against the calls as they were: a decision that raced another is checked again.
     if (this.#run.context.calls !== where.calls) return this.decide(first as never, second as never, third as never);
-    this.#recorded = null; // this decision's save clears the recorded one
-    return this.#run.send({ type: 'DECIDE', decisions, by, at: where.at });
+    return this.#withSignal(signal, () => {
+      this.#recorded = null; // this decision's save clears the recorded one
+      return this.#run.send({ type: 'DECIDE', decisions, by, at: where.at });
+    });
   }
 
   /**

@@ -272,7 +272,7 @@ export interface LoadOptions<Tools extends readonly Tool[] = readonly Tool[]> ex
   lease?: Lease;
 }
 
-/** Options of `agent.run(options)`. */
+/** Options of `agent.start(goal, options)` and `agent.run(options)`; `decide` takes them with its own. */
 export interface RunOptions {
   /**
    * Aborting it stops the run in this process exactly as a crash at that moment would: the
@@ -284,7 +284,7 @@ export interface RunOptions {
 }
 
 /** Options of `decide(approved, note, options)`. */
-export interface DecideOptions {
+export interface DecideOptions extends RunOptions {
   /** The pending call's id the human saw; a different id throws `StaleApprovalError`. Needed when several calls are pending. */
   callId?: string | undefined;
   /** Who decided. @default 'human' */
@@ -307,7 +307,7 @@ export type CallDecisionInput =
 export type Decisions = Record<string, CallDecisionInput>;
 
 /** Options of `decide(decisions, options)`. */
-export interface DecideManyOptions {
+export interface DecideManyOptions extends RunOptions {
   /** Who decided. @default 'human' */
   by?: string | undefined;
 }

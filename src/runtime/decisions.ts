@@ -151,27 +151,34 @@ export async function checkDecisions(map: unknown, where: Where): Promise<CallDe
 }
 
 /**
- * The arguments of `decide`, in either form, checked: `(approved, note?, { callId?, by? })` or
- * `({ [callId]: decision }, { by? })`. Errors carry the run's id and status.
+ * The arguments of `decide`, in either form, checked: `(approved, note?, { callId?, by?, signal? })`
+ * or `({ [callId]: decision }, { by?, signal? })` (`signal` only where the caller takes one:
+ * `withSignal`). Errors carry the run's id and status.
  */
 export async function readDecisions(
   [first, second, third]: [unknown, unknown, unknown],
   where: Where,
-): Promise<{ decisions: CallDecision[]; by: string }> {
+  withSignal = false,
+): Promise<{ decisions: CallDecision[]; by: string; signal?: AbortSignal }> {
+  const extra = withSignal ? ['signal'] : [];
   try {
     if (typeof first === 'boolean') {
       const note = second === undefined ? '' : second;
       checkText('decide', 'note', note);
-      const opts = decideOptions(third, ['callId', 'by']);
+      const opts = decideOptions(third, ['callId', 'by', ...extra]);
       if (opts.callId !== undefined) checkText('decide', 'callId', opts.callId);
       const call = legacyTarget(where, opts.callId);
-      return { decisions: [{ callId: call.id, approve: first, note: note as string }], by: opts.by ?? 'human' };
+      return {
+        decisions: [{ callId: call.id, approve: first, note: note as string }],
+        by: opts.by ?? 'human',
+        ...signalOf(opts),
+      };
     }
     if (first === null || typeof first !== 'object') {
       throw new OptionsError(`decide: expected true, false or a map of decisions by call id, got ${showValue(first)}`);
     }
-    const opts = decideOptions(second, ['by']);
-    return { decisions: await checkDecisions(first, where), by: opts.by ?? 'human' };
+    const opts = decideOptions(second, ['by', ...extra]);
+    return { decisions: await checkDecisions(first, where), by: opts.by ?? 'human', ...signalOf(opts) };
   } catch (error) {
     // The caller's mistakes name the run they concern, like every other error of the Agent.
     if (error instanceof OptionsError && error.runId === undefined) {
@@ -181,7 +188,7 @@ export async function readDecisions(
   }
 }
 
-function decideOptions(value: unknown, known: string[]): { callId?: string; by?: string } {
+function decideOptions(value: unknown, known: string[]): { callId?: string; by?: string; signal?: AbortSignal } {
   const opts = value === undefined ? {} : value;
   try {
     checkKeys('decide', opts, known);
@@ -189,7 +196,12 @@ function decideOptions(value: unknown, known: string[]): { callId?: string; by?:
     const hint = typeof opts === 'string' ? ' (to name the call you reviewed, pass { callId })' : '';
     throw new OptionsError(`${(error as Error).message}${hint}`);
   }
-  const by = (opts as { by?: unknown }).by;
+  const { by, signal } = opts as { by?: unknown; signal?: unknown };
   if (by !== undefined) checkText('decide', 'by', by);
-  return opts as { callId?: string; by?: string };
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new OptionsError(`decide: signal must be an AbortSignal, got ${showValue(signal)}`);
+  }
+  return opts as { callId?: string; by?: string; signal?: AbortSignal };
 }
+
+const signalOf = (opts: { signal?: AbortSignal }) => (opts.signal === undefined ? {} : { signal: opts.signal });

@@ -362,9 +362,12 @@ async function effectViolations(
       });
       continue;
     }
-    starts.set(effect.key, (starts.get(effect.key) ?? 0) + 1);
     const a = r.approval;
     const id = effect.approvedCallId;
+    // Counted per approval: a call whose outcome a crash left unknown runs again only under a new
+    // approval, given by a human told so (attempt 2).
+    const start = JSON.stringify([effect.key, id]);
+    starts.set(start, (starts.get(start) ?? 0) + 1);
     if (id !== null && !id.startsWith(`${effect.key}#`))
       out.push({
         invariant: 'approval',
@@ -390,13 +393,14 @@ async function effectViolations(
         entries: at(r),
       });
   }
-  for (const [key, count] of starts) {
+  for (const [start, count] of starts) {
+    const [key, id] = JSON.parse(start) as [string, string | null];
     const r = byKey.get(key) as CallRecord;
     const tool = tools.get(r.tool);
     if (count > 1 && tool?.sideEffect && !tool.idempotent && !tool.verify)
       out.push({
         invariant: 'once',
-        message: `${r.tool} key ${key} was started ${count} times; it is a side effect, not idempotent`,
+        message: `${r.tool} key ${key} was started ${count} times${id === null ? '' : ` under one approval (${id})`}; it is a side effect, not idempotent`,
         entries: at(r),
       });
   }
@@ -450,8 +454,9 @@ function budgetViolations(c: AgentContext, limits: Partial<Limits> | undefined):
  *   call is a call of the run, under an approval the run records;
  * - `denial`: every denial reached the model as an observation, and only real denials;
  * - `once`: with `effects` and `tools`, no side effect that is not idempotent (and has no `verify`)
- *   was started twice for a key (a pure tool is run again after a crash); with `applied`, no key
- *   landed twice;
+ *   was started twice for a key under one approval (a pure tool is run again after a crash; a call
+ *   whose outcome a crash left unknown runs again only under a new approval, attempt 2); with
+ *   `applied`, no key landed twice;
  * - `budget`: steps, tokens and dollars within `limits` (default: the run's own);
  * - `forbidden`: no call your `forbidden` names ran.
  *
