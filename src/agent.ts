@@ -12,6 +12,7 @@ import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
 import { checkOptions } from './option-schema.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime, runShape } from './options.js';
+import { untilAborted } from './runtime/deadline.js';
 import { readDecisions } from './runtime/decisions.js';
 import { openRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
@@ -131,9 +132,10 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     options: LoadOptions<Tools>,
   ): Promise<Agent<Tools>> {
     checkText('Agent.load', 'runId', runId);
-    const { lease: held, ...rest } = (options ?? {}) as LoadOptions<Tools>;
+    const { lease: held, signal, ...rest } = (options ?? {}) as LoadOptions<Tools>;
     const parsed = parseResumeOptions(rest as ResumeOptions<Tools>, 'Agent.load');
     if (held !== undefined) checkHeldLease(held, runId);
+    if (signal !== undefined) checkOptions('Agent.load', { signal }, runShape, { runId });
     const lent = parsed.runtime.lease;
     const terms = rest.leaseWaitMs === undefined ? { ...lent, waitMs: LOAD_WAIT_MS } : lent;
     // A run that has ended never changes again (nothing can be done to it but delete it): on a
@@ -145,8 +147,17 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     // run is claimed before it is read — a run another live process works on is refused
     // (RunBusyError), never loaded and worked twice — and one at rest is released in the same step.
     // A holder that is provably dead on this machine is released first.
-    const opened = held === undefined ? await openRun(store, runId, terms) : await openHeld(store, runId, held);
+    // Stopped by its signal: a lease claimed after all is given up (a lease handed in stays the caller's).
+    const giveUp = (late: OpenedRun | null) => {
+      if (held === undefined && late?.lease) void store.release(late.lease).catch(() => false);
+    };
+    const opening = held === undefined ? openRun(store, runId, terms) : openHeld(store, runId, held);
+    const opened = await untilAborted(signal, opening, giveUp);
     if (opened === null) throw notFound();
+    if (signal?.aborted) {
+      giveUp(opened);
+      throw signal.reason;
+    }
     const { run: record, lease, group } = opened;
     let agent: Agent<Tools>;
     try {

@@ -270,6 +270,11 @@ export interface LoadOptions<Tools extends readonly Tool[] = readonly Tool[]> ex
    * @default none: `Agent.load` claims the run itself
    */
   lease?: Lease;
+  /**
+   * Aborting it stops the load: it rejects with the signal's reason, and a lease it claimed
+   * meanwhile is given up. The stored run is as it was. @default none
+   */
+  signal?: AbortSignal;
 }
 
 /** Options of `agent.start(goal, options)` and `agent.run(options)`; `decide` takes them with its own. */

@@ -14,7 +14,8 @@ import { type AgentDefinition, resumeOptionsOf } from '../define.js';
 import { ApprovalExpiredError, CheckpointError, ConflictError, OptionsError, RunNotFoundError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import { checkedApart, checkOptions, fn, must, type OptionShape, text } from '../option-schema.js';
-import { checkText, parseResumeOptions } from '../options.js';
+import { checkText, parseResumeOptions, runShape } from '../options.js';
+import { untilAborted } from '../runtime/deadline.js';
 import { readDecisions } from '../runtime/decisions.js';
 import type { CheckpointStore, RecordedDecision } from '../store/contract.js';
 import type { Decisions, Tool } from '../types.js';
@@ -36,6 +37,12 @@ export interface RecordDecisionOptions {
   callId?: string;
   /** The time the decision is recorded at, checked against each call's expiry. @default the definition's clock, else systemClock */
   clock?: Clock;
+  /**
+   * Aborting it stops the call: it rejects with the signal's reason. Aborted before the store was
+   * asked to record the decision, nothing is recorded; while it was being asked, the decision may
+   * have been recorded (as after a crash): `store.load(runId).decision` tells. @default none
+   */
+  signal?: AbortSignal;
 }
 
 const recordShape = {
@@ -47,6 +54,7 @@ const recordShape = {
   note: text('a string').optional(),
   callId: text('a string').optional(),
   clock: z.looseObject({ now: fn }, { error: 'an object with now()' }).optional(),
+  signal: runShape.signal,
 } satisfies OptionShape<RecordDecisionOptions>;
 
 /**
@@ -78,7 +86,8 @@ export async function recordDecision(
   const call = 'recordDecision';
   checkQueueStore(call, store);
   checkText(call, 'runId', runId);
-  const { by, agent, note, callId } = checkOptions(call, options, recordShape);
+  const { by, agent, note, callId, signal } = checkOptions(call, options, recordShape);
+  signal?.throwIfAborted();
   if (agent !== undefined) checkDefinition(call, 'agent', agent);
   if (typeof decisions !== 'boolean' && (note !== undefined || callId !== undefined)) {
     throw new OptionsError(`${call}: note and callId go with recordDecision(store, runId, approved, …) only`);
@@ -99,7 +108,7 @@ export async function recordDecision(
     }
   }
 
-  const record = await store.load(runId);
+  const record = await untilAborted(signal, store.load(runId));
   if (!record) throw new RunNotFoundError(`${call}: no run ${JSON.stringify(runId)} in the store`, { runId });
   if (agent && record.agent !== null && record.agent !== agent.name) {
     throw new OptionsError(
@@ -151,7 +160,8 @@ export async function recordDecision(
     }
   }
   const recorded: RecordedDecision = { decisions: asMap(checked.decisions), by, at };
-  await store.queueDecision(runId, recorded, record.version);
+  signal?.throwIfAborted();
+  await untilAborted(signal, store.queueDecision(runId, recorded, record.version));
   return recorded;
 }
 

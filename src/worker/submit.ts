@@ -13,7 +13,8 @@ import type { Limits } from '../../machines/types.js';
 import { type AgentDefinition, agentOptionsOf } from '../define.js';
 import { ConflictError, SystemError } from '../errors.js';
 import { checkedApart, checkOptions, type OptionShape, text } from '../option-schema.js';
-import { parseAgentOptions, parseLimits } from '../options.js';
+import { parseAgentOptions, parseLimits, runShape } from '../options.js';
+import { untilAborted } from '../runtime/deadline.js';
 import { runtimeMachine } from '../runtime/host.js';
 import { remainingOf } from '../runtime/limits.js';
 import { registerPorts } from '../runtime/ports.js';
@@ -34,6 +35,12 @@ export interface SubmitOptions {
   limits?: Partial<Limits>;
   /** The run's budget group (a tenant, a user), as `new Agent`'s `budgetGroup`; the store must have group budgets. @default none */
   budgetGroup?: string;
+  /**
+   * Aborting it stops the call: it rejects with the signal's reason. Aborted before the run was
+   * saved, nothing is stored; while it was being saved, the run may have been stored (as after a
+   * crash): `store.load(runId)` tells, and a worker starts it as any other. @default none
+   */
+  signal?: AbortSignal;
 }
 
 const submitShape = {
@@ -43,6 +50,7 @@ const submitShape = {
   runId: checkedApart,
   limits: checkedApart,
   budgetGroup: checkedApart,
+  signal: runShape.signal,
 } satisfies OptionShape<SubmitOptions>;
 
 /**
@@ -70,8 +78,10 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     },
     call,
   );
+  const { signal } = options;
+  signal?.throwIfAborted();
   const runId = parsed.runId ?? randomUUID();
-  if (await store.load(runId)) {
+  if (await untilAborted(signal, store.load(runId))) {
     throw new ConflictError(`${call}: the store already has a run ${JSON.stringify(runId)}`, 0, null, { runId });
   }
   const input = { runId, limits: parsed.limits, approvalTtlMs: parsed.approvalTtlMs };
@@ -103,12 +113,16 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
   if (failure !== undefined || view?.status !== 'running') {
     throw new SystemError(`${call}: the run could not be started (${String(failure ?? view?.status)})`, { runId });
   }
-  await storeNewRun(store, {
-    runId,
-    view,
-    agent: options.agent.name,
-    group: parsed.budgetGroup,
-    lease: parsed.runtime.lease,
-  });
+  signal?.throwIfAborted();
+  await untilAborted(
+    signal,
+    storeNewRun(store, {
+      runId,
+      view,
+      agent: options.agent.name,
+      group: parsed.budgetGroup,
+      lease: parsed.runtime.lease,
+    }),
+  );
   return runId;
 }

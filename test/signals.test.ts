@@ -1,15 +1,18 @@
 /**
- * `start(goal, { signal })` and `decide(…, { signal })`: aborting stops the run in this process as a
- * crash at that moment would (test/run-signal.test.ts has `run`). A property: abort `start` and
- * each `decide` after any number of turns of the event loop, resume from the store each time, and
- * every promise of the design holds on the finished run (checkInvariants, with every effect seen).
+ * Signals beyond `run` (test/run-signal.test.ts): `start(goal, { signal })` and
+ * `decide(…, { signal })` stop the run in this process as a crash at that moment would;
+ * `Agent.load`, `submitRun` and `recordDecision` reject with the reason and leave the store as a
+ * crash at that point would. A property: abort `start` and each `decide` after any number of turns
+ * of the event loop, resume from the store each time, and every promise of the design holds on the
+ * finished run (checkInvariants, with every effect seen).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Agent, OptionsError, type Status, type Tool } from '../src/index.js';
+import { Agent, defineAgent, OptionsError, type Status, type Tool } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { checkInvariants, recordEffects, scriptedPolicy } from '../src/testing/index.js';
-import { gate, until } from './support/helpers.js';
+import { recordDecision, submitRun } from '../src/worker/index.js';
+import { gate, mortal, until } from './support/helpers.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -22,6 +25,90 @@ function abortedAfter(turns: number): AbortSignal {
   })();
   return controller.signal;
 }
+
+describe('Agent.load, submitRun and recordDecision take a signal', () => {
+  const pay: Tool = { name: 'pay', sideEffect: true, fn: () => 'paid' };
+  const policy = scriptedPolicy([{ tool: 'pay', args: {} }, { final: 'paid' }]);
+
+  it('Agent.load: stopped while it claims, it rejects with the reason and gives up the lease it gets late', async () => {
+    // A run whose owner died in a call: stored running, so a load claims it and keeps the lease.
+    const store = new MemoryStore();
+    let called = false;
+    const lookup: Tool = {
+      name: 'lookup',
+      fn: () => {
+        called = true;
+        return new Promise(() => {});
+      },
+    };
+    const tools = [lookup];
+    const policy = scriptedPolicy([{ tool: 'lookup', args: {} }, { final: 'found' }]);
+    const first = mortal(store);
+    void new Agent({ runId: 'r', store: first.store, tools, policy, leaseMs: 60 }).start('go').catch(() => {});
+    await until(() => called);
+    first.die();
+    await new Promise((resolve) => setTimeout(resolve, 80)); // its lease lapses
+    const open = store.open.bind(store);
+    const release = store.release.bind(store);
+    const slow = gate<void>();
+    const released: string[] = [];
+    store.open = async (runId, options) => {
+      if (options.owner === 'b') await slow.promise;
+      return open(runId, options);
+    };
+    store.release = async (lease) => {
+      released.push(lease.owner);
+      return release(lease);
+    };
+    const controller = new AbortController();
+    const loading = Agent.load(store, 'r', { tools, policy, owner: 'b', signal: controller.signal });
+    const reason = new Error('not now');
+    controller.abort(reason);
+    await expect(loading).rejects.toBe(reason);
+    slow.resolve();
+    await until(() => released.includes('b'));
+    // Not held: another owner loads it at once, and an aborted signal changes nothing.
+    await expect(Agent.load(store, 'r', { tools, policy, signal: AbortSignal.abort(new Error('no')) })).rejects.toThrow(
+      'no',
+    );
+    const next = await Agent.load(store, 'r', { tools, policy, leaseWaitMs: 0 });
+    expect(next.status).toBe('running');
+    await expect(Agent.load(store, 'r', { tools, policy, signal: 'x' } as never)).rejects.toThrow(
+      /Agent.load: signal must be an AbortSignal/,
+    );
+  });
+
+  it('submitRun and recordDecision: aborted before the store is asked, nothing is stored; during, it may be (as a crash)', async () => {
+    const store = new MemoryStore();
+    const payer = defineAgent({ name: 'payer', tools: [pay], policy });
+    const no = () => AbortSignal.abort(new Error('no'));
+    await expect(submitRun(store, { agent: payer, goal: 'go', runId: 's', signal: no() })).rejects.toThrow('no');
+    expect(await store.load('s')).toBeNull();
+    await expect(submitRun(store, { agent: payer, goal: 'go', signal: 1 } as never)).rejects.toBeInstanceOf(
+      OptionsError,
+    );
+    // A run awaiting approval, and a decision on it.
+    expect(await new Agent({ runId: 'r', store, agent: 'payer', tools: [pay], policy }).start('go')).toBe(
+      'awaiting_approval',
+    );
+    await expect(recordDecision(store, 'r', true, { by: 'dana', signal: no() })).rejects.toThrow('no');
+    expect((await store.load('r'))?.decision).toBeNull();
+    const queue = store.queueDecision.bind(store);
+    const slow = gate<void>();
+    store.queueDecision = async (...args) => {
+      await slow.promise;
+      return queue(...args);
+    };
+    const controller = new AbortController();
+    const recording = recordDecision(store, 'r', true, { by: 'dana', signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort(new Error('closed'));
+    await expect(recording).rejects.toThrow('closed');
+    slow.resolve();
+    for (let i = 0; i < 100 && !(await store.load('r'))?.decision; i++) await tick();
+    expect((await store.load('r'))?.decision).toMatchObject({ by: 'dana' });
+  });
+});
 
 describe('start and decide take a signal', () => {
   it('start: aborted in a call, it rejects with the reason and the stored run resumes elsewhere', async () => {
