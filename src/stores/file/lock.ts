@@ -65,8 +65,11 @@ async function create(path: string, body: string): Promise<boolean> {
   }
 }
 
-/** The lock's raw content and whether its owner is gone; null if there is no lock now. */
-async function inspect(path: string): Promise<{ raw: string; stale: boolean } | null> {
+/**
+ * The lock's raw content and whether its owner is gone; null if there is no lock now. An
+ * unreadable lock (its writer died between creating and writing it) says when it turns stale.
+ */
+async function inspect(path: string): Promise<{ raw: string; stale: boolean; staleAt?: number } | null> {
   let raw: string;
   let mtimeMs: number;
   try {
@@ -79,7 +82,8 @@ async function inspect(path: string): Promise<{ raw: string; stale: boolean } | 
   try {
     owner = JSON.parse(raw) as Owner;
   } catch {
-    return { raw, stale: Date.now() - mtimeMs > UNREADABLE_STALE_MS };
+    const staleAt = mtimeMs + UNREADABLE_STALE_MS;
+    return { raw, stale: Date.now() > staleAt, staleAt };
   }
   // Our own pid with a token we do not know was left by a dead process whose pid we now have.
   const dead = owner.boot !== BOOT || (owner.pid === process.pid ? !mine.has(owner.token) : !alive(owner.pid));
@@ -118,8 +122,12 @@ async function acquire(path: string, token: string, timeoutMs: number): Promise<
       if (!(await breakStale(path, held.raw, body))) await sleep(1);
       continue;
     }
-    if (Date.now() > deadline) {
-      throw new StoreUnavailableError(`file store: ${path} has been locked for over ${timeoutMs} ms by ${held.raw}`);
+    // An unreadable lock is waited out until it turns stale, whatever the timeout: it has no owner
+    // to wait for, and giving up first would fail every caller until someone breaks it.
+    const waitingOut = held.staleAt !== undefined && Date.now() <= held.staleAt;
+    if (Date.now() > deadline && !waitingOut) {
+      const by = held.raw === '' ? 'a writer that died before writing it (empty)' : held.raw;
+      throw new StoreUnavailableError(`file store: ${path} has been locked for over ${timeoutMs} ms by ${by}`);
     }
     await sleep(wait);
   }
