@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { isExpiredAt } from '../machines/calls.js';
 import { modelView } from '../machines/compaction.js';
 import type { HistoryEntry, Limits, Status } from '../machines/types.js';
+import { untilAborted } from './abort.js';
 import { decodeCheckpoint, decodeStored, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
 import { checkOptions } from './option-schema.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime, runShape } from './options.js';
-import { untilAborted } from './runtime/deadline.js';
 import { readDecisions } from './runtime/decisions.js';
 import { openRun } from './runtime/lease.js';
 import { withLimits } from './runtime/limits.js';
@@ -151,7 +151,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     const giveUp = (late: OpenedRun | null) => {
       if (held === undefined && late?.lease) void store.release(late.lease).catch(() => false);
     };
-    const opening = held === undefined ? openRun(store, runId, terms) : openHeld(store, runId, held);
+    const opening = held === undefined ? openRun(store, runId, terms, signal) : openHeld(store, runId, held);
     const opened = await untilAborted(signal, opening, giveUp);
     if (opened === null) throw notFound();
     if (signal?.aborted) {

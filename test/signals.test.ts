@@ -52,7 +52,8 @@ describe('Agent.load, submitRun and recordDecision take a signal', () => {
     const release = store.release.bind(store);
     const slow = gate<void>();
     const released: string[] = [];
-    store.open = async (runId, options) => {
+    // A store that does not stop at the signal (one of your own, say): its claim lands late.
+    store.open = async (runId, { signal: _ignored, ...options }) => {
       if (options.owner === 'b') await slow.promise;
       return open(runId, options);
     };
@@ -76,6 +77,50 @@ describe('Agent.load, submitRun and recordDecision take a signal', () => {
     await expect(Agent.load(store, 'r', { tools, policy, signal: 'x' } as never)).rejects.toThrow(
       /Agent.load: signal must be an AbortSignal/,
     );
+  });
+
+  it('Agent.load: a claim waiting out a live owner stops at the signal, in the store too', async () => {
+    const store = new MemoryStore();
+    const held = gate<unknown>();
+    let called = false;
+    const lookup: Tool = {
+      name: 'lookup',
+      fn: () => {
+        called = true;
+        return held.promise;
+      },
+    };
+    const tools = [lookup, pay];
+    const policy = scriptedPolicy([
+      { tool: 'lookup', args: {} },
+      { tool: 'pay', args: {} },
+    ]);
+    const owner = new Agent({ runId: 'w', store, tools, policy });
+    const working = owner.start('go');
+    await until(() => called);
+    const open = store.open.bind(store);
+    const opened: string[] = [];
+    store.open = async (runId, options) => {
+      const result = await open(runId, options);
+      opened.push(options.owner);
+      return result;
+    };
+    const controller = new AbortController();
+    const loading = Agent.load(store, 'w', {
+      tools,
+      policy,
+      owner: 'b',
+      leaseWaitMs: 60_000,
+      signal: controller.signal,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    controller.abort(new Error('waited enough'));
+    await expect(loading).rejects.toThrow('waited enough');
+    // The owner settles and lets the run go; the stopped claim never takes it.
+    held.resolve({ found: true });
+    expect(await working).toBe('awaiting_approval');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(opened).toEqual([]);
   });
 
   it('submitRun and recordDecision: aborted before the store is asked, nothing is stored; during, it may be (as a crash)', async () => {

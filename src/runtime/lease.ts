@@ -38,10 +38,17 @@ export function claimRun(store: CheckpointStore, runId: string, terms: LeaseTerm
  * call on a store with `open` — a provably dead holder costs a release and a second call — and
  * the calls it is made of on a store without it (store/open.ts).
  */
-export function openRun(store: CheckpointStore, runId: string, terms: LeaseTerms): Promise<OpenedRun | null> {
-  return pastDeadHolder(store, runId, terms, (options) =>
-    store.open ? store.open(runId, options) : openByParts(store, runId, options),
-  );
+export function openRun(
+  store: CheckpointStore,
+  runId: string,
+  terms: LeaseTerms,
+  signal?: AbortSignal,
+): Promise<OpenedRun | null> {
+  return pastDeadHolder(store, runId, terms, (options) => {
+    // A claim that waits out another owner stops at the caller's signal.
+    const claim = signal === undefined ? options : { ...options, signal };
+    return store.open ? store.open(runId, claim) : openByParts(store, runId, claim);
+  });
 }
 
 /** `attempt` (a claim, or an open), tried again at once past a provably dead holder, else within `waitMs`. */

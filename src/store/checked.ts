@@ -6,6 +6,7 @@
  * backend writes. A backend that needs no base can still implement `CheckpointStore` and call the
  * same checks itself (arguments.ts, leases.ts, queue.ts).
  */
+import { untilAborted } from '../abort.js';
 import type { LeaseLostError } from '../errors.js';
 import { checkListOptions, checkRunId, checkWrite } from './arguments.js';
 import type {
@@ -67,11 +68,18 @@ export abstract class CheckedStore implements CheckpointStore {
   }
 
   async claim(runId: string, options: ClaimOptions): Promise<Lease> {
-    return this.claimChecked(runId, checkClaim(runId, options));
+    const checked = checkClaim(runId, options);
+    // Stopped by its signal: a lease taken as it aborted is released.
+    return untilAborted(checked.signal ?? undefined, this.claimChecked(runId, checked), (lease) => {
+      void this.release(lease).catch(() => false);
+    });
   }
 
   async open(runId: string, claim: ClaimOptions): Promise<OpenedRun | null> {
-    return this.openChecked(runId, checkClaim(runId, claim, 'open'));
+    const checked = checkClaim(runId, claim, 'open');
+    return untilAborted(checked.signal ?? undefined, this.openChecked(runId, checked), (opened) => {
+      if (opened?.lease) void this.release(opened.lease).catch(() => false);
+    });
   }
 
   async renew(lease: Lease, leaseMs?: number): Promise<Lease> {
@@ -128,8 +136,14 @@ export abstract class CheckedStore implements CheckpointStore {
    * transaction, one statement) overrides it, keeping the rules the contract gives `open`.
    */
   protected async openChecked(runId: string, claim: CheckedClaim): Promise<OpenedRun | null> {
-    const { owner, leaseMs, wait, process } = claim;
-    return openByParts(this, runId, { owner, leaseMs, wait, ...(process === null ? {} : { process }) });
+    const { owner, leaseMs, wait, process, signal } = claim;
+    return openByParts(this, runId, {
+      owner,
+      leaseMs,
+      wait,
+      ...(process === null ? {} : { process }),
+      ...(signal === null ? {} : { signal }),
+    });
   }
 
   /**

@@ -173,6 +173,11 @@ export interface ClaimOptions {
    * @default null (unknown: the lease is only ever left to lapse)
    */
   process?: ProcessIdentity | null;
+  /**
+   * Aborting it stops a claim that waits (`wait`): it rejects with the signal's reason, and a
+   * lease it took meanwhile is released. An already aborted signal claims nothing. @default none
+   */
+  signal?: AbortSignal;
 }
 
 /**

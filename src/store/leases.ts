@@ -62,14 +62,21 @@ export function checkClaim(
   runId: unknown,
   options: ClaimOptions,
   call = 'claim',
-): Required<Omit<ClaimOptions, 'process'>> & { process: ProcessIdentity | null } {
+): Required<Omit<ClaimOptions, 'process' | 'signal'>> & {
+  process: ProcessIdentity | null;
+  signal: AbortSignal | null;
+} {
   checkRunId(call, runId);
-  checkKeys(call, options, ['owner', 'leaseMs', 'wait', 'process']);
+  checkKeys(call, options, ['owner', 'leaseMs', 'wait', 'process', 'signal']);
   checkOwner(call, options.owner);
   if (options.leaseMs === undefined) throw new OptionsError(`${call}: leaseMs is required (1 to 2^31−1 ms)`);
   const leaseMs = checkDuration(call, 'leaseMs', options.leaseMs, 0);
   const wait = checkDuration(call, 'wait', options.wait, 0, 0);
-  return { owner: options.owner, leaseMs, wait, process: checkProcess(call, options.process) };
+  const { signal } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new OptionsError(`${call}: signal must be an AbortSignal, got ${showValue(signal)}`);
+  }
+  return { owner: options.owner, leaseMs, wait, process: checkProcess(call, options.process), signal: signal ?? null };
 }
 
 /**
@@ -241,7 +248,22 @@ export function fenceRecord(
   return { ...c, expiresAt: Math.max(c.expiresAt ?? 0, now + lease.leaseMs) };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or rejects with `signal`'s reason as soon as it aborts. */
+function pauseFor(ms: number, signal: AbortSignal | null): Promise<void> {
+  if (!signal) return new Promise((resolve) => setTimeout(resolve, ms));
+  return new Promise((resolve, reject) => {
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
+  });
+}
 
 /** The first pause between claim attempts, doubling up to the last: a release is seen within 100 ms. */
 const FIRST_PAUSE_MS = 5;
@@ -256,10 +278,11 @@ const MAX_PAUSE_MS = 100;
  * @throws RunBusyError from the last attempt, saying how long it waited.
  */
 export async function claimWithin<T = Lease>(
-  wait: number,
+  { wait, signal }: { wait: number; signal: AbortSignal | null },
   storeNow: (() => number) | undefined,
   attempt: () => Promise<T>,
 ): Promise<T> {
+  signal?.throwIfAborted();
   const started = performance.now();
   const storeStarted = wait > 0 ? storeNow?.() : undefined;
   let pause = FIRST_PAUSE_MS;
@@ -279,7 +302,7 @@ export async function claimWithin<T = Lease>(
         throw busyError('claim', error.runId as string, error.holder, error.until, wait, held);
       }
       const untilIn = Date.parse(error.until) - (storeTime ?? Date.now());
-      await sleep(Math.max(1, Math.min(pause, left, untilIn > 0 ? untilIn : pause)));
+      await pauseFor(Math.max(1, Math.min(pause, left, untilIn > 0 ? untilIn : pause)), signal);
       pause = Math.min(pause * 2, MAX_PAUSE_MS);
     }
   }

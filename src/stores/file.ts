@@ -245,8 +245,8 @@ export class FileStore extends CheckedStore {
     });
   }
 
-  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
-    return claimWithin(wait, this.#now, async () => {
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, signal, process }: CheckedClaim): Promise<Lease> {
+    return claimWithin({ wait, signal }, this.#now, async () => {
       const claimed = await this.#changeLease('claim', runId, (current) =>
         claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
       );

@@ -132,8 +132,8 @@ export class MemoryStore extends CheckedGroupStore {
     return this.#runs.delete(runId);
   }
 
-  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
-    return claimWithin(wait, this.#now, async () => {
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, signal, process }: CheckedClaim): Promise<Lease> {
+    return claimWithin({ wait, signal }, this.#now, async () => {
       const now = nowOf(this.#now, 'claim');
       const record = claimRecord(runId, this.#leases.get(runId) ?? null, owner, leaseMs, now, process);
       this.#leases.set(runId, record);
@@ -144,9 +144,9 @@ export class MemoryStore extends CheckedGroupStore {
   /** One synchronous step: the run read, claimed, and (at rest) released, with nothing in between. */
   protected override async openChecked(
     runId: string,
-    { owner, leaseMs, wait, process }: CheckedClaim,
+    { owner, leaseMs, wait, signal, process }: CheckedClaim,
   ): Promise<OpenedRun | null> {
-    return claimWithin(wait, this.#now, async () => {
+    return claimWithin({ wait, signal }, this.#now, async () => {
       const run = this.#runs.get(runId);
       if (!run) return null;
       if (hasEnded(run.status)) return { run: structuredClone(run), lease: null, group: null };

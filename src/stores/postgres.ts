@@ -194,7 +194,7 @@ export class PostgresStore extends CheckedGroupStore {
 
   /** One round trip: four statements sent at once, one transaction (postgres/open.ts). */
   protected override async openChecked(runId: string, claim: CheckedClaim): Promise<OpenedRun | null> {
-    return claimWithin(claim.wait, this.#now, async () => {
+    return claimWithin(claim, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
         const text = openText(`"${this.#schema}"`, this.#schema, runId, claim, this.#at());
         const outcome = openedOf(runId, claim, await this.#run('open', (sql) => sql.batch(text)));
@@ -311,9 +311,9 @@ export class PostgresStore extends CheckedGroupStore {
   }
 
   protected async claimChecked(runId: string, checked: CheckedClaim): Promise<Lease> {
-    const { owner, leaseMs, wait } = checked;
+    const { owner, leaseMs } = checked;
     const item = { runId, owner, leaseMs, process: checked.process && JSON.stringify(checked.process) };
-    return claimWithin(wait, this.#now, async () => {
+    return claimWithin(checked, this.#now, async () => {
       for (let attempt = 0; ; attempt++) {
         // The first try in this turn's batch of claims (lease-batches.ts), a retry alone.
         const made = attempt === 0 ? await this.#leases.claim(item) : await this.#claimOne(item);

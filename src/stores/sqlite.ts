@@ -322,8 +322,8 @@ export class SqliteStore extends CheckedGroupStore {
     return this.#guard('delete', () => this.#delete(runId, expectedVersion, lease));
   }
 
-  protected async claimChecked(runId: string, { owner, leaseMs, wait, process }: CheckedClaim): Promise<Lease> {
-    return claimWithin(wait, this.#now, async () =>
+  protected async claimChecked(runId: string, { owner, leaseMs, wait, signal, process }: CheckedClaim): Promise<Lease> {
+    return claimWithin({ wait, signal }, this.#now, async () =>
       this.#guard('claim', () => {
         const claimed = this.#lease(runId, (current) =>
           claimRecord(runId, current, owner, leaseMs, nowOf(this.#now, 'claim'), process),
@@ -334,7 +334,7 @@ export class SqliteStore extends CheckedGroupStore {
   }
 
   protected override async openChecked(runId: string, claim: CheckedClaim): Promise<OpenedRun | null> {
-    return claimWithin(claim.wait, this.#now, async () => this.#guard('open', () => this.#open(runId, claim)));
+    return claimWithin(claim, this.#now, async () => this.#guard('open', () => this.#open(runId, claim)));
   }
 
   protected async renewChecked(lease: Lease, ms: number): Promise<Lease> {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { isExpiredAt } from '../../machines/calls.js';
 import { hasLoneSurrogate } from '../../machines/strings.js';
 import type { CallDecision } from '../../machines/types.js';
+import { untilAborted } from '../abort.js';
 import { decodeStored, statusOfValue } from '../checkpoint/index.js';
 import { type Clock, isoTime, systemClock } from '../clock.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
@@ -15,7 +16,6 @@ import { ApprovalExpiredError, CheckpointError, ConflictError, OptionsError, Run
 import { isPlainObject } from '../json.js';
 import { checkedApart, checkOptions, fn, must, type OptionShape, text } from '../option-schema.js';
 import { checkText, parseResumeOptions, runShape } from '../options.js';
-import { untilAborted } from '../runtime/deadline.js';
 import { readDecisions } from '../runtime/decisions.js';
 import type { CheckpointStore, RecordedDecision } from '../store/contract.js';
 import type { Decisions, Tool } from '../types.js';

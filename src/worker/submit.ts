@@ -10,11 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import { createActor } from 'xstate';
 import type { Limits } from '../../machines/types.js';
+import { untilAborted } from '../abort.js';
 import { type AgentDefinition, agentOptionsOf } from '../define.js';
 import { ConflictError, SystemError } from '../errors.js';
 import { checkedApart, checkOptions, type OptionShape, text } from '../option-schema.js';
 import { parseAgentOptions, parseLimits, runShape } from '../options.js';
-import { untilAborted } from '../runtime/deadline.js';
 import { runtimeMachine } from '../runtime/host.js';
 import { remainingOf } from '../runtime/limits.js';
 import { registerPorts } from '../runtime/ports.js';

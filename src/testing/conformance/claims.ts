@@ -48,6 +48,46 @@ export const claimCases: ConformanceCase[] = [
       }),
   },
   {
+    name: 'claim and open with a signal: a waiting claim stops when it aborts (rejecting with its reason, holding nothing); an aborted signal claims nothing',
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        await store.save('r', write(), 0);
+        const a = await store.claim('r', { owner: 'worker-a', leaseMs: 60_000 });
+        const controller = new AbortController();
+        const waiting = store.claim('r', {
+          owner: 'worker-b',
+          leaseMs: 60_000,
+          wait: 60_000,
+          signal: controller.signal,
+        });
+        await tick();
+        const reason = new Error('the caller went away');
+        controller.abort(reason);
+        await assert.rejects(waiting, (error) => error === reason);
+        if (store.open) {
+          const opening = store.open('r', {
+            owner: 'worker-b',
+            leaseMs: 60_000,
+            wait: 60_000,
+            signal: AbortSignal.abort(reason),
+          });
+          await assert.rejects(opening, (error) => error === reason);
+        }
+        assert.equal(await store.release(a), true);
+        // Neither stopped claim took the run: the next claim is the third.
+        await assert.rejects(
+          store.claim('r', { owner: 'worker-c', leaseMs: 1_000, signal: AbortSignal.abort(reason) }),
+          (error) => error === reason,
+        );
+        const c = await store.claim('r', { owner: 'worker-c', leaseMs: 1_000 });
+        assert.deepEqual([c.owner, c.token], ['worker-c', 2]);
+        await assert.rejects(
+          store.claim('r', { owner: 'worker-d', leaseMs: 1_000, signal: 'soon' } as never),
+          optionsError(/^claim: signal must be an AbortSignal, got "soon"$/),
+        );
+      }),
+  },
+  {
     name: 'claim and lease options are strict: a missing or unknown option, a duration out of range, a bad owner, a lease of another run: OptionsError',
     run: (ctx) =>
       withStore(ctx, async (store) => {
