@@ -149,8 +149,11 @@ function pendingCallsOfWrite(
 /** Checks `list`'s options alike in every store: known keys, a real status, a boolean `expired`, a whole limit ≥ 0. */
 export function checkListOptions(options: ListOptions | undefined): ListOptions {
   if (options === undefined) return {};
-  checkKeys('list', options, ['status', 'expired', 'limit', 'agent']);
+  checkKeys('list', options, ['status', 'expired', 'limit', 'agent', 'signal']);
   if (options.agent !== undefined) checkAgentName('list', options.agent);
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new OptionsError(`list: signal must be an AbortSignal, got ${showValue(options.signal)}`);
+  }
   if (options.status !== undefined && !STATUSES.includes(options.status)) {
     throw new OptionsError(`list: status must be one of ${STATUSES.join(', ')}, got ${showValue(options.status)}`);
   }

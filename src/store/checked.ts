@@ -53,7 +53,9 @@ export abstract class CheckedStore implements CheckpointStore {
   }
 
   async list(options?: ListOptions): Promise<RunSummary[]> {
-    return this.listChecked(checkListOptions(options));
+    // The backend reads the filters; the signal stops the caller's wait (a read changes nothing).
+    const { signal, ...filters } = checkListOptions(options);
+    return untilAborted(signal, this.listChecked(filters));
   }
 
   async summary(runId: string): Promise<RunSummary | null> {

@@ -118,6 +118,8 @@ export interface ListOptions {
   limit?: number;
   /** Only runs of this agent (`StoredRun.agent`). @default any */
   agent?: string;
+  /** Aborting it makes `list` reject with the signal's reason at once (it changes nothing). @default none */
+  signal?: AbortSignal;
 }
 
 export interface ClaimNextOptions {

@@ -209,4 +209,19 @@ export const listingCases: ConformanceCase[] = [
         }
       }),
   },
+  {
+    name: 'list with a signal: an aborted one rejects with its reason; one that is not a signal is an OptionsError; a live one changes nothing',
+    run: (ctx) =>
+      withStore(ctx, async (store) => {
+        await saveAll(store, 'a', [{ status: 'done' }]);
+        const reason = new Error('the page was closed');
+        await assert.rejects(store.list({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
+        await assert.rejects(store.list({ signal: 'soon' } as never), (e: Error) => e.name === 'OptionsError');
+        const live = new AbortController();
+        assert.deepEqual(
+          (await store.list({ status: 'done', signal: live.signal })).map((r) => r.runId),
+          (await store.list({ status: 'done' })).map((r) => r.runId),
+        );
+      }),
+  },
 ];
