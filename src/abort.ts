@@ -1,4 +1,8 @@
-/** Stopping a wait for the store when the caller's signal aborts. */
+/**
+ * Waiting for the store no longer than the caller wants: an operation raced against the caller's
+ * signal (store claims, `Agent.load`, `submitRun`, `recordDecision`).
+ */
+
 /**
  * `work`'s result, or a rejection with `signal`'s reason as soon as it aborts, whichever comes
  * first (at once if it already has). What `work` gives after that goes to `late` (a lease to
