@@ -278,8 +278,9 @@ class Play {
     if (outcome !== 'done' && !(outcome instanceof UserError)) throw outcome;
   }
 
+  /** The next process loads the run: an incarnation of its own, whose store and lease can die too. */
   #reload(): Promise<Agent> {
-    return Agent.load(this.store, this.runId, {
+    return Agent.load(this.#store(), this.runId, {
       tools: this.#tools(),
       policy: this.policy,
       clock: this.clock,
