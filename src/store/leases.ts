@@ -274,14 +274,17 @@ const MAX_PAUSE_MS = 100;
  * `wait` ms — by the process's monotonic clock or by `storeNow` (the store's clock, when it has
  * one in this process), whichever passes first: a test that moves an injected store clock past
  * the wait ends it without sleeping, and a frozen one cannot stretch it. Pauses back off from
- * 5 ms to 100 ms, never past the holder's `until` or the deadline.
+ * 5 ms to 100 ms, never past the holder's `until` or the deadline. Given the checked claim (its
+ * `wait` and `signal`), an aborted signal stops it with the signal's reason.
  * @throws RunBusyError from the last attempt, saying how long it waited.
  */
 export async function claimWithin<T = Lease>(
-  { wait, signal }: { wait: number; signal: AbortSignal | null },
+  within: number | { wait: number; signal?: AbortSignal | null },
   storeNow: (() => number) | undefined,
   attempt: () => Promise<T>,
 ): Promise<T> {
+  // `within`: the claim's wait, or the checked claim itself, whose signal then stops the pauses.
+  const { wait, signal = null } = typeof within === 'number' ? { wait: within } : within;
   signal?.throwIfAborted();
   const started = performance.now();
   const storeStarted = wait > 0 ? storeNow?.() : undefined;
