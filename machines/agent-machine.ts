@@ -81,6 +81,8 @@ export const agentMachine = setup({
     noTokensLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'tokens',
     noCostLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'cost',
     noTimeLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'time',
+    // A limit on the current turn of a conversation (`limits.perTurn`), once the run's allow the step.
+    noTurnLeft: ({ context, event }) => startingAStep(event) && exhaustedBudget(context) === 'turn',
     // Whether a step starting now summarises the view first. The machine has no compaction
     // option: the runtime provides this guard for a run given one (`summaryDueWhen`); without
     // it, no summary is ever made.
@@ -120,6 +122,7 @@ export const agentMachine = setup({
     markTokensExhausted: assign({ stoppedBy: 'tokens' as const }),
     markCostExhausted: assign({ stoppedBy: 'cost' as const }),
     markTimeExhausted: assign({ stoppedBy: 'time' as const }),
+    markTurnExhausted: assign({ stoppedBy: 'turn' as const }),
     // The runtime did not make the call: it does not fit a budget (the run's, or its group's in the store).
     markNoRoom: assign(({ event }) => {
       assertEvent(event, ['xstate.done.actor.policy', 'xstate.done.actor.summary']);
@@ -274,6 +277,7 @@ export const agentMachine = setup({
             { guard: 'noTokensLeft', target: '#agent.budget_exhausted', actions: 'markTokensExhausted' },
             { guard: 'noCostLeft', target: '#agent.budget_exhausted', actions: 'markCostExhausted' },
             { guard: 'noTimeLeft', target: '#agent.budget_exhausted', actions: 'markTimeExhausted' },
+            { guard: 'noTurnLeft', target: '#agent.budget_exhausted', actions: 'markTurnExhausted' },
             { guard: 'summaryDue', target: 'summarising' },
           ],
           invoke: {
@@ -368,17 +372,23 @@ export const agentMachine = setup({
       },
     },
     budget_exhausted: {
-      description: 'A budget stopped the run; stoppedBy names the one that stops it now.',
+      description:
+        "A budget stopped the run; stoppedBy names the one that stops it now. A new message (SEND) begins a new turn: the turn's limits count from zero, the run's budgets still apply.",
       on: {
         RUN: [{ guard: 'hasBudget', target: 'running', actions: 'clearStop' }, { actions: 'markExhausted' }],
         EXTEND_BUDGET: { actions: ['assignLimits', 'markExhausted'] },
+        SEND: { target: 'running', actions: 'recordMessage' },
       },
     },
     failed: {
       description: 'The policy kept failing after its retries; run() tries again.',
       on: { RUN: { target: 'running', actions: 'clearStop' } },
     },
-    done: { type: 'final', description: 'The policy answered.' },
+    done: {
+      description:
+        "The policy answered. A conversation goes on from here: a new message (SEND) is appended to the history and the run is running again, its budgets the run's, its turn's limits counted from zero.",
+      on: { SEND: { target: 'running', actions: 'recordMessage' } },
+    },
     cancelled: { type: 'final', description: 'Cancelled: calls in flight had their signals aborted.' },
   },
 });

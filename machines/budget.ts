@@ -7,7 +7,7 @@
  * micro-dollars, added and compared as integers, so `0.1 + 0.2` spends exactly `0.3` and a budget
  * of `0.3` is reached by it (binary floating point alone would leave it a hair short).
  */
-import type { AgentContext, BudgetKind, CallCost } from './types.js';
+import type { AgentContext, BudgetKind, CallCost, TurnStart } from './types.js';
 
 /** Micro-dollars in a dollar. */
 export const MICRO_USD = 1_000_000;
@@ -30,15 +30,39 @@ export function addUsd(a: number, b: number): number {
   return Math.min(microUsd(a) + microUsd(b), microUsd(MAX_COST_USD)) / MICRO_USD;
 }
 
-/** The budget that allows no further policy call, checked in this order, or null. */
+/** What the current turn has spent: the run's spending since the turn began. */
+export function spentThisTurn(context: Pick<AgentContext, 'steps' | 'usage' | 'turn'>): TurnStart {
+  const from = context.turn ?? { steps: 0, tokens: 0, costUsd: 0 };
+  const { usage } = context;
+  return {
+    steps: context.steps - from.steps,
+    tokens: usage.inputTokens + usage.outputTokens - from.tokens,
+    costUsd: (microUsd(usage.costUsd) - microUsd(from.costUsd)) / MICRO_USD,
+  };
+}
+
+/** Where a new turn begins: what the run has spent so far. */
+export function turnStartOf(context: Pick<AgentContext, 'steps' | 'usage'>): TurnStart {
+  const { usage } = context;
+  return { steps: context.steps, tokens: usage.inputTokens + usage.outputTokens, costUsd: usage.costUsd };
+}
+
+/** The budget that allows no further policy call, checked in this order (the run's, then the turn's), or null. */
 export function exhaustedBudget(
-  context: Pick<AgentContext, 'steps' | 'usage' | 'activeMs' | 'limits'>,
+  context: Pick<AgentContext, 'steps' | 'usage' | 'activeMs' | 'limits' | 'turn'>,
 ): BudgetKind | null {
   const { limits, usage } = context;
   if (context.steps >= limits.maxSteps) return 'steps';
   if (limits.maxTokens !== null && usage.inputTokens + usage.outputTokens >= limits.maxTokens) return 'tokens';
   if (limits.maxCostUsd !== null && microUsd(usage.costUsd) >= microUsd(limits.maxCostUsd)) return 'cost';
   if (limits.maxActiveMs !== null && context.activeMs >= limits.maxActiveMs) return 'time';
+  const perTurn = limits.perTurn;
+  if (perTurn) {
+    const spent = spentThisTurn(context);
+    if (perTurn.maxSteps !== undefined && spent.steps >= perTurn.maxSteps) return 'turn';
+    if (perTurn.maxTokens !== undefined && spent.tokens >= perTurn.maxTokens) return 'turn';
+    if (perTurn.maxCostUsd !== undefined && microUsd(spent.costUsd) >= microUsd(perTurn.maxCostUsd)) return 'turn';
+  }
   return null;
 }
 

@@ -16,32 +16,49 @@ export const MAX_SUMMARY_FAILURES = 3;
 /** The longest summary text a run keeps; a longer one is cut to this, with a note of the cut. */
 export const MAX_SUMMARY_LENGTH = 20_000;
 
-/** The index of the latest summary entry of the journal, or -1. */
-export function latestSummary(history: readonly HistoryEntry[]): number {
-  for (let i = history.length - 1; i >= 1; i--) if (history[i]?.role === 'summary') return i;
+/** The index of the latest entry of `role` after the goal, or -1. */
+function latestOf(history: readonly HistoryEntry[], role: HistoryEntry['role']): number {
+  for (let i = history.length - 1; i >= 1; i--) if (history[i]?.role === role) return i;
   return -1;
 }
 
-/**
- * `latestSummary` of a journal that only grows in place (the runtime's live one: entries are only
- * ever pushed): each array's answer is kept with the length it was found at, and a later call
- * scans only the entries appended since. O(new entries) a step, not O(history). An array found
- * shorter than at the last call is scanned again whole (the runtime's never is).
- */
-const found = new WeakMap<readonly HistoryEntry[], { length: number; at: number }>();
-export function latestSummaryGrowing(history: readonly HistoryEntry[]): number {
-  const known = found.get(history);
-  const whole = !known || known.length > history.length;
-  let at = whole ? -1 : known.at;
-  for (let i = whole ? 1 : Math.max(known.length, 1); i < history.length; i++) {
-    if (history[i]?.role === 'summary') at = i;
-  }
-  if (known) {
-    known.length = history.length;
-    known.at = at;
-  } else found.set(history, { length: history.length, at });
-  return at;
+/** The index of the latest summary entry of the journal, or -1. */
+export function latestSummary(history: readonly HistoryEntry[]): number {
+  return latestOf(history, 'summary');
 }
+
+/** The index of the latest user message after the goal (the one a later turn began with), or -1. */
+export function latestMessage(history: readonly HistoryEntry[]): number {
+  return latestOf(history, 'user');
+}
+
+/**
+ * `latestOf` a journal that only grows in place (the runtime's live one: entries are only ever
+ * pushed): each array's answer is kept with the length it was found at, and a later call scans
+ * only the entries appended since. O(new entries) a step, not O(history). An array found shorter
+ * than at the last call is scanned again whole (the runtime's never is).
+ */
+function growingLatest(role: HistoryEntry['role']): (history: readonly HistoryEntry[]) => number {
+  const found = new WeakMap<readonly HistoryEntry[], { length: number; at: number }>();
+  return (history) => {
+    const known = found.get(history);
+    const whole = !known || known.length > history.length;
+    let at = whole ? -1 : known.at;
+    for (let i = whole ? 1 : Math.max(known.length, 1); i < history.length; i++) {
+      if (history[i]?.role === role) at = i;
+    }
+    if (known) {
+      known.length = history.length;
+      known.at = at;
+    } else found.set(history, { length: history.length, at });
+    return at;
+  };
+}
+
+/** `latestSummary` of a journal that only grows in place, in O(new entries). */
+export const latestSummaryGrowing = growingLatest('summary');
+/** `latestMessage` of a journal that only grows in place, in O(new entries). */
+export const latestMessageGrowing = growingLatest('user');
 
 /** The journal indices of the view's recent entries: after the latest summary's range, summaries left out. */
 function recentIndices(history: readonly HistoryEntry[], at: number): number[] {
@@ -52,13 +69,21 @@ function recentIndices(history: readonly HistoryEntry[], at: number): number[] {
 }
 
 /**
- * What the policy is given: the goal, the latest summary (if any), then the entries after the
- * range it covers. Without a summary in the journal, the journal itself (a copy of the array).
+ * What the policy is given: the goal, the latest summary (if any), the message the current turn
+ * began with when the summary covers it (a conversation's latest ask is never summarised out of
+ * view), then the entries after the range it covers. Without a summary in the journal, the journal
+ * itself (a copy of the array). `at` and `ask`: the latest summary's and message's indices.
  */
-export function modelView(history: readonly HistoryEntry[], at = latestSummary(history)): HistoryEntry[] {
+export function modelView(
+  history: readonly HistoryEntry[],
+  at = latestSummary(history),
+  ask = at < 0 ? -1 : latestMessage(history),
+): HistoryEntry[] {
   if (at < 0) return history.slice();
   const goal = history[0] as HistoryEntry;
-  return [goal, history[at] as HistoryEntry, ...recentIndices(history, at).map((i) => history[i] as HistoryEntry)];
+  const summary = history[at] as SummaryEntry;
+  const kept = ask >= 1 && ask <= summary.covers.to ? [history[ask] as HistoryEntry] : [];
+  return [goal, summary, ...kept, ...recentIndices(history, at).map((i) => history[i] as HistoryEntry)];
 }
 
 /**

@@ -4,6 +4,7 @@
  * `appendInPlace` (O(1) per step). Also the machine's setup types, shared by both.
  */
 import { assertEvent, fromPromise, setup } from 'xstate';
+import { turnStartOf } from './budget.js';
 import { stepCalls } from './calls.js';
 import type { MachineEvent, PolicyInput, ToolInput } from './events.js';
 import { type Append, assistantEntry, toolEntry } from './history.js';
@@ -54,6 +55,18 @@ export function historyActions(append: Append) {
     startRun: typed.assign(({ event }) => {
       assertEvent(event, 'START');
       return { history: append([], { role: 'user', content: event.goal }) };
+    }),
+    // A new turn of the conversation: the message is appended, the turn's spending counts from
+    // here, and what ended the last turn (its answer, a budget's stop) is over.
+    recordMessage: typed.assign(({ context, event }) => {
+      assertEvent(event, 'SEND');
+      return {
+        history: append(context.history, { role: 'user', content: event.message }),
+        turn: turnStartOf(context),
+        answer: null,
+        stoppedBy: null,
+        error: null,
+      };
     }),
     recordFinal: typed.assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.policy');

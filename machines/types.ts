@@ -197,10 +197,33 @@ export interface Limits {
   maxActiveMs: number | null;
   /** US dollars the policy calls may spend (from their usage and the agent's `price`). */
   maxCostUsd: number | null;
+  /**
+   * Limits on each turn of a conversation (from the goal, or a message `send` gave, to the
+   * next): they count again from zero at each new message. Absent or null: none.
+   */
+  perTurn?: TurnLimits | null;
 }
 
-/** Which budget stopped the run; `'group'`: the budget of the run's group, kept in the store. */
-export type BudgetKind = 'steps' | 'tokens' | 'cost' | 'time' | 'group';
+/** A conversation's limits on each turn; an absent field limits nothing. */
+export interface TurnLimits {
+  maxSteps?: number;
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+/** What the run had spent when its current turn began (its first turn: nothing). */
+export interface TurnStart {
+  steps: number;
+  /** Input and output tokens. */
+  tokens: number;
+  costUsd: number;
+}
+
+/**
+ * Which budget stopped the run; `'group'`: the budget of the run's group, kept in the store;
+ * `'turn'`: a limit on the current turn (`limits.perTurn`).
+ */
+export type BudgetKind = 'steps' | 'tokens' | 'cost' | 'time' | 'group' | 'turn';
 
 /** The machine's context: the whole run state, plain JSON. */
 export interface AgentContext {
@@ -217,7 +240,7 @@ export interface AgentContext {
   calls: StepCall[];
   /** Standing approvals given in this run, by tool name. */
   standing: Record<string, ApprovalRecord>;
-  /** The final answer, once `done`. */
+  /** The final answer, once `done` (the latest turn's; null while a turn is under way). */
   answer: Json | null;
   /** The budget that stopped the run, while `budget_exhausted`. */
   stoppedBy: BudgetKind | null;
@@ -229,6 +252,8 @@ export interface AgentContext {
   cancelReason: string | null;
   /** Compaction's own record: its failures (a failed summary never fails the run). */
   compaction: CompactionState;
+  /** What the run had spent when the current turn began; absent in the first turn (nothing). */
+  turn?: TurnStart;
 }
 
 /** What the machine is given when a run is created. */
@@ -328,6 +353,8 @@ export interface CallDecision {
 /** Events a user (through the Agent facade) sends. */
 export type AgentEvent =
   | { type: 'START'; goal: string }
+  /** A new user message: a run that answered (or stopped for a budget) goes on, a new turn. */
+  | { type: 'SEND'; message: string }
   /** Decides some of the pending calls, atomically; the others stay pending. */
   | { type: 'DECIDE'; decisions: CallDecision[]; by: string; at: string }
   | { type: 'EXPIRE'; at: string }

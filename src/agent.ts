@@ -20,7 +20,7 @@ import type { StoredPlace } from './runtime/place.js';
 import { RunActor } from './runtime/run-actor.js';
 import type { CheckpointStore, Lease, OpenedRun, RecordedDecision } from './store/contract.js';
 import { checkLease } from './store/leases.js';
-import { groupOfRun, hasEnded } from './store/open.js';
+import { groupOfRun } from './store/open.js';
 import type {
   AgentOptions,
   DecideManyOptions,
@@ -42,7 +42,10 @@ import type {
  * the run for up to its whole lease, which no caller should wait for unasked.
  */
 export const LOAD_WAIT_MS = 1_000;
-const LIVE: readonly Status[] = ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'];
+/** The statuses a run may be cancelled or given new limits in: all but `cancelled`. */
+const LIVE: readonly Status[] = ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed', 'done'];
+/** The statuses a new message goes on from: a turn answered, or stopped by a budget. */
+const SENDABLE: readonly Status[] = ['done', 'budget_exhausted'];
 
 /** A run restored by `Agent.resume` / `Agent.load`, handed to the constructor. */
 const RESTORED = Symbol('tollgate.restored');
@@ -265,8 +268,28 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   async start(goal: string, options: RunOptions = {}): Promise<Status> {
     this.#checkText('start', 'goal', goal);
     const { signal } = checkOptions('start', options, runShape, this.#details());
-    this.#expect(['idle'], 'start');
+    this.#expect(['idle'], 'start', 'a run that answered goes on with send(message)');
     return this.#withSignal(signal, () => this.#run.send({ type: 'START', goal }));
+  }
+
+  /**
+   * Sends the user's next message: a run that answered (`done`), or that a budget stopped, goes on
+   * with it as a new turn, and runs until it settles, as `start` does. The history keeps every
+   * turn; the run's budgets are the run's (what earlier turns spent counts), and the turn's
+   * limits (`perTurn`) count from zero. On a stored run, the message is saved (under the run's
+   * lease, expecting the version read) before the policy is asked: a stale copy of the run gets a
+   * `ConflictError` and spends nothing.
+   * @throws RunStateError if the run is not `done` or `budget_exhausted`.
+   */
+  async send(message: string, options: RunOptions = {}): Promise<Status> {
+    this.#checkText('send', 'message', message);
+    const { signal } = checkOptions('send', options, runShape, this.#details());
+    this.#run.throwIfFaulted();
+    this.#expect(SENDABLE, 'send');
+    return this.#withSignal(signal, async () => {
+      await this.#run.rejoinGroup();
+      return this.#run.send({ type: 'SEND', message });
+    });
   }
 
   /**
@@ -404,9 +427,9 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   }
 
   /**
-   * Cancels the run from any status but `done` and `cancelled`. A policy or tool call in flight
-   * has its signal aborted.
-   * @throws RunStateError if the run has already ended.
+   * Cancels the run from any status but `cancelled` (a run that answered is closed: no message
+   * goes on from it). A policy or tool call in flight has its signal aborted.
+   * @throws RunStateError if the run is already cancelled.
    */
   async cancel(reason = ''): Promise<Status> {
     this.#checkText('cancel', 'reason', reason);
@@ -417,7 +440,7 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   /**
    * Changes budget limits (raise them, then `run()` continues a `budget_exhausted` run).
    * @returns the new limits.
-   * @throws RunStateError if the run has already ended.
+   * @throws RunStateError if the run is cancelled.
    * @throws the run's fault (as every operation does) after a failed save or a lost lease.
    */
   extendBudget(limits: Partial<Limits>): Limits {
@@ -458,10 +481,16 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     }
   }
 
-  #expect(allowed: readonly Status[], operation: string): void {
+  #expect(allowed: readonly Status[], operation: string, doneHint?: string): void {
     const status = this.status;
     if (!allowed.includes(status)) {
-      const why = hasEnded(status) ? 'the run has ended' : `expected ${allowed.join(' or ')}`;
+      const expected = `expected ${allowed.join(' or ')}`;
+      const why =
+        status === 'cancelled'
+          ? 'the run was cancelled'
+          : status === 'done' && doneHint
+            ? `${expected}; ${doneHint}`
+            : expected;
       throw new RunStateError(`${operation}: the run is ${status}; ${why}`, allowed, this.#details());
     }
   }

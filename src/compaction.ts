@@ -5,7 +5,13 @@
  */
 
 import { z } from 'zod';
-import { latestSummaryGrowing, MAX_SUMMARY_FAILURES, modelView, nextCover } from '../machines/compaction.js';
+import {
+  latestMessageGrowing,
+  latestSummaryGrowing,
+  MAX_SUMMARY_FAILURES,
+  modelView,
+  nextCover,
+} from '../machines/compaction.js';
 import type { HistoryEntry, Usage } from '../machines/types.js';
 import { OptionsError } from './errors.js';
 import { showValue } from './option-keys.js';
@@ -161,6 +167,6 @@ export function compactionDue(
   if (c.failures >= MAX_SUMMARY_FAILURES || context.history.length < c.retryAt) return false;
   // The live journal only grows: its latest summary is found by scanning what is new.
   const at = latestSummaryGrowing(context.history);
-  if (!compaction.over(modelView(context.history, at))) return false;
+  if (!compaction.over(modelView(context.history, at, latestMessageGrowing(context.history)))) return false;
   return nextCover(context.history, compaction.keep, at) !== null;
 }

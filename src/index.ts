@@ -121,6 +121,7 @@ export type {
   ToolEntry,
   ToolInput,
   ToolName,
+  TurnLimits,
   Usage,
   UserEntry,
   VerifyAnswer,

@@ -11,13 +11,14 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { MAX_COST_USD } from '../machines/budget.js';
 import { hasLoneSurrogate } from '../machines/strings.js';
-import type { Limits } from '../machines/types.js';
+import type { Limits, TurnLimits } from '../machines/types.js';
 import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
 import { type Compaction, compactionOf } from './compaction.js';
 import { OptionsError } from './errors.js';
 import { isPlainObject } from './json.js';
 import { checkKeys, showValue } from './option-keys.js';
 import {
+  checkedApart,
   checkOptions,
   clockSchema,
   count,
@@ -149,7 +150,17 @@ const limitShape = {
   maxTokens: tokens,
   maxActiveMs: activeMs,
   maxCostUsd: costUsd,
+  // Checked apart (limitsGiven), for errors that name the field inside it.
+  perTurn: checkedApart,
 } satisfies OptionShape<Limits>;
+/** `perTurn`'s fields: each limits the turn when given (a turn with no room for one step is refused). */
+const turnShape = {
+  maxSteps: must('a whole number ≥ 1', (e) => z.number(e).int(e).min(1, e).max(Number.MAX_SAFE_INTEGER, e).optional()),
+  maxTokens: must('a whole number ≥ 1', (e) => z.number(e).int(e).min(1, e).max(Number.MAX_SAFE_INTEGER, e).optional()),
+  maxCostUsd: must(`a number of US dollars from 0.000001 to ${MAX_COST_USD}`, (e) =>
+    z.number(e).min(0.000001, e).max(MAX_COST_USD, e).optional(),
+  ),
+} satisfies OptionShape<TurnLimits>;
 const storeShape = z.custom<object>(
   (v) =>
     v !== null &&
@@ -283,13 +294,43 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
 }
 
 /** Only the limits the caller named, for overriding a checkpoint's. */
-function limitsGiven(options: Partial<Limits>): Partial<Limits> {
+function limitsGiven(options: Partial<Limits>, call: string): Partial<Limits> {
   const out: Partial<Limits> = {};
   if (options.maxSteps !== undefined) out.maxSteps = options.maxSteps;
   if (options.maxTokens !== undefined) out.maxTokens = options.maxTokens;
   if (options.maxActiveMs !== undefined) out.maxActiveMs = options.maxActiveMs;
   if (options.maxCostUsd !== undefined) out.maxCostUsd = options.maxCostUsd;
+  if (options.perTurn !== undefined) out.perTurn = turnLimitsOf(options.perTurn, call);
   return out;
+}
+
+/** A new run's limits: the defaults, then those given (no `perTurn` field unless a turn is limited). */
+function newLimits(given: Partial<Limits>): Limits {
+  const { perTurn, ...rest } = given;
+  return {
+    maxSteps: 8,
+    maxTokens: null,
+    maxActiveMs: null,
+    maxCostUsd: null,
+    ...rest,
+    ...(perTurn ? { perTurn } : {}),
+  };
+}
+
+/** `perTurn` checked and copied (its fields only); null: no limits on a turn. */
+function turnLimitsOf(given: unknown, call: string): TurnLimits | null {
+  if (given === null) return null;
+  if (!isPlainObject(given)) {
+    throw new OptionsError(
+      `${call}: perTurn must be an object ({ maxSteps?, maxTokens?, maxCostUsd? }) or null, got ${showValue(given)}`,
+    );
+  }
+  const checked = checkOptions(call, given as TurnLimits, turnShape, {}, 'perTurn');
+  const out: TurnLimits = {};
+  if (checked.maxSteps !== undefined) out.maxSteps = checked.maxSteps;
+  if (checked.maxTokens !== undefined) out.maxTokens = checked.maxTokens;
+  if (checked.maxCostUsd !== undefined) out.maxCostUsd = checked.maxCostUsd;
+  return Object.keys(out).length > 0 ? out : null;
 }
 
 export function parseAgentOptions(options: AgentOptions<any>, call = 'new Agent') {
@@ -304,7 +345,7 @@ export function parseAgentOptions(options: AgentOptions<any>, call = 'new Agent'
     runtime: runtimeOf(call, o),
     runId: o.runId,
     budgetGroup: o.budgetGroup ?? null,
-    limits: { maxSteps: 8, maxTokens: null, maxActiveMs: null, maxCostUsd: null, ...limitsGiven(o) } as Limits,
+    limits: newLimits(limitsGiven(o, call)),
     approvalTtlMs: o.approvalTtlMs ?? null,
   };
 }
@@ -316,11 +357,11 @@ export function parseResumeOptions(options: ResumeOptions<any>, call: string) {
     );
   }
   const o = checkOptions(call, options, resumeShape);
-  return { runtime: runtimeOf(call, o), limits: limitsGiven(o) };
+  return { runtime: runtimeOf(call, o), limits: limitsGiven(o, call) };
 }
 
 export function parseLimits(limits: unknown, call = 'extendBudget'): Partial<Limits> {
-  return limitsGiven(checkOptions(call, limits as Partial<Limits>, limitShape));
+  return limitsGiven(checkOptions(call, limits as Partial<Limits>, limitShape), call);
 }
 
 /** Checks a string argument of a call: `start: goal must be a string (…), got 42`. */

@@ -11,6 +11,7 @@ import type {
   PendingCall,
   RunUsage,
   Status,
+  TurnLimits,
   Usage,
 } from '../machines/types.js';
 import type { Clock } from './clock.js';
@@ -49,7 +50,8 @@ export interface PolicyContext {
    */
   signal: AbortSignal;
   /**
-   * What the run's budgets leave, this call included; null where a budget is unlimited. A model
+   * What the run's budgets (and the current turn's limits, `perTurn`) leave, this call included;
+   * null where a budget is unlimited. A model
    * adapter caps its output tokens to `remaining.tokens`, so the token budget is not overshot by
    * a whole call. `costUsd`: US dollars, to the micro-dollar (always given by the runtime; optional
    * in the type so that a context made by hand, in a test, need not name it).
@@ -236,6 +238,13 @@ export interface AgentOptions<Tools extends readonly Tool[] = readonly Tool[]> e
    * that crosses it is the last. @default unlimited
    */
   maxCostUsd?: number | null;
+  /**
+   * Limits on each turn of a conversation (the goal's, then each message's `send`): steps, tokens
+   * and dollars, counted from zero at each message, beside the run's budgets (which count every
+   * turn). A turn that reaches one stops `budget_exhausted`, `stoppedBy: 'turn'`; the next message
+   * goes on. @default none
+   */
+  perTurn?: TurnLimits | null;
   /** Approvals expire this long after they are requested. @default never */
   approvalTtlMs?: number | null;
   /** The run's id, used in idempotency keys. @default a fresh UUID */
@@ -257,6 +266,7 @@ export interface ResumeOptions<Tools extends readonly Tool[] = readonly Tool[]> 
   maxTokens?: number | null;
   maxActiveMs?: number | null;
   maxCostUsd?: number | null;
+  perTurn?: TurnLimits | null;
 }
 
 /** Options of `Agent.load`: those of `Agent.resume`, and a lease already held. */
@@ -403,6 +413,11 @@ export interface RunState {
    * length before which no summary is tried again after a failure. All 0 / null without compaction.
    */
   compaction: CompactionState;
+  /**
+   * The conversation's current turn: its number (1 from the goal, one more for each message
+   * `send` gave) and what it has spent so far, which `limits.perTurn` limits.
+   */
+  turn: { number: number; steps: number; tokens: number; costUsd: number };
 }
 
 export type { ModelPrice, Price, PricedUsage, PriceFunction, PriceTable } from './price.js';
@@ -418,5 +433,6 @@ export type {
   PendingCall,
   RunUsage,
   Status,
+  TurnLimits,
   Usage,
 };

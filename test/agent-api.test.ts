@@ -60,7 +60,9 @@ describe('errors name the call, the value and the run', () => {
       status: 'awaiting_approval',
     });
     await agent.cancel();
-    expect((await thrown(() => agent.start('again'))).message).toBe('start: the run is cancelled; the run has ended');
+    expect((await thrown(() => agent.start('again'))).message).toBe(
+      'start: the run is cancelled; the run was cancelled',
+    );
   });
 
   it('run before start', async () => {
@@ -135,7 +137,7 @@ describe('errors name the call, the value and the run', () => {
     expect(send.calls).toEqual([]);
   });
 
-  it('cancel with a bad reason, and on an ended run', async () => {
+  it('cancel with a bad reason, and on a cancelled run; a run that answered is closed by it', async () => {
     const agent = new Agent({ runId: 'r', policy: sequence({ final: 1 }), tools: [] });
     const bad = await thrown(() => agent.cancel(3 as never));
     expect(bad).toBeInstanceOf(OptionsError);
@@ -145,12 +147,14 @@ describe('errors name the call, the value and the run', () => {
       status: 'idle',
     });
     await agent.start('go');
+    expect(await agent.cancel('conversation closed')).toBe('cancelled');
+    expect(agent.state).toMatchObject({ answer: 1, cancelReason: 'conversation closed' });
     const error = await thrown(() => agent.cancel());
     expect(error).toBeInstanceOf(RunStateError);
     expect(error).toMatchObject({
-      message: 'cancel: the run is done; the run has ended',
-      expected: ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'],
-      status: 'done',
+      message: 'cancel: the run is cancelled; the run was cancelled',
+      expected: ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed', 'done'],
+      status: 'cancelled',
     });
   });
 
@@ -166,8 +170,8 @@ describe('errors name the call, the value and the run', () => {
     const error = await thrown(() => agent.extendBudget({ maxSteps: 3 }));
     expect(error).toBeInstanceOf(RunStateError);
     expect(error).toMatchObject({
-      message: 'extendBudget: the run is cancelled; the run has ended',
-      expected: ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed'],
+      message: 'extendBudget: the run is cancelled; the run was cancelled',
+      expected: ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed', 'done'],
       status: 'cancelled',
     });
   });

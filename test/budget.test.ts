@@ -99,10 +99,12 @@ describe('step budget', () => {
     expect(agent.state.limits).toEqual({ maxSteps: 1, maxTokens: null, maxActiveMs: null, maxCostUsd: null });
   });
 
-  it('extendBudget on an ended run throws RunStateError', async () => {
+  it("extendBudget on a cancelled run throws RunStateError; on a run that answered it sets the next turns' limits", async () => {
     const agent = new Agent({ policy: sequence({ final: 1 }), tools: [] });
     await agent.start('go');
-    expect(() => agent.extendBudget({ maxSteps: 9 })).toThrow(RunStateError);
+    expect(agent.extendBudget({ maxSteps: 9 })).toMatchObject({ maxSteps: 9 });
+    await agent.cancel();
+    expect(() => agent.extendBudget({ maxSteps: 10 })).toThrow(RunStateError);
   });
 });
 

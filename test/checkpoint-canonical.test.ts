@@ -92,6 +92,6 @@ describe('canonicalJson', () => {
     });
     expect(await agent.start('go')).toBe('done');
     const snapshot = JSON.parse(agent.checkpoint()).snapshot;
-    expect(encodeCheckpoint(snapshot)).toBe(canonicalize({ format: 'tollgate.checkpoint', version: 4, snapshot }));
+    expect(encodeCheckpoint(snapshot)).toBe(canonicalize({ format: 'tollgate.checkpoint', version: 5, snapshot }));
   });
 });

@@ -20,7 +20,7 @@ const toolChild = (input: unknown, src = 'tool') => ({
 /** A state with no calls and no invoke, status and stop reason made to fit. */
 function rest(c: any, value: string): void {
   c.snapshot.value = value;
-  c.snapshot.status = value === 'done' || value === 'cancelled' ? 'done' : 'active';
+  c.snapshot.status = value === 'cancelled' ? 'done' : 'active';
   c.snapshot.context.calls = [];
   c.snapshot.children = {};
   if (value === 'budget_exhausted') c.snapshot.context.stoppedBy = 'steps';
@@ -48,11 +48,22 @@ const rules: [string, Base, (c: any) => void, string, string][] = [
     'an active status on a final state',
     'awaiting',
     (c) => {
-      rest(c, 'done');
+      rest(c, 'cancelled');
       c.snapshot.status = 'active';
     },
     'snapshot.status',
-    'status active does not fit state done',
+    'status active does not fit state cancelled',
+  ],
+  [
+    // A run that answered goes on with a new message: not final (version 5).
+    'a final status on done',
+    'awaiting',
+    (c) => {
+      rest(c, 'done');
+      c.snapshot.status = 'done';
+    },
+    'snapshot.status',
+    'status done does not fit state done',
   ],
   [
     'a final status on budget_exhausted',

@@ -167,11 +167,11 @@ describe('encodeCheckpoint', () => {
     );
   });
 
-  it('writes version 4', async () => {
+  it('writes version 5', async () => {
     const run = await runWith([{ role: 'user', content: 'go' }], 'x');
-    expect(JSON.parse(encodeCheckpoint(run)).version).toBe(4);
-    expect(JSON.parse(headOf(run)).h).toBe(4); // a store's head: compact, with its version
-    expect(JSON.parse(joinRun(headOf(run), [])).version).toBe(4);
+    expect(JSON.parse(encodeCheckpoint(run)).version).toBe(5);
+    expect(JSON.parse(headOf(run)).h).toBe(5); // a store's head: compact, with its version
+    expect(JSON.parse(joinRun(headOf(run), [])).version).toBe(5);
   });
 
   it('caches only frozen entries: a mutable entry is encoded as it is now', () => {

@@ -1,9 +1,8 @@
 /**
- * The frozen version-4 checkpoints (test/fixtures/checkpoints/v4, made by make.ts.txt there)
- * round-trip exactly, load from a store, and go on (compaction: a summary in flight asked again);
- * the version-3 ones (../v3) are migrated (version 3 → 4: never summarised), written back as
- * version 4, and go on; the version-2 ones (../v2) are migrated (version 2 → 3 → 4: no cost spent,
- * no cost budget, never summarised), written back as version 4, and go on; the
+ * The frozen checkpoints of earlier versions (version 4's: checkpoint-fixtures-v4.test.ts): the
+ * version-3 ones (../v3) are migrated (version 3 → 4 → 5: never summarised, a done run active), written back as
+ * version 5, and go on; the version-2 ones (../v2) are migrated (version 2 → 3 → 4 → 5: no cost spent,
+ * no cost budget, never summarised, a done run active), written back as version 5, and go on; the
  * deliberately broken ones (test/fixtures/checkpoints/broken) are each refused with a
  * `CheckpointError` that says why.
  */
@@ -63,14 +62,19 @@ function world(actions: unknown[] = [{ final: 'ok' }], options: { idempotentRefu
 }
 
 const idsOf = (agent: Agent) => agent.state.pendingCalls.map((p) => p.id);
+/** A run migrated to version 5: one that answered is no longer final (its status is `active`). */
+const activeIfDone = (snapshot: any) => ({
+  ...snapshot,
+  status: snapshot.value === 'done' ? 'active' : snapshot.status,
+});
 /** Compaction's record in a run migrated from before version 4: never summarised. */
 const neverSummarised = { failures: 0, error: null, retryAt: 0 };
-/** The version-4 snapshot a version-2 one stands for: nothing spent that was counted, no cost budget, never summarised. */
+/** The version-5 snapshot a version-2 one stands for: nothing spent that was counted, no cost budget, never summarised. */
 function migratedV2(blob: string) {
   const { snapshot } = JSON.parse(blob);
   const { usage, limits } = snapshot.context;
   return {
-    ...snapshot,
+    ...activeIfDone(snapshot),
     context: {
       ...snapshot.context,
       usage: { ...usage, costUsd: 0 },
@@ -79,10 +83,10 @@ function migratedV2(blob: string) {
     },
   };
 }
-/** The version-4 snapshot a version-3 one stands for: never summarised. */
+/** The version-5 snapshot a version-3 one stands for: never summarised. */
 function migratedV3(blob: string) {
   const { snapshot } = JSON.parse(blob);
-  return { ...snapshot, context: { ...snapshot.context, compaction: neverSummarised } };
+  return { ...activeIfDone(snapshot), context: { ...snapshot.context, compaction: neverSummarised } };
 }
 /** The v3 fixtures' price (make.ts.txt there). */
 const price = { 'gpt-4.1': { inputUsdPerMTok: 2, cachedInputUsdPerMTok: 0.5, outputUsdPerMTok: 8 } };
@@ -97,14 +101,14 @@ describe('every version-3 fixture', () => {
 
   for (const name of names) {
     describe(name, () => {
-      it('is canonical version 3, written back as version 4 (the migrated snapshot), which round-trips exactly', () => {
+      it('is canonical version 3, written back as version 5 (the migrated snapshot), which round-trips exactly', () => {
         const blob = read(name, V3);
         const c = JSON.parse(blob);
         expect(c.version).toBe(3);
         expect(canonicalize(c)).toBe(blob);
         const agent = Agent.resume(blob, world().options);
         const v4 = agent.checkpoint();
-        expect(JSON.parse(v4)).toStrictEqual({ ...c, version: 4, snapshot: migratedV3(blob) });
+        expect(JSON.parse(v4)).toStrictEqual({ ...c, version: 5, snapshot: migratedV3(blob) });
         expect(v4).toBe(canonicalize(JSON.parse(v4)));
         expect(Agent.resume(v4, world().options).checkpoint()).toBe(v4);
         const { value } = c.snapshot;
@@ -112,7 +116,7 @@ describe('every version-3 fixture', () => {
         expect(agent.state.compaction).toEqual(neverSummarised);
       });
 
-      it('loads from a store that holds it in the journal form (a version-3 head), as version 4', async () => {
+      it('loads from a store that holds it in the journal form (a version-3 head), as version 5', async () => {
         const blob = read(name, V3);
         const run = JSON.parse(blob);
         const entries = run.snapshot.context.history.map(entryOf);
@@ -159,14 +163,14 @@ describe('every version-2 fixture', () => {
 
   for (const name of names) {
     describe(name, () => {
-      it('is canonical version 2, written back as version 4 (the migrated snapshot), which round-trips exactly', () => {
+      it('is canonical version 2, written back as version 5 (the migrated snapshot), which round-trips exactly', () => {
         const blob = read(name);
         const c = JSON.parse(blob);
         expect(c.version).toBe(2);
         expect(canonicalize(c)).toBe(blob);
         const agent = Agent.resume(blob, world().options);
         const v4 = agent.checkpoint();
-        expect(JSON.parse(v4)).toStrictEqual({ ...c, version: 4, snapshot: migratedV2(blob) });
+        expect(JSON.parse(v4)).toStrictEqual({ ...c, version: 5, snapshot: migratedV2(blob) });
         expect(v4).toBe(canonicalize(JSON.parse(v4)));
         expect(Agent.resume(v4, world().options).checkpoint()).toBe(v4);
         const { value } = c.snapshot;
@@ -175,7 +179,7 @@ describe('every version-2 fixture', () => {
         expect(agent.state.limits.maxCostUsd).toBeNull();
       });
 
-      it('loads from a store that holds it in the journal form (a version-2 head), as version 4', async () => {
+      it('loads from a store that holds it in the journal form (a version-2 head), as version 5', async () => {
         const blob = read(name);
         const run = JSON.parse(blob);
         const entries = run.snapshot.context.history.map(entryOf);
@@ -457,9 +461,22 @@ describe('every deliberately broken fixture is refused with a CheckpointError', 
       path: 'snapshot.context.compaction',
       message: /^invalid checkpoint: snapshot\.context\.compaction: /,
     },
+    // Made when version 5 was the future: now it is a version-4 done run (status `done`) labelled 5.
     'future-version-5': {
+      path: 'snapshot.status',
+      message: 'invalid checkpoint: snapshot.status: status done does not fit state done',
+    },
+    'future-version-6': {
       path: 'version',
-      message: 'invalid checkpoint: unsupported version 5; this build reads 1, 2, 3, 4',
+      message: 'invalid checkpoint: unsupported version 6; this build reads 1, 2, 3, 4, 5',
+    },
+    'v4-with-v5-fields': {
+      path: 'snapshot.context.turn',
+      message: 'invalid checkpoint: snapshot.context.turn: not a version-4 field',
+    },
+    'v5-turn-past-the-run': {
+      path: 'snapshot.context.turn.steps',
+      message: "invalid checkpoint: snapshot.context.turn.steps: a turn cannot begin after step 6, the run's last",
     },
     'v3-with-v4-fields': {
       path: 'snapshot.context.compaction',

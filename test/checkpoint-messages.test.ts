@@ -31,13 +31,13 @@ describe('decodeCheckpoint messages', () => {
   it('names the unsupported version and the ones this build reads', async () => {
     const blob = await awaitingBlob();
     const error = errorOf(edit(blob, (c) => (c.version = 99)));
-    expect(error.message).toBe('invalid checkpoint: unsupported version 99; this build reads 1, 2, 3, 4');
+    expect(error.message).toBe('invalid checkpoint: unsupported version 99; this build reads 1, 2, 3, 4, 5');
     expect(error.path).toBe('version');
     expect(errorOf(edit(blob, (c) => (c.version = '2'))).message).toBe(
-      'invalid checkpoint: unsupported version "2"; this build reads 1, 2, 3, 4',
+      'invalid checkpoint: unsupported version "2"; this build reads 1, 2, 3, 4, 5',
     );
-    expect(errorOf(edit(blob, (c) => (c.version = 5))).message).toBe(
-      'invalid checkpoint: unsupported version 5; this build reads 1, 2, 3, 4',
+    expect(errorOf(edit(blob, (c) => (c.version = 6))).message).toBe(
+      'invalid checkpoint: unsupported version 6; this build reads 1, 2, 3, 4, 5',
     );
     expect(errorOf(edit(blob, (c) => (c.version = 0))).path).toBe('version');
   });

@@ -100,6 +100,8 @@ function stateOfV1(blob: string) {
     inflight: c.inflight ? { key: c.inflight.key, tool: c.inflight.tool, step: c.inflight.step } : null,
     // Migrated on through version 4: never summarised.
     compaction: { failures: 0, error: null, retryAt: 0 },
+    // Version 5: one turn, the goal's.
+    turn: { number: 1, steps: c.steps, tokens: c.usage.inputTokens + c.usage.outputTokens, costUsd: 0 },
   };
 }
 
@@ -147,7 +149,9 @@ function snapshotOfV1(blob: string) {
   const usage = { ...rest.usage, costUsd: 0 };
   const limits = { ...rest.limits, maxCostUsd: null };
   const compaction = { failures: 0, error: null, retryAt: 0 };
-  return { ...snapshot, context: { ...rest, usage, limits, calls, standing: {}, compaction }, children };
+  // Version 5: a run that answered is no longer final.
+  const status = snapshot.value === 'done' ? 'active' : snapshot.status;
+  return { ...snapshot, status, context: { ...rest, usage, limits, calls, standing: {}, compaction }, children };
 }
 
 /** A store holding the run as a version-1 Tollgate stored it: its head and its entries. */
@@ -205,11 +209,11 @@ describe('every version-1 fixture', () => {
         expect(agent.state).toStrictEqual(stateOfV1(blob));
       });
 
-      it('is written back as the current version (4), the migrated snapshot, which round-trips exactly', () => {
+      it('is written back as the current version (5), the migrated snapshot, which round-trips exactly', () => {
         const blob = read(name);
         const v2 = Agent.resume(blob, world().options).checkpoint();
         const c = JSON.parse(v2);
-        expect(c.version).toBe(4);
+        expect(c.version).toBe(5);
         expect(c.format).toBe('tollgate.checkpoint');
         expect(c.snapshot).toStrictEqual(snapshotOfV1(blob));
         expect(v2).toBe(canonicalize(c));
@@ -255,7 +259,7 @@ describe('a version-1 run goes on', () => {
       ['email', 'fx-1:3'],
     ]);
     expect(agent.state.answer).toEqual({ done: true, items: [1, 2.5, null, 'x'] });
-    expect(JSON.parse(agent.checkpoint()).version).toBe(4);
+    expect(JSON.parse(agent.checkpoint()).version).toBe(5);
   });
 
   it('awaiting approval: decided in the map form by the version-1 id, or named with { callId }', async () => {
@@ -306,14 +310,14 @@ describe('a version-1 run goes on', () => {
     });
   });
 
-  it('awaiting approval through a store: the decision is saved as version 4, appended to the version-1 entries', async () => {
+  it('awaiting approval through a store: the decision is saved as version 5, appended to the version-1 entries', async () => {
     const blob = read('awaiting-approval');
     const store = await storeOf(blob);
     const w = world();
     const agent = await Agent.load(store, 'fx-1', w.options);
     await agent.decide(true, 'ok');
     const record = await store.load('fx-1');
-    expect(JSON.parse(wholeHead(record)).h).toBe(4); // compact, as every head is written now
+    expect(JSON.parse(wholeHead(record)).h).toBe(5); // compact, as every head is written now
     expect(record!.entries.slice(0, 4)).toEqual(
       JSON.parse(blob).snapshot.context.history.map((e: any) => canonicalize(e)),
     );
@@ -407,7 +411,7 @@ describe('a version-1 run goes on', () => {
     expect(agent.state.pending).toMatchObject({ key: 'fx-1:3', tool: 'email' });
   });
 
-  it('executing, through a store: the write-ahead record is saved as version 4 before the call', async () => {
+  it('executing, through a store: the write-ahead record is saved as version 5 before the call', async () => {
     const store = await storeOf(read('running-executing-approved'));
     const heads: string[] = [];
     const w = world({ idempotentRefund: true });
@@ -426,9 +430,9 @@ describe('a version-1 run goes on', () => {
     const agent = await Agent.load(store, 'fx-1', { ...w.options, tools });
     await agent.run();
     expect(heads).toHaveLength(1);
-    expect(JSON.parse(heads[0]!).h).toBe(4);
+    expect(JSON.parse(heads[0]!).h).toBe(5);
     const head = JSON.parse(joinRun(heads[0]!, []));
-    expect(head.version).toBe(4);
+    expect(head.version).toBe(5);
     expect(head.snapshot.context.calls).toMatchObject([{ key: 'fx-1:2', state: 'running' }]);
     expect(await storedBlob(store)).toBe(agent.checkpoint());
   });
@@ -517,7 +521,9 @@ describe('a version-1 run goes on', () => {
       expect(await agent.run()).toBe(status);
       await expect(agent.decide(true)).rejects.toThrow(NoPendingApprovalError);
       await expect(agent.start('again')).rejects.toThrow(RunStateError);
-      await expect(agent.cancel()).rejects.toThrow(RunStateError);
+      // A cancelled run is closed; one that answered is closed by cancel (below, on a copy).
+      if (status === 'cancelled') await expect(agent.cancel()).rejects.toThrow(RunStateError);
+      else expect(await Agent.resume(read(name), w.options).cancel()).toBe('cancelled');
       expect(agent.status).toBe(status);
       expect(w.made).toEqual([]);
       expect(w.asked).toEqual([]);

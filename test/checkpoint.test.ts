@@ -33,12 +33,12 @@ function edit(blob: string, change: (c: any) => void): string {
 }
 
 describe('checkpoint format', () => {
-  it('is canonical JSON with a format name and version 4, and round-trips exactly', async () => {
-    expect(CHECKPOINT_VERSION).toBe(4);
+  it('is canonical JSON with a format name and version 5, and round-trips exactly', async () => {
+    expect(CHECKPOINT_VERSION).toBe(5);
     const { blob } = await pausedBlob();
     const c = JSON.parse(blob);
     expect(c.format).toBe(CHECKPOINT_FORMAT);
-    expect(c.version).toBe(4);
+    expect(c.version).toBe(5);
     expect(Object.keys(c)).toEqual(['format', 'snapshot', 'version']);
     expect(c.snapshot.context.calls.map((call: any) => [call.key, call.state])).toEqual([
       ['r:2.1', 'done'],
@@ -79,7 +79,11 @@ describe('a bad checkpoint gets a CheckpointError, never a tool call', () => {
     ['an array', () => '[]', /expected an object/],
     ['wrong format', (b) => edit(b, (c) => (c.format = 'langgraph')), /format is "langgraph"/],
     ['wrong version', (b) => edit(b, (c) => (c.version = 99)), /unsupported version 99/],
-    ['a future version', (b) => edit(b, (c) => (c.version = 5)), /unsupported version 5; this build reads 1, 2, 3, 4/],
+    [
+      'a future version',
+      (b) => edit(b, (c) => (c.version = 6)),
+      /unsupported version 6; this build reads 1, 2, 3, 4, 5/,
+    ],
     ['missing version', (b) => edit(b, (c) => delete c.version), /with format, version and snapshot/],
     ['unknown state', (b) => edit(b, (c) => (c.snapshot.value = 'sleeping')), /snapshot.value/],
     ['unknown running substate', (b) => edit(b, (c) => (c.snapshot.value = { running: 'dreaming' })), /snapshot.value/],

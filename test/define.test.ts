@@ -57,10 +57,14 @@ describe('the machine diagram', () => {
     expect(edge('running.summarising', 'running.deciding', 'done:summary')).toBe(true);
     expect(edge('running.summarising', 'budget_exhausted', 'done:summary')).toBe(true);
     expect(edge('running.summarising', 'running.deciding', 'error:summary')).toBe(true);
-    for (const s of ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed']) {
+    for (const s of ['idle', 'running', 'awaiting_approval', 'budget_exhausted', 'failed', 'done']) {
       expect(edge(s, 'cancelled', 'CANCEL')).toBe(true);
     }
-    expect(edge('done', 'cancelled', 'CANCEL')).toBe(false);
+    expect(edge('cancelled', 'cancelled', 'CANCEL')).toBe(false);
+    // A conversation: a new message goes on from an answer, or from a budget's stop.
+    expect(edge('done', 'running', 'SEND')).toBe(true);
+    expect(edge('budget_exhausted', 'running', 'SEND')).toBe(true);
+    expect(edge('running.deciding', 'budget_exhausted', 'always')).toBe(true);
     const mermaid = machineMermaid();
     expect(mermaid.startsWith('stateDiagram-v2\n')).toBe(true);
     expect(mermaid).toContain('running_deciding --> budget_exhausted : always [noStepsLeft]');
@@ -69,5 +73,10 @@ describe('the machine diagram', () => {
     expect(mermaid).toContain('running_deciding --> running_summarising : always [summaryDue]');
     expect(mermaid).toContain('running_deciding --> running_malformed : done:policy');
     expect(mermaid).toContain('running_malformed --> running_deciding : always');
+    // A conversation: Stately and `tollgate machine` draw the new message, and only cancelled is final.
+    expect(mermaid).toContain('done --> running : SEND');
+    expect(mermaid).toContain('budget_exhausted --> running : SEND');
+    expect(mermaid).toContain('cancelled --> [*]');
+    expect(mermaid).not.toContain('done --> [*]');
   });
 });

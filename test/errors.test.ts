@@ -33,7 +33,9 @@ describe('typed errors', () => {
     const error = await agent.start('again').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RunStateError);
     expect(error).toMatchObject({ runId: 'r', status: 'done', expected: ['idle'] });
-    expect((error as Error).message).toBe('start: the run is done; the run has ended');
+    expect((error as Error).message).toBe(
+      'start: the run is done; expected idle; a run that answered goes on with send(message)',
+    );
   });
 
   it('start while running throws; the run goes on undisturbed', async () => {
@@ -52,9 +54,10 @@ describe('typed errors', () => {
     expect(await agent.run()).toBe('done');
   });
 
-  it('cancel on an ended run throws RunStateError', async () => {
+  it('cancel on a cancelled run throws RunStateError', async () => {
     const agent = new Agent({ policy: sequence({ final: 1 }), tools: [] });
     await agent.start('go');
+    await agent.cancel();
     await expect(agent.cancel()).rejects.toBeInstanceOf(RunStateError);
   });
 

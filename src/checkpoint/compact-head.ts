@@ -28,22 +28,25 @@ type Defaults = { readonly [key: string]: unknown };
  * written at `CHECKPOINT_VERSION`, which must have its entry here (a test checks it), and read at
  * any version that has one; the decoder then migrates what it joined, as for any checkpoint.
  */
-const DEFAULTS: Readonly<Record<number, { snapshot: Defaults; context: Defaults }>> = {
-  4: {
-    snapshot: { status: 'active', historyValue: {} },
-    context: {
-      answer: null,
-      approvalTtlMs: null,
-      calls: [],
-      cancelReason: null,
-      compaction: { error: null, failures: 0, retryAt: 0 },
-      error: null,
-      history: [],
-      standing: {},
-      stoppedBy: null,
-      limits: { maxActiveMs: null, maxCostUsd: null, maxTokens: null },
-    },
+const V4_DEFAULTS = {
+  snapshot: { status: 'active', historyValue: {} },
+  context: {
+    answer: null,
+    approvalTtlMs: null,
+    calls: [],
+    cancelReason: null,
+    compaction: { error: null, failures: 0, retryAt: 0 },
+    error: null,
+    history: [],
+    standing: {},
+    stoppedBy: null,
+    limits: { maxActiveMs: null, maxCostUsd: null, maxTokens: null },
   },
+};
+const DEFAULTS: Readonly<Record<number, { snapshot: Defaults; context: Defaults }>> = {
+  4: V4_DEFAULTS,
+  // Version 5's new fields are absent when they say nothing (no turn after the first, no limit on one).
+  5: V4_DEFAULTS,
 };
 
 /** The versions a compact head may be written at. */

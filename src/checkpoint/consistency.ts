@@ -122,17 +122,38 @@ function summariesProblem(history: PersistedRun['context']['history']): Problem 
   return null;
 }
 
+/**
+ * A turn begins where the run's spending stood then: never past what the run has spent (the
+ * turn's limits would count from below zero), and only after a message that began it.
+ */
+function turnProblem(c: PersistedRun['context']): Problem | null {
+  const { turn, usage } = c;
+  if (turn === undefined) return null;
+  const at = 'snapshot.context.turn';
+  if (turn.steps > c.steps) return [`${at}.steps`, `a turn cannot begin after step ${c.steps}, the run's last`];
+  if (turn.tokens > usage.inputTokens + usage.outputTokens) {
+    return [`${at}.tokens`, 'a turn cannot begin after more tokens than the run spent'];
+  }
+  if (turn.costUsd > usage.costUsd)
+    return [`${at}.costUsd`, 'a turn cannot begin after more dollars than the run spent'];
+  for (let i = c.history.length - 1; i >= 1; i--) if (c.history[i]?.role === 'user') return null;
+  return [at, 'a later turn needs the message that began it in the history'];
+}
+
 /** The first rule the run breaks, as [path, message], or null. */
 export function consistencyProblem(run: PersistedRun): Problem | null {
   const status = statusOfValue(run.value);
   const c = run.context;
-  if ((run.status === 'done') !== (status === 'done' || status === 'cancelled')) {
+  // Only `cancelled` is final: a run that answered (`done`) goes on with a new message.
+  if ((run.status === 'done') !== (status === 'cancelled')) {
     return ['snapshot.status', `status ${run.status} does not fit state ${status}`];
   }
   // Only a run that never started has no history (one cancelled before starting included).
   if (status !== 'idle' && status !== 'cancelled' && c.history.length === 0) {
     return ['snapshot.context.history', `a ${status} run must have a history`];
   }
+  const turn = turnProblem(c);
+  if (turn) return turn;
   const calls = callsProblem(run, status);
   if (calls) return calls;
   const summaries = summariesProblem(c.history);

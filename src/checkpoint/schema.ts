@@ -1,5 +1,5 @@
 /**
- * The shape of a version-4 persisted snapshot, as zod schemas. What the shapes cannot say (which
+ * The shape of a version-5 persisted snapshot, as zod schemas. What the shapes cannot say (which
  * fields go with which state) is in rules.ts.
  */
 import { z } from 'zod';
@@ -107,6 +107,12 @@ const spentUsd = z
   .refine((usd) => Number.isFinite(usd) && microUsd(usd) / MICRO_USD === usd, 'dollars to the micro-dollar');
 // As options.ts accepts it.
 const costLimit = z.number().min(0.000001).max(MAX_COST_USD).nullable();
+const positive = z.number().int().positive();
+const turnLimits = z.strictObject({
+  maxSteps: positive.optional(),
+  maxTokens: positive.optional(),
+  maxCostUsd: z.number().min(0.000001).max(MAX_COST_USD).optional(),
+});
 
 const context = z.strictObject({
   runId: z.string().min(1),
@@ -119,15 +125,22 @@ const context = z.strictObject({
     estimatedTokens: z.number().int().positive().optional(),
   }),
   activeMs: z.number().nonnegative(),
-  limits: z.strictObject({ maxSteps: count, maxTokens: limitOrNull, maxActiveMs: limitOrNull, maxCostUsd: costLimit }),
+  limits: z.strictObject({
+    maxSteps: count,
+    maxTokens: limitOrNull,
+    maxActiveMs: limitOrNull,
+    maxCostUsd: costLimit,
+    perTurn: turnLimits.nullable().optional(),
+  }),
   approvalTtlMs: z.number().positive().nullable(),
   calls: z.array(callSchema),
   standing: z.record(z.string(), approvalSchema),
   answer: json,
-  stoppedBy: z.enum(['steps', 'tokens', 'cost', 'time', 'group']).nullable(),
+  stoppedBy: z.enum(['steps', 'tokens', 'cost', 'time', 'group', 'turn']).nullable(),
   error: z.string().nullable(),
   cancelReason: z.string().nullable(),
   compaction: z.strictObject({ failures: count, error: z.string().nullable(), retryAt: count }),
+  turn: z.strictObject({ steps: count, tokens: count, costUsd: spentUsd }).optional(),
 });
 
 const value = z.union([

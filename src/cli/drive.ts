@@ -44,7 +44,7 @@ function show(agent: Agent, c: Colors, live: boolean): () => void {
     if (event.type !== 'delta') deltas?.end();
     if (event.type === 'entry') {
       spinner?.stop();
-      out(`${entryLine(event.entry, c)}\n`);
+      out(`${entryLine(event.entry, c, event.index)}\n`);
       if (event.entry.role === 'assistant') out(`${c.dim(`          ${budgetLine(agent.state)}`)}\n`);
     } else if (event.type === 'deciding') {
       spinner?.start(`policy deciding step ${event.step}`);

@@ -43,9 +43,10 @@ export function json(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** One readable line for a history entry. */
-export function entryLine(entry: HistoryEntry, c: Colors): string {
-  if (entry.role === 'user') return `${c.bold('goal')}      ${clip(entry.content)}`;
+/** One readable line for a history entry (`index`: its place; a user entry after the goal is a new turn's message). */
+export function entryLine(entry: HistoryEntry, c: Colors, index = 0): string {
+  if (entry.role === 'user')
+    return `${c.bold(index === 0 ? 'goal' : 'message')}${index === 0 ? '      ' : '   '}${clip(entry.content)}`;
   if (entry.role === 'assistant') {
     if ('final' in entry)
       return `${c.green('answer')}    ${clip(typeof entry.final === 'string' ? entry.final : json(entry.final))}`;

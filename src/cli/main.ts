@@ -16,6 +16,7 @@ import { replayCommand } from './commands/replay.js';
 import { resumeCommand } from './commands/resume.js';
 import { runCommand } from './commands/run.js';
 import { runsCommand } from './commands/runs.js';
+import { sendCommand } from './commands/send.js';
 import { serveCommand } from './commands/serve.js';
 import type { Act } from './commands/shared.js';
 import { showCommand } from './commands/show.js';
@@ -49,6 +50,7 @@ export function program(act: Act, options: { json?: boolean } = {}): Command {
     approveCommand,
     denyCommand,
     resumeCommand,
+    sendCommand,
     replayCommand,
     forkCommand,
     checkCommand,

@@ -2,11 +2,14 @@
  * Budgets seen from the runtime: what a policy is told it has left, and limits replaced on a run
  * that is not running (at resume, or before it starts again).
  */
-import { exhaustedBudget, MICRO_USD, microUsd } from '../../machines/budget.js';
+import { exhaustedBudget, MICRO_USD, microUsd, spentThisTurn } from '../../machines/budget.js';
 import type { AgentContext, Limits } from '../../machines/types.js';
 import type { PersistedRun } from '../checkpoint/index.js';
 
-/** What a policy is told it has left: the run's budgets minus what is spent; null = unlimited. */
+/**
+ * What a policy is told it has left: the run's budgets minus what is spent, and no more than the
+ * current turn's limits leave (`limits.perTurn`); null = unlimited.
+ */
 export interface Remaining {
   /** Policy calls left, this one included. */
   steps: number;
@@ -19,9 +22,9 @@ export interface Remaining {
 }
 
 /** What the budgets leave, as the run stands. */
-export function remainingOf(c: Pick<AgentContext, 'limits' | 'usage' | 'steps' | 'activeMs'>): Remaining {
+export function remainingOf(c: Pick<AgentContext, 'limits' | 'usage' | 'steps' | 'activeMs' | 'turn'>): Remaining {
   const { limits, usage } = c;
-  return {
+  const run: Remaining = {
     steps: Math.max(0, limits.maxSteps - c.steps),
     tokens: limits.maxTokens === null ? null : Math.max(0, limits.maxTokens - usage.inputTokens - usage.outputTokens),
     activeMs: limits.maxActiveMs === null ? null : Math.max(0, limits.maxActiveMs - c.activeMs),
@@ -29,6 +32,27 @@ export function remainingOf(c: Pick<AgentContext, 'limits' | 'usage' | 'steps' |
       limits.maxCostUsd === null
         ? null
         : Math.max(0, microUsd(limits.maxCostUsd) - microUsd(usage.costUsd)) / MICRO_USD,
+  };
+  const perTurn = limits.perTurn;
+  if (!perTurn) return run;
+  const spent = spentThisTurn(c);
+  const least = (a: number | null, b: number | undefined) => (b === undefined ? a : a === null ? b : Math.min(a, b));
+  return {
+    steps: least(
+      run.steps,
+      perTurn.maxSteps === undefined ? undefined : Math.max(0, perTurn.maxSteps - spent.steps),
+    ) as number,
+    tokens: least(
+      run.tokens,
+      perTurn.maxTokens === undefined ? undefined : Math.max(0, perTurn.maxTokens - spent.tokens),
+    ),
+    activeMs: run.activeMs,
+    costUsd: least(
+      run.costUsd,
+      perTurn.maxCostUsd === undefined
+        ? undefined
+        : Math.max(0, microUsd(perTurn.maxCostUsd) - microUsd(spent.costUsd)) / MICRO_USD,
+    ),
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { type Actor, createActor } from 'xstate';
 import { pendingCalls } from '../../machines/calls.js';
-import { latestSummaryGrowing, modelView } from '../../machines/compaction.js';
+import { latestMessageGrowing, latestSummaryGrowing, modelView } from '../../machines/compaction.js';
 import type { AgentContext, AgentEvent, AgentInput, Status } from '../../machines/types.js';
 import {
   EntryTexts,
@@ -124,7 +124,7 @@ export class RunActor {
       history: () => this.#actor.getSnapshot().context.history,
       view: () => {
         const { history } = this.#actor.getSnapshot().context;
-        return modelView(history, latestSummaryGrowing(history));
+        return modelView(history, latestSummaryGrowing(history), latestMessageGrowing(history));
       },
       remaining: () => remainingOf(this.#actor.getSnapshot().context),
       approvalTtlMs: () => this.#actor.getSnapshot().context.approvalTtlMs,
@@ -156,6 +156,17 @@ export class RunActor {
       },
       this.#runtime.clock,
     );
+  }
+
+  /**
+   * Before a new turn of a run that answered: a run at its answer is read without its group (it
+   * spent nothing more), and a new turn spends again, so its group is read from the store.
+   */
+  async rejoinGroup(): Promise<void> {
+    const saver = this.#saver;
+    if (this.#group !== null || saver === null) return;
+    const group = await groupBudgetsOf(saver.store)?.groupOf(this.runId);
+    if (group) this.#joined(saver.store, group);
   }
 
   get started(): boolean {

@@ -1,4 +1,5 @@
 /** `agent.state`: the whole run as plain JSON, read off a machine snapshot (a copy). */
+import { spentThisTurn } from '../../machines/budget.js';
 import { pendingCalls, runningCall } from '../../machines/calls.js';
 import type { AgentContext, Status } from '../../machines/types.js';
 import type { RunState } from '../types.js';
@@ -24,5 +25,13 @@ export function runStateOf(context: AgentContext, status: Status): RunState {
     cancelReason: c.cancelReason,
     inflight: running ? { key: running.key, tool: running.tool, step: running.step } : null,
     compaction: c.compaction,
+    turn: { number: turnNumber(c.history), ...spentThisTurn(c) },
   });
+}
+
+/** The number of the turn under way: the user messages in the history (at least 1). */
+function turnNumber(history: AgentContext['history']): number {
+  let n = 0;
+  for (const entry of history) if (entry.role === 'user') n++;
+  return Math.max(1, n);
 }

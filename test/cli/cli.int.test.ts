@@ -21,6 +21,7 @@ describe('tollgate (built) in child processes', () => {
       'approve',
       'deny',
       'resume',
+      'send',
       'replay',
       'fork',
       'check',
@@ -78,6 +79,35 @@ describe('tollgate (built) in child processes', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('no call awaits approval');
     expect(paid()).toHaveLength(1);
+  });
+
+  it('send goes on from a run that answered with the next message: a new turn, saved; refused while it awaits approval', async () => {
+    const { cli, paid, stored } = workspace();
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay invoice 7', '--run-id', 'chat-7'])).code).toBe(3);
+    const waiting = await cli(['send', 'chat-7', 'and invoice 8']);
+    expect(waiting.code).toBe(2);
+    expect(waiting.stderr.trim().split('\n')).toHaveLength(1);
+    expect(waiting.stderr).toContain('send: the run is awaiting_approval; expected done or budget_exhausted');
+    expect((await cli(['approve', 'chat-7', '--note', 'ok'])).code).toBe(0);
+    const before = await stored('chat-7');
+    const send = await cli(['send', 'chat-7', 'thanks!', '--max-steps', '9']);
+    expect(send.code).toBe(0);
+    expect(send.stdout).toContain('message   thanks!');
+    expect(send.stdout).toContain('answer    confused'); // the fixture's policy answers anything else so
+    const after = await stored('chat-7');
+    expect(after?.status).toBe('done');
+    expect(after?.entries.slice(0, before?.entries.length)).toEqual(before?.entries);
+    expect(after?.entries.slice(before?.entries.length)).toEqual([
+      '{"content":"thanks!","role":"user"}',
+      '{"final":"confused","role":"assistant"}',
+    ]);
+    const shown = JSON.parse((await cli(['show', 'chat-7', '--json'])).stdout);
+    expect(shown).toMatchObject({ limits: { maxSteps: 9 }, turn: { number: 2, steps: 1 } });
+    expect(paid()).toEqual(['chat-7:2 250']);
+    // resume with a limit on a run that answered: the limit goes with the next message.
+    const resume = await cli(['resume', 'chat-7', '--max-steps', '12']);
+    expect(resume.code).toBe(2);
+    expect(resume.stderr).toContain('run chat-7 is done: give the new limits to tollgate send, with the next message');
   });
 
   it('replay runs a stored run again from its journal: exit 0 under its module, 7 and the first divergence under another', async () => {

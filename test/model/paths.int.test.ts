@@ -82,7 +82,7 @@ function generated(kind: 'shortest' | 'simple'): { all: MachinePath[]; runs: Mac
 it('the paths together take every decision, tool outcome and user event', () => {
   const { moves } = coverage(KINDS.flatMap((k) => generated(k).all));
   const all = ['start', 'crash', 'crash(after)', 'approve', 'approveLate', 'deny', 'expire', 'expire(first)'];
-  all.push('cancel', 'extend', 'run', 'policy:final', 'policy:malformed', 'policy:throws');
+  all.push('cancel', 'extend', 'run', 'send', 'policy:final', 'policy:malformed', 'policy:throws');
   for (const k of ['all', 'last', 'split', 'edit', 'always']) all.push(`decide:${k}`);
   for (const k of ['lookup#0', 'send#0', 'charge#0', 'unknown#0', 'wipe#2']) all.push(`policy:call(${k})`);
   for (const k of ['wipe#1', 'lookup#0,send#0,wipe#2,unknown#0', 'send#1,charge#1', 'lookup#1,wipe#1,lookup#2'])

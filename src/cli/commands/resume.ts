@@ -21,7 +21,7 @@ import {
   withStore,
 } from './shared.js';
 
-interface ResumeFlags extends Common, LimitFlags {
+export interface ResumeFlags extends Common, LimitFlags {
   agent?: string;
   as?: string;
   input?: boolean;
@@ -44,6 +44,14 @@ export function resumeCommand(act: Act): Command {
 }
 
 async function resumeRun(runId: string, o: ResumeFlags): Promise<number> {
+  return continueRun(runId, o, 'resume');
+}
+
+/**
+ * Loads a stored run with its agent module (the one it was started with, or `--agent`) and the
+ * limits given, then works it: `run()` for `resume`, `send(message)` for `send`, to its rest.
+ */
+export async function continueRun(runId: string, o: ResumeFlags, how: 'resume' | { send: string }): Promise<number> {
   return withStore(o, { create: false }, async (opened) => {
     if (!(await opened.store.load(runId))) throw noRun(opened, runId);
     const registry = new AgentRegistry();
@@ -54,17 +62,20 @@ async function resumeRun(runId: string, o: ResumeFlags): Promise<number> {
     const status = agent.status;
     // New limits are saved by the work that follows; a run that waits for a human or has ended
     // does no work here, so they would be silently dropped.
-    if (Object.keys(limits).length > 0 && status === 'awaiting_approval') {
+    const changed = Object.keys(limits).length > 0;
+    if (changed && how === 'resume' && status === 'awaiting_approval') {
       throw new CliUsageError(
         `run ${runId} is awaiting approval: give the new limits to tollgate approve or deny, which save them with the decision`,
       );
     }
-    if (Object.keys(limits).length > 0 && (status === 'done' || status === 'cancelled')) {
-      throw new CliUsageError(`run ${runId} is ${status}: its limits cannot change`);
+    if (changed && how === 'resume' && status === 'done') {
+      throw new CliUsageError(`run ${runId} is done: give the new limits to tollgate send, with the next message`);
     }
+    if (changed && status === 'cancelled')
+      throw new CliUsageError(`run ${runId} is cancelled: its limits cannot change`);
     if (o.agent !== undefined) registry.set(opened.location, runId, agentPath);
     const by = approver(o.as);
-    return drive(agent, () => agent.run(), {
+    return drive(agent, () => (how === 'resume' ? agent.run() : agent.send(how.send)), {
       json: o.json === true,
       interactive: canAsk(o),
       by,

@@ -25,7 +25,7 @@ export function showCommand(act: Act): Command {
             `run ${state.runId} · ${statusText(state.status, c)} · v${record.version} · ${record.updatedAt} · store ${opened.location.display}\n`,
           );
           out(`${budgetLine(state)}${state.stoppedBy ? ` · stopped by ${state.stoppedBy}` : ''}\n`);
-          for (const entry of state.history) out(`${entryLine(entry, c)}\n`);
+          for (const [i, entry] of state.history.entries()) out(`${entryLine(entry, c, i)}\n`);
           for (const pending of state.pendingCalls) for (const line of pendingLines(pending, c)) out(`${line}\n`);
           if (state.error) out(`${c.red(`error: ${state.error}`)}\n`);
           if (state.status === 'cancelled') out(`cancelled${state.cancelReason ? `: ${state.cancelReason}` : ''}\n`);

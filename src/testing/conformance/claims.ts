@@ -74,13 +74,19 @@ export const claimCases: ConformanceCase[] = [
           await assert.rejects(opening, (error) => error === reason);
         }
         assert.equal(await store.release(a), true);
-        // Neither stopped claim took the run: the next claim is the third.
+        // Neither stopped claim holds the run: the next claim takes it at once, waiting for nobody.
+        // (A stopped claim whose try was already under way may still land, after the release: the
+        // store gives that lease up again at once, so the token may count it.)
         await assert.rejects(
           store.claim('r', { owner: 'worker-c', leaseMs: 1_000, signal: AbortSignal.abort(reason) }),
           (error) => error === reason,
         );
         const c = await store.claim('r', { owner: 'worker-c', leaseMs: 1_000 });
-        assert.deepEqual([c.owner, c.token], ['worker-c', 2]);
+        assert.equal(c.owner, 'worker-c');
+        assert.ok(
+          c.token === 2 || c.token === 3,
+          `token ${c.token}: one claim before it, and at most one stopped late`,
+        );
         await assert.rejects(
           store.claim('r', { owner: 'worker-d', leaseMs: 1_000, signal: 'soon' } as never),
           optionsError(/^claim: signal must be an AbortSignal, got "soon"$/),

@@ -10,6 +10,8 @@ import { argsOf, type CallTool, type EditRefusal, toolNameOf, type VerifyAnswer 
 export const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 export const RUN_ID = 'run-m';
 export const GOAL = 'settle the refund';
+/** The user's next message: `send` goes on from a run that answered (or that a budget stopped). */
+export const MESSAGE = 'and refund the shipping too';
 /** Approvals expire this long after they are requested. */
 export const TTL_MS = 60_000;
 /** Every tool aborts after this many ms (the `timeout` outcome). */
@@ -94,6 +96,8 @@ export type Move =
   | { kind: 'cancel' }
   | { kind: 'extend'; limits: Partial<Limits> }
   | { kind: 'run' }
+  /** `send(MESSAGE)`: a new turn of the conversation. */
+  | { kind: 'send' }
   /** Time passes while nothing runs (a human thinking): not active time. */
   | { kind: 'wait'; ms: number }
   /** Mistakes a caller can make; each must throw a typed error and change nothing. */

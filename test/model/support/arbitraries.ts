@@ -169,6 +169,11 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, World>
       2,
       move({ kind: 'run' }, (m) => status(m) !== 'idle' && !isFinal(m)),
     ),
+    // The user's next message: a conversation goes on from an answer or a budget's stop.
+    ...times(
+      3,
+      move({ kind: 'send' }, (m) => status(m) === 'done' || status(m) === 'budget_exhausted'),
+    ),
     // Weighted up since calls take effect in their order: fewer ways lead to calls of one step
     // with different deadlines (a side effect asked again after a crash, beside a sibling still pending).
     ...times(5, move({ kind: 'expire', first: true }, awaiting)),

@@ -26,6 +26,7 @@ import {
   isDeciding,
   isExecuting,
   iso,
+  MESSAGE,
   type ModelState,
   type Move,
   malformedOf,
@@ -333,6 +334,8 @@ export function modelEvent(move: Move, s: ModelState, now: number, policyElapsed
       return pendingOf(c).some((p) => !isOpen(p, after)) ? { type: 'EXPIRE', at: iso(after) } : null;
     case 'cancel':
       return { type: 'CANCEL', reason: CANCEL_REASON };
+    case 'send':
+      return { type: 'SEND', message: MESSAGE };
     case 'extend':
       return { type: 'EXTEND_BUDGET', limits: move.limits };
     case 'run': {

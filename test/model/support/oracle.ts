@@ -13,6 +13,7 @@ import {
   CANCEL_REASON,
   GOAL,
   isMistake,
+  MESSAGE,
   type Move,
   malformedOf,
   RUN_ID,
@@ -256,6 +257,10 @@ export function checkMove(move: Move, b: Before, world: World): string[] {
       if (b.status === 'budget_exhausted' || b.status === 'failed') decidingNext(world, out);
       else if (b.status === 'awaiting_approval') checkStep(world, out);
       else sameStatus(b, world, out, 'run()');
+      break;
+    case 'send':
+      lastIs(h, { role: 'user', content: MESSAGE }, out, 'send records the message');
+      decidingNext(world, out);
       break;
     case 'cancel':
       if (state.status !== 'cancelled' || state.cancelReason !== CANCEL_REASON)

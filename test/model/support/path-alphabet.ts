@@ -166,6 +166,8 @@ export interface Alphabet {
   crash: ('now' | 'after')[];
   /** Offer CANCEL in these statuses. */
   cancelIn: Status[];
+  /** Offer SEND (once a path) in these statuses. */
+  sendIn: Status[];
 }
 
 /** Everything: for the shortest paths (one per control state and last observation). */
@@ -174,7 +176,8 @@ export const FULL_ALPHABET: Alphabet = {
   tool: ['result', 'throw', 'timeout'],
   approval: ['approve', 'deny', 'expire', 'approveLate', 'expireFirst', 'all', 'last', 'split', 'edit', 'always'],
   crash: ['now', 'after'],
-  cancelIn: ['running', 'awaiting_approval', 'budget_exhausted', 'failed'],
+  cancelIn: ['running', 'awaiting_approval', 'budget_exhausted', 'failed', 'done'],
+  sendIn: ['done', 'budget_exhausted'],
 };
 
 /**
@@ -188,6 +191,7 @@ export const SIMPLE_ALPHABET: Alphabet = {
   approval: ['approve', 'last'],
   crash: [],
   cancelIn: ['awaiting_approval'],
+  sendIn: ['done'],
 };
 
 /** A state of the path graph: the machine's snapshot and the test clock. */
@@ -207,6 +211,8 @@ export function movesFor(s: PathState, alphabet: Alphabet = FULL_ALPHABET): Move
   const status = statusOf(m.value);
   const c = m.context;
   const cancel: Move[] = alphabet.cancelIn.includes(status) ? [{ kind: 'cancel' }] : [];
+  // One new message a path: a conversation of two turns walks every state again in its second.
+  const send: Move[] = alphabet.sendIn.includes(status) && turnsOf(c) < 2 ? [{ kind: 'send' }] : [];
   switch (status) {
     case 'idle':
       return [{ kind: 'start' }];
@@ -256,13 +262,20 @@ export function movesFor(s: PathState, alphabet: Alphabet = FULL_ALPHABET): Move
               },
             ]
           : [];
-      return [...extend, { kind: 'run' }, ...cancel];
+      return [...extend, { kind: 'run' }, ...send, ...cancel];
     }
     case 'failed':
       return [{ kind: 'run' }, ...cancel];
+    case 'done':
+      return [...send, ...cancel];
     default:
       return [];
   }
+}
+
+/** The turns of the conversation so far: the user messages in the history. */
+export function turnsOf(c: PathState['snapshot']['context']): number {
+  return c.history.filter((e) => e.role === 'user').length;
 }
 
 /** A path event: the move, named by its machine event's type. */

@@ -21,6 +21,7 @@ import {
   type PathState,
   type PathStep,
   SIMPLE_ALPHABET,
+  turnsOf,
   view,
 } from './path-alphabet.js';
 
@@ -123,10 +124,14 @@ export function maximalPaths(paths: MachinePath[]): MachinePath[] {
 export function controlKey(s: PathState): string {
   const c = s.snapshot.context;
   const tokens = c.usage.inputTokens + c.usage.outputTokens;
-  // A run that has ended can do nothing more: how it got there is in the last observation.
-  if (s.snapshot.value === 'done' || s.snapshot.value === 'cancelled') return JSON.stringify({ v: s.snapshot.value });
+  const turns = turnsOf(c);
+  // A cancelled run can do nothing more, nor can one that answered in its last turn (one new
+  // message a path): how it got there is in the last observation.
+  if (s.snapshot.value === 'cancelled') return JSON.stringify({ v: s.snapshot.value });
+  if (s.snapshot.value === 'done' && turns >= 2) return JSON.stringify({ v: s.snapshot.value, turns });
   return JSON.stringify({
     v: s.snapshot.value,
+    turns,
     steps: c.steps,
     max: c.limits.maxSteps,
     tokensOut: c.limits.maxTokens !== null && tokens >= c.limits.maxTokens,

@@ -26,6 +26,7 @@ import {
   DENIER,
   GOAL,
   isMistake,
+  MESSAGE,
   type Mistake,
   type Move,
   RUN_ID,
@@ -459,6 +460,9 @@ export class World {
         case 'cancel':
           cancelStep(d);
           this.#begin(() => this.agent.cancel(CANCEL_REASON));
+          break;
+        case 'send':
+          this.#begin(() => this.agent.send(MESSAGE));
           break;
         case 'extend':
           this.agent.extendBudget(move.limits);
