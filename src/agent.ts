@@ -141,12 +141,12 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
     if (signal !== undefined) checkOptions('Agent.load', { signal }, runShape, { runId });
     const lent = parsed.runtime.lease;
     const terms = rest.leaseWaitMs === undefined ? { ...lent, waitMs: LOAD_WAIT_MS } : lent;
-    // A run that has ended never changes again (nothing can be done to it but delete it): on a
-    // store that tells a run's status alone, it is read without a claim, writing nothing, whoever
-    // holds its lease. An unknown run is not claimed either.
+    // A cancelled run never changes again, and one at its answer changes only by a `send` (which
+    // claims it before its first save): on a store that tells a run's status alone, such a run is
+    // read without a claim, writing nothing, whoever holds its lease. An unknown run is not claimed either.
     const notFound = () => new RunNotFoundError(`load: no run ${JSON.stringify(runId)} in the store`, { runId });
     // One call to the store (`open`, runtime/lease.ts): an unknown run is not claimed; a run that has
-    // ended never changes again, so it is read without a claim, whoever holds its lease; any other
+    // ended (or rests at its answer) is read without a claim, whoever holds its lease; any other
     // run is claimed before it is read — a run another live process works on is refused
     // (RunBusyError), never loaded and worked twice — and one at rest is released in the same step.
     // A holder that is provably dead on this machine is released first.

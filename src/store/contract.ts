@@ -256,7 +256,8 @@ export interface CheckpointStore extends Partial<GroupBudgetStore> {
    * one round trip (one transaction on the memory and SQLite stores). It does what a load would do
    * with `summary`, `claim`, `load`, `groupOf` and `release`, with the same rules:
    * - no such run: null, and nothing is claimed or written;
-   * - a run that has ended (`done`, `cancelled`): read without a claim (never busy), `lease` null;
+   * - a run that has ended (`cancelled`) or rests at its answer (`done`: only a `send`, which claims
+   *   it first, changes it): read without a claim (never busy), `lease` null;
    * - any other run is claimed by `claim`'s rule (another owner's live lease: `RunBusyError` with
    *   `holder`, `until`, the holder's token and process, after waiting up to `claim.wait` ms), then
    *   read; a run found `running` stays claimed (`lease`), one at rest is released at once (its

@@ -6,15 +6,21 @@
 import type { Status } from '../../machines/types.js';
 import { type CheckpointStore, type ClaimOptions, groupBudgetsOf, type OpenedRun } from './contract.js';
 
-/** The statuses a run never leaves: nothing can be done to it but delete it. */
+/**
+ * The statuses a load reads without a claim: a cancelled run never changes again, and a run at
+ * its answer changes only by a new message (`send`), which claims it before its first save.
+ */
 const ENDED: readonly Status[] = ['done', 'cancelled'];
 
-/** Whether a run in `status` has ended: `open` reads it without a claim. */
+/** Whether a run in `status` has ended (or rests at its answer): `open` reads it without a claim. */
 export function hasEnded(status: Status): boolean {
   return ENDED.includes(status);
 }
 
-/** The budget group of a run read in `status`: none for a run that has ended (it spends nothing again). */
+/**
+ * The budget group of a run read in `status`: none for a run that has ended (it spends nothing
+ * until a new message, and `send` reads its group again then).
+ */
 export async function groupOfRun(store: CheckpointStore, runId: string, status: Status): Promise<string | null> {
   return hasEnded(status) ? null : ((await groupBudgetsOf(store)?.groupOf(runId)) ?? null);
 }

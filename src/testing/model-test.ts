@@ -33,6 +33,8 @@ export type Move =
   | { kind: 'wait'; ms: number }
   | { kind: 'extend'; steps: number }
   | { kind: 'run' }
+  /** The user's next message (`send`), when the run answered or a budget stopped it. */
+  | { kind: 'send' }
   | { kind: 'cancel' };
 
 /** What fast-check generates: what the policy answers, step by step, and the moves. */
@@ -128,6 +130,7 @@ function moveArbitrary(options: ModelTestOptions): fc.Arbitrary<Move> {
       arbitrary: fc.record({ kind: fc.constant('extend' as const), steps: fc.integer({ min: 1, max: 3 }) }),
     },
     { weight: 2, arbitrary: fc.constant({ kind: 'run' as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'send' as const }) },
     { weight: 1, arbitrary: fc.constant({ kind: 'cancel' as const }) },
   );
 }
@@ -324,8 +327,12 @@ class Play {
       case 'run':
         if (status !== 'done' && status !== 'cancelled') await this.op(() => this.agent.run());
         break;
+      case 'send':
+        if (status === 'done' || status === 'budget_exhausted')
+          await this.op(() => this.agent.send('and one more thing'));
+        break;
       case 'cancel':
-        if (status !== 'done' && status !== 'cancelled') await this.op(() => this.agent.cancel('the test cancelled'));
+        if (status !== 'cancelled') await this.op(() => this.agent.cancel('the test cancelled'));
         break;
     }
   }
