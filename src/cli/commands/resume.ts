@@ -31,16 +31,20 @@ export interface ResumeFlags extends Common, LimitFlags {
 export function resumeCommand(act: Act): Command {
   const cmd = new Command('resume')
     .description('continue a run (after a crash, a failure, or with a raised budget)')
-    .argument('<runId>')
-    .option('--agent <module>', 'the agent module (default: the one the run was started with)');
-  limitOptions(cmd, "replaces the run's; the run keeps its own when not given")
+    .argument('<runId>');
+  return continueOptions(cmd)
+    .addHelpText('after', '\nExample:\n  $ tollgate resume ticket-42 --max-steps 12')
+    .action(act(resumeRun));
+}
+
+/** The options of a command that continues a stored run (`resume`, `send`): `ResumeFlags`. */
+export function continueOptions(cmd: Command): Command {
+  cmd.option('--agent <module>', 'the agent module (default: the one the run was started with)');
+  return limitOptions(cmd, "replaces the run's; the run keeps its own when not given")
     .option('--as <name>', 'approver name for decisions made at the prompt')
     .option('--no-input', 'never prompt; print the commands to decide later')
     .addOption(storeOption())
-    .addOption(jsonOption())
-    .addHelpText('after', '\nExample:\n  $ tollgate resume ticket-42 --max-steps 12')
-    .action(act(resumeRun));
-  return cmd;
+    .addOption(jsonOption());
 }
 
 async function resumeRun(runId: string, o: ResumeFlags): Promise<number> {
