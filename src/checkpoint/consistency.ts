@@ -6,6 +6,7 @@
 
 import { callIdOf, keyOf } from '../../machines/calls.js';
 import { canonicalJson } from '../../machines/canonical.js';
+import { latestMessage } from '../../machines/compaction.js';
 import { assistantEntry } from '../../machines/history.js';
 import type { Status, StepCall } from '../../machines/types.js';
 import { approvalSchema, type PersistedRun } from './schema.js';
@@ -136,7 +137,7 @@ function turnProblem(c: PersistedRun['context']): Problem | null {
   }
   if (turn.costUsd > usage.costUsd)
     return [`${at}.costUsd`, 'a turn cannot begin after more dollars than the run spent'];
-  for (let i = c.history.length - 1; i >= 1; i--) if (c.history[i]?.role === 'user') return null;
+  if (latestMessage(c.history) >= 1) return null;
   return [at, 'a later turn needs the message that began it in the history'];
 }
 
