@@ -4,9 +4,10 @@
  * never rewritten: a summary is one more entry, `{ role: 'summary', text, covers: { from, to } }`,
  * and the view is read off the journal each time.
  *
- * Summaries fold: each covers the journal from index 1 (the first entry after the goal) to
- * `covers.to`, and the summariser is given the previous summary with the entries newly covered.
- * So only the latest summary is in the view, and a summary entry is never summarised twice.
+ * The run's head is always in view: its system entries (a run started from messages) and the
+ * first message after them (the goal). Summaries fold: each covers the journal from the entry after
+ * the head to `covers.to`, and the summariser is given the previous summary with the entries newly
+ * covered. So only the latest summary is in the view, and a summary entry is never summarised twice.
  */
 import type { HistoryEntry, SummaryEntry } from './types.js';
 
@@ -16,9 +17,20 @@ export const MAX_SUMMARY_FAILURES = 3;
 /** The longest summary text a run keeps; a longer one is cut to this, with a note of the cut. */
 export const MAX_SUMMARY_LENGTH = 20_000;
 
-/** The index of the latest entry of `role` after the goal, or -1. */
+/**
+ * How many entries the run's head holds: its leading system entries and the first entry after
+ * them (the goal, or the first message of the conversation it started from). Never summarised.
+ */
+export function headLength(history: readonly HistoryEntry[]): number {
+  let i = 0;
+  while (history[i]?.role === 'system') i++;
+  return Math.min(i + 1, Math.max(history.length, 1));
+}
+
+/** The index of the latest entry of `role` after the head, or -1. */
 function latestOf(history: readonly HistoryEntry[], role: HistoryEntry['role']): number {
-  for (let i = history.length - 1; i >= 1; i--) if (history[i]?.role === role) return i;
+  const head = headLength(history);
+  for (let i = history.length - 1; i >= head; i--) if (history[i]?.role === role) return i;
   return -1;
 }
 
@@ -27,7 +39,7 @@ export function latestSummary(history: readonly HistoryEntry[]): number {
   return latestOf(history, 'summary');
 }
 
-/** The index of the latest user message after the goal (the one a later turn began with), or -1. */
+/** The index of the latest user message after the head (the one a later turn began with), or -1. */
 export function latestMessage(history: readonly HistoryEntry[]): number {
   return latestOf(history, 'user');
 }
@@ -44,7 +56,8 @@ function growingLatest(role: HistoryEntry['role']): (history: readonly HistoryEn
     const known = found.get(history);
     const whole = !known || known.length > history.length;
     let at = whole ? -1 : known.at;
-    for (let i = whole ? 1 : Math.max(known.length, 1); i < history.length; i++) {
+    const head = headLength(history);
+    for (let i = whole ? head : Math.max(known.length, head); i < history.length; i++) {
       if (history[i]?.role === role) at = i;
     }
     if (known) {
@@ -62,17 +75,18 @@ export const latestMessageGrowing = growingLatest('user');
 
 /** The journal indices of the view's recent entries: after the latest summary's range, summaries left out. */
 function recentIndices(history: readonly HistoryEntry[], at: number): number[] {
-  const from = at < 0 ? 1 : (history[at] as SummaryEntry).covers.to + 1;
+  const from = at < 0 ? headLength(history) : (history[at] as SummaryEntry).covers.to + 1;
   const out: number[] = [];
   for (let i = from; i < history.length; i++) if (history[i]?.role !== 'summary') out.push(i);
   return out;
 }
 
 /**
- * What the policy is given: the goal, the latest summary (if any), the message the current turn
- * began with when the summary covers it (a conversation's latest ask is never summarised out of
- * view), then the entries after the range it covers. Without a summary in the journal, the journal
- * itself (a copy of the array). `at` and `ask`: the latest summary's and message's indices.
+ * What the policy is given: the head (system entries, the goal), the latest summary (if any), the
+ * message the current turn began with when the summary covers it (a conversation's latest ask is
+ * never summarised out of view), then the entries after the range it covers. Without a summary in
+ * the journal, the journal itself (a copy of the array). `at` and `ask`: the latest summary's and
+ * message's indices.
  */
 export function modelView(
   history: readonly HistoryEntry[],
@@ -80,10 +94,10 @@ export function modelView(
   ask = at < 0 ? -1 : latestMessage(history),
 ): HistoryEntry[] {
   if (at < 0) return history.slice();
-  const goal = history[0] as HistoryEntry;
   const summary = history[at] as SummaryEntry;
-  const kept = ask >= 1 && ask <= summary.covers.to ? [history[ask] as HistoryEntry] : [];
-  return [goal, summary, ...kept, ...recentIndices(history, at).map((i) => history[i] as HistoryEntry)];
+  const head = history.slice(0, summary.covers.from);
+  const kept = ask >= summary.covers.from && ask <= summary.covers.to ? [history[ask] as HistoryEntry] : [];
+  return [...head, summary, ...kept, ...recentIndices(history, at).map((i) => history[i] as HistoryEntry)];
 }
 
 /**
@@ -102,7 +116,7 @@ export function turnsOf(history: readonly HistoryEntry[], indices: readonly numb
     }
     const turn = [i];
     turns.push(turn);
-    open = entry.role === 'assistant' && !('final' in entry) ? turn : null;
+    open = entry.role === 'assistant' && ('tool' in entry || 'calls' in entry) ? turn : null;
   }
   return turns;
 }
@@ -115,7 +129,7 @@ export interface Cover {
 }
 
 /**
- * The next summary's range: from index 1 to the end of the last turn before the `keep` most
+ * The next summary's range: from the entry after the head to the end of the last turn before the `keep` most
  * recent ones; null when that adds nothing to what the latest summary covers (so a view that is
  * over its threshold with only kept turns in it is not summarised again and again).
  */
@@ -125,5 +139,6 @@ export function nextCover(history: readonly HistoryEntry[], keep: number, at = l
   const to = covered.at(-1);
   if (to === undefined) return null;
   const previous = at < 0 ? [] : [history[at] as HistoryEntry];
-  return { covers: { from: 1, to }, entries: [...previous, ...covered.map((i) => history[i] as HistoryEntry)] };
+  const from = headLength(history);
+  return { covers: { from, to }, entries: [...previous, ...covered.map((i) => history[i] as HistoryEntry)] };
 }

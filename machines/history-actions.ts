@@ -54,7 +54,8 @@ export function historyActions(append: Append) {
   return {
     startRun: typed.assign(({ event }) => {
       assertEvent(event, 'START');
-      return { history: append([], { role: 'user', content: event.goal }) };
+      if (!('messages' in event)) return { history: append([], { role: 'user', content: event.goal }) };
+      return { history: append([], ...event.messages.map((message) => ({ ...message }))) };
     }),
     // A new turn of the conversation: the message is appended, the turn's spending counts from
     // here, and what ended the last turn (its answer, a budget's stop) is over.

@@ -82,21 +82,33 @@ export interface AssistantCall {
  * with `tool` and `args`, then a tool entry); a step with several records one assistant entry
  * holding `calls`, then one tool entry per call, in call order, each with the call's `id`.
  * Extra fields: `id` (the model's tool-call id) and `text` (what the model said beside its
- * calls) on assistant entries, `id`, `approval` and `outcome` on tool entries.
+ * calls) on assistant entries, `id`, `approval` and `outcome` on tool entries. A run started from
+ * messages holds them as they were given: `system` entries (its instructions) first, before any
+ * other entry and only there, then `user` entries and assistant `content` entries (earlier replies).
  */
 export type HistoryEntry =
+  | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; tool: string; args: JsonObject; id?: string; text?: string }
   | { role: 'assistant'; calls: AssistantCall[]; text?: string }
   | { role: 'assistant'; final: Json }
+  /** A reply of an earlier turn, given with the messages a run started from: no policy made it. */
+  | { role: 'assistant'; content: string }
   | { role: 'tool'; tool: string; result: Json; id?: string; approval?: ApprovalRecord; verified?: true }
   | { role: 'tool'; tool: string; error: string; id?: string; approval?: ApprovalRecord; outcome?: 'unknown' }
   | SummaryEntry;
 
 /**
+ * One message of the conversation a run starts from (`agent.start(messages)`): the system's
+ * instructions first, then earlier turns, the last a user message (the run acts on it).
+ */
+export type Message = Extract<HistoryEntry, { content: string }>;
+
+/**
  * A summary of earlier turns (compaction): `text` stands for the journal entries `covers.from` to
  * `covers.to` (indices into the history, both included) in the model's view. Summaries fold: each
- * covers from index 1 (the first entry after the goal), earlier summaries included. The entries it
+ * covers from the first entry after the run's head (its system entries and first message, always
+ * in view: `headLength`), earlier summaries included. The entries it
  * covers stay in the history; only the view leaves them out (machines/compaction.ts).
  */
 export interface SummaryEntry {
@@ -353,6 +365,8 @@ export interface CallDecision {
 /** Events a user (through the Agent facade) sends. */
 export type AgentEvent =
   | { type: 'START'; goal: string }
+  /** Starts from a conversation (checked by the runtime: see `checkMessages`). */
+  | { type: 'START'; messages: readonly Message[] }
   /** A new user message: a run that answered (or stopped for a budget) goes on, a new turn. */
   | { type: 'SEND'; message: string }
   /** Decides some of the pending calls, atomically; the others stay pending. */

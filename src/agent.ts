@@ -6,11 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { isExpiredAt } from '../machines/calls.js';
 import { modelView } from '../machines/compaction.js';
-import type { HistoryEntry, Limits, Status } from '../machines/types.js';
+import type { HistoryEntry, Limits, Message, Status } from '../machines/types.js';
 import { untilAborted } from './abort.js';
 import { decodeCheckpoint, decodeStored, type PersistedRun } from './checkpoint/index.js';
 import { isoTime } from './clock.js';
 import { CheckpointError, OptionsError, RunNotFoundError, RunStateError, UserError } from './errors.js';
+import { startEvent } from './messages.js';
 import { checkOptions } from './option-schema.js';
 import { checkText, parseAgentOptions, parseLimits, parseResumeOptions, type Runtime, runShape } from './options.js';
 import { readDecisions } from './runtime/decisions.js';
@@ -262,14 +263,23 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
   }
 
   /**
-   * Starts the run with the user's goal and runs until it settles.
+   * Starts the run and runs until it settles: from the user's goal, or from a conversation —
+   * system messages first (the model's instructions, never summarised away), then earlier turns,
+   * the last one the user's message the run acts on.
+   * @throws OptionsError if the goal or a message is malformed (nothing starts).
    * @throws RunStateError if the run is not `idle`.
+   *
+   * @example
+   * await agent.start([
+   *   { role: 'system', content: 'You answer for the refunds desk.' },
+   *   { role: 'user', content: 'Where is my refund for order 7?' },
+   * ]);
    */
-  async start(goal: string, options: RunOptions = {}): Promise<Status> {
-    this.#checkText('start', 'goal', goal);
+  async start(goal: string | readonly Message[], options: RunOptions = {}): Promise<Status> {
+    const event = startEvent('start', goal, this.#details());
     const { signal } = checkOptions('start', options, runShape, this.#details());
     this.#expect(['idle'], 'start', 'a run that answered goes on with send(message)');
-    return this.#withSignal(signal, () => this.#run.send({ type: 'START', goal }));
+    return this.#withSignal(signal, () => this.#run.send(event));
   }
 
   /**

@@ -11,11 +11,24 @@ import type {
   FinalEntry,
   HistoryCall,
   HistoryEntry,
+  ReplyEntry,
   ResultEntry,
   SummaryEntry,
+  SystemEntry,
   ToolEntry,
   UserEntry,
 } from './types.js';
+
+/**
+ * True for a system entry: the instructions of a run started from messages, `{ role: 'system',
+ * content }`. They come first in the history, and compaction never summarises them.
+ *
+ * @example
+ * const instructions = agent.state.history.filter(isSystemEntry).map((e) => e.content);
+ */
+export function isSystemEntry(entry: HistoryEntry): entry is SystemEntry {
+  return entry.role === 'system';
+}
 
 /**
  * True for the goal (or another user message): `{ role: 'user', content }`.
@@ -25,6 +38,17 @@ import type {
  */
 export function isUserEntry(entry: HistoryEntry): entry is UserEntry {
   return entry.role === 'user';
+}
+
+/**
+ * True for a reply of an earlier turn given with the messages a run started from: `{ role:
+ * 'assistant', content }`. No policy made it: it is no step, and no answer of this run.
+ *
+ * @example
+ * const earlier = agent.state.history.filter(isReplyEntry).length;
+ */
+export function isReplyEntry(entry: HistoryEntry): entry is ReplyEntry {
+  return entry.role === 'assistant' && 'content' in entry;
 }
 
 /**

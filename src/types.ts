@@ -327,6 +327,9 @@ export interface DecideManyOptions extends RunOptions {
   by?: string | undefined;
 }
 
+/** A system entry of a run started from messages (its instructions): `{ role: 'system', content }`. */
+export type SystemEntry = Extract<HistoryEntry, { role: 'system' }>;
+
 /** A history entry with the goal (or a user's message): `{ role: 'user', content }`. */
 export type UserEntry = Extract<HistoryEntry, { role: 'user' }>;
 
@@ -336,6 +339,12 @@ export type CallEntry = Extract<HistoryEntry, { role: 'assistant'; tool: string 
 /** An assistant entry of a step with several calls: `{ role: 'assistant', calls, text? }`. */
 export type CallsEntry = Extract<HistoryEntry, { role: 'assistant'; calls: AssistantCall[] }>;
 
+/**
+ * A reply of an earlier turn, given with the messages a run started from (no policy made it):
+ * `{ role: 'assistant', content }`.
+ */
+export type ReplyEntry = Extract<HistoryEntry, { role: 'assistant'; content: string }>;
+
 /** The assistant entry of the final answer: `{ role: 'assistant', final }`. */
 export type FinalEntry = Extract<HistoryEntry, { role: 'assistant'; final: Json }>;
 
@@ -343,10 +352,12 @@ export type FinalEntry = Extract<HistoryEntry, { role: 'assistant'; final: Json 
 export type ToolEntry = Extract<HistoryEntry, { role: 'tool' }>;
 
 /**
- * A summary of earlier turns made by compaction: `{ role: 'summary', text, covers: { from, to } }`,
- * `covers` the journal indices (both included) it stands for in the model's view.
+ * `Message`: one message of the conversation a run starts from (`agent.start([{ role: 'system',
+ * content }, …])`). `SummaryEntry`: a summary of earlier turns made by compaction, `{ role:
+ * 'summary', text, covers: { from, to } }`, `covers` the journal indices (both included) it stands
+ * for in the model's view.
  */
-export type { SummaryEntry } from '../machines/types.js';
+export type { Message, SummaryEntry } from '../machines/types.js';
 
 /** A tool entry with the tool's result: `{ role: 'tool', tool, result, id?, approval? }`. */
 export type ResultEntry = Extract<ToolEntry, { result: Json }>;

@@ -43,7 +43,7 @@ describe('errors name the call, the value and the run', () => {
     const error = await thrown(() => agent.start(42 as never));
     expect(error).toBeInstanceOf(OptionsError);
     expect(error).toMatchObject({
-      message: 'start: goal must be a string (without lone surrogates), got 42',
+      message: 'start: goal must be a string or an array of messages, got 42',
       runId: 'r',
       status: 'idle',
     });

@@ -301,7 +301,7 @@ describe('the quick check of history entries', () => {
         }
       }
     }
-    expect(fast).toBe(2 * 2); // the 2 good texts × the 2 good covers, with no other field
+    expect(fast).toBe(2 * 3); // the 2 good texts × the 3 good covers, with no other field
   });
 
   it('accepts the plain entries a run writes (the fast path is the common path)', () => {

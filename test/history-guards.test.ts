@@ -11,8 +11,10 @@ import {
   isCallsEntry,
   isErrorEntry,
   isFinalEntry,
+  isReplyEntry,
   isResultEntry,
   isSummaryEntry,
+  isSystemEntry,
   isToolEntry,
   isUserEntry,
 } from '../src/history.js';
@@ -21,10 +23,12 @@ import type { HistoryCall } from '../src/types.js';
 const approval: ApprovalRecord = { approved: true, by: 'ops', note: 'ok', at: '2026-01-01T00:00:00.000Z', callId: 'c' };
 
 type Kind =
+  | 'system'
   | 'user'
   | 'call'
   | 'callWithId'
   | 'calls'
+  | 'reply'
   | 'final'
   | 'finalNull'
   | 'result'
@@ -35,6 +39,7 @@ type Kind =
 
 /** One entry of every kind, with their optional fields, as a run records them. */
 const entries: Record<Kind, HistoryEntry> = {
+  system: { role: 'system', content: 'You answer for the refunds desk.' },
   user: { role: 'user', content: 'refund order 7' },
   call: { role: 'assistant', tool: 'search', args: { q: 'refunds' } },
   callWithId: { role: 'assistant', tool: 'search', args: { q: 'refunds' }, id: 'call_9', text: 'looking' },
@@ -46,6 +51,7 @@ const entries: Record<Kind, HistoryEntry> = {
     ],
     text: 'two at once',
   },
+  reply: { role: 'assistant', content: 'Do you want a refund?' },
   final: { role: 'assistant', final: { refunded: true } },
   finalNull: { role: 'assistant', final: null },
   result: { role: 'tool', tool: 'search', result: ['doc'] },
@@ -56,7 +62,9 @@ const entries: Record<Kind, HistoryEntry> = {
 };
 
 const guards = {
+  isSystemEntry,
   isUserEntry,
+  isReplyEntry,
   isCallEntry,
   isCallsEntry,
   isFinalEntry,
@@ -68,6 +76,8 @@ const guards = {
 
 /** The kinds each guard accepts; it must refuse every other. */
 const accepts: Record<keyof typeof guards, Kind[]> = {
+  isSystemEntry: ['system'],
+  isReplyEntry: ['reply'],
   isUserEntry: ['user'],
   isCallEntry: ['call', 'callWithId'],
   isCallsEntry: ['calls'],
@@ -88,9 +98,11 @@ describe('history entry guards', () => {
     });
   }
 
-  it('every entry is exactly one of user, call, calls, final, result, error, summary', () => {
+  it('every entry is exactly one of system, user, reply, call, calls, final, result, error, summary', () => {
     const exclusive = [
+      isSystemEntry,
       isUserEntry,
+      isReplyEntry,
       isCallEntry,
       isCallsEntry,
       isFinalEntry,
@@ -107,7 +119,13 @@ describe('history entry guards', () => {
     const history: HistoryEntry[] = Object.values(entries);
     const seen: string[] = [];
     for (const entry of history) {
-      if (isUserEntry(entry)) {
+      if (isSystemEntry(entry)) {
+        expectTypeOf(entry.content).toEqualTypeOf<string>();
+        seen.push(entry.content);
+      } else if (isReplyEntry(entry)) {
+        expectTypeOf(entry.content).toEqualTypeOf<string>();
+        seen.push(entry.content);
+      } else if (isUserEntry(entry)) {
         expectTypeOf(entry.content).toEqualTypeOf<string>();
         seen.push(entry.content);
       } else if (isCallEntry(entry)) {

@@ -107,14 +107,27 @@ function callsProblem(run: PersistedRun, status: Status): Problem | null {
 }
 
 /**
- * Summaries fold (machines/compaction.ts): each covers from index 1 to an index before its own,
- * further than the summary before it did. A summary that covers itself, or less than the one
- * before, would give the policy a view the run never had.
+ * System entries come first, and only there (the runtime writes them when a run starts from
+ * messages). Summaries fold (machines/compaction.ts): each covers from the entry after the head
+ * to an index before its own, further than the summary before it did. A summary that covers
+ * itself, its head or less than the one before would give the policy a view the run never had.
  */
 function summariesProblem(history: PersistedRun['context']['history']): Problem | null {
+  const first = history.findIndex((e) => e.role !== 'system');
+  if (history.length > 0 && first < 0) return ['snapshot.context.history', 'system entries need a message after them'];
+  const late = history.findIndex((e, i) => i > first && e.role === 'system');
+  if (late >= 0) return [`snapshot.context.history.${late}`, 'system entries come first, before any other entry'];
+  // Earlier replies are given with the messages a run starts from: none after the run's first step.
+  const made = history.findIndex((e) => e.role !== 'system' && e.role !== 'user' && !('content' in e));
+  const reply = made < 0 ? -1 : history.findIndex((e, i) => i > made && e.role === 'assistant' && 'content' in e);
+  if (reply >= 0) return [`snapshot.context.history.${reply}`, 'an earlier reply comes before the run’s first step'];
+  const head = first + 1;
   let last = 0;
   for (const [i, e] of history.entries()) {
     if (e.role !== 'summary') continue;
+    if (e.covers.from !== head) {
+      return [`snapshot.context.history.${i}.covers.from`, `a summary covers from entry ${head}, after the head`];
+    }
     const at = `snapshot.context.history.${i}.covers.to`;
     if (e.covers.to >= i) return [at, `a summary covers entries before it (it is entry ${i})`];
     if (e.covers.to <= last) return [at, `a summary covers more than the one before it (to ${last})`];

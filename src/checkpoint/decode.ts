@@ -34,8 +34,10 @@ export function plainEntry(e: unknown): boolean {
   switch (e.role) {
     case 'user':
       return typeof e.content === 'string';
+    case 'system':
+      return typeof e.content === 'string' && Object.keys(e).length === 2;
     case 'assistant':
-      if (e.calls !== undefined) return false; // several calls: the schema checks them
+      if (e.calls !== undefined || e.content !== undefined) return false; // the schema checks them
       return typeof e.tool === 'string'
         ? isObject(e.args) && optionalText(e.id) && optionalText(e.text)
         : e.tool === undefined && 'final' in e;
@@ -58,7 +60,8 @@ function plainSummary(e: Record<string, unknown>): boolean {
   const { text, covers } = e;
   if (Object.keys(e).length !== 3 || typeof text !== 'string' || !isObject(covers)) return false;
   if (text.length === 0 || text.length > MAX_STORED_SUMMARY || Object.keys(covers).length !== 2) return false;
-  return covers.from === 1 && Number.isInteger(covers.to) && (covers.to as number) > 0;
+  const positive = (n: unknown) => Number.isInteger(n) && (n as number) > 0;
+  return positive(covers.from) && positive(covers.to);
 }
 
 function checkHistory(history: unknown): void {

@@ -37,6 +37,8 @@ export const approvalSchema = z.strictObject({
 
 /** A history entry's schema (exported for the tests of the quick check). */
 export const entrySchema = z.union([
+  // Strict: a run's instructions, written by the runtime from checked messages.
+  z.strictObject({ role: z.literal('system'), content: z.string() }),
   z.looseObject({ role: z.literal('user'), content: z.string() }),
   z.looseObject({
     role: z.literal('assistant'),
@@ -51,6 +53,8 @@ export const entrySchema = z.union([
     text: z.string().optional(),
   }),
   z.looseObject({ role: z.literal('assistant'), final: json }),
+  // Strict: an earlier reply given with the messages a run started from.
+  z.strictObject({ role: z.literal('assistant'), content: z.string() }),
   z.looseObject({
     role: z.literal('tool'),
     tool: z.string(),
@@ -71,7 +75,7 @@ export const entrySchema = z.union([
   z.strictObject({
     role: z.literal('summary'),
     text: z.string().min(1).max(MAX_STORED_SUMMARY),
-    covers: z.strictObject({ from: z.literal(1), to: z.number().int().positive() }),
+    covers: z.strictObject({ from: z.number().int().positive(), to: z.number().int().positive() }),
   }),
 ]);
 

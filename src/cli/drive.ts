@@ -5,6 +5,7 @@
  */
 import { input, select } from '@inquirer/prompts';
 import yoctoSpinner from 'yocto-spinner';
+import { headLength } from '../../machines/compaction.js';
 import type { PendingCall, Status } from '../../machines/types.js';
 import type { Agent } from '../agent.js';
 import { LiveDeltas } from './deltas.js';
@@ -44,7 +45,7 @@ function show(agent: Agent, c: Colors, live: boolean): () => void {
     if (event.type !== 'delta') deltas?.end();
     if (event.type === 'entry') {
       spinner?.stop();
-      out(`${entryLine(event.entry, c, event.index)}\n`);
+      out(`${entryLine(event.entry, c, event.index, headLength(agent.state.history))}\n`);
       if (event.entry.role === 'assistant') out(`${c.dim(`          ${budgetLine(agent.state)}`)}\n`);
     } else if (event.type === 'deciding') {
       spinner?.start(`policy deciding step ${event.step}`);

@@ -43,11 +43,16 @@ export function json(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** One readable line for a history entry (`index`: its place; a user entry after the goal is a new turn's message). */
-export function entryLine(entry: HistoryEntry, c: Colors, index = 0): string {
+/**
+ * One readable line for a history entry. `index`: its place, and `head`: how many entries the
+ * run's head holds (`headLength`): a user entry in the head is the goal, one after it a message.
+ */
+export function entryLine(entry: HistoryEntry, c: Colors, index = 0, head = 1): string {
+  if (entry.role === 'system') return `${c.dim('system')}    ${clip(entry.content)}`;
   if (entry.role === 'user')
-    return `${c.bold(index === 0 ? 'goal' : 'message')}${index === 0 ? '      ' : '   '}${clip(entry.content)}`;
+    return `${c.bold(index < head ? 'goal' : 'message')}${index < head ? '      ' : '   '}${clip(entry.content)}`;
   if (entry.role === 'assistant') {
+    if ('content' in entry) return `${c.green('reply')}     ${clip(entry.content)}`;
     if ('final' in entry)
       return `${c.green('answer')}    ${clip(typeof entry.final === 'string' ? entry.final : json(entry.final))}`;
     if ('calls' in entry) {

@@ -30,7 +30,7 @@ import {
   withModel,
 } from './actions.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
-import { type Turn, turnsOf } from './turns.js';
+import { instructionsOf, type Turn, turnsOf } from './turns.js';
 
 export type { ModelUsage } from './actions.js';
 
@@ -177,7 +177,7 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
       const maxOutputTokens = outputLimit(call.maxOutputTokens, ctx);
       const callOptions: LanguageModelV3CallOptions = {
         ...(call.request as Partial<LanguageModelV3CallOptions>),
-        prompt: aiSdkPrompt(turnsOf(history), call.instructions),
+        prompt: aiSdkPrompt(turnsOf(history), instructionsOf(history, call.instructions)),
         abortSignal: ctx.signal,
         ...(call.declarations.length > 0 ? { tools: aiSdkTools(call.declarations) } : {}),
         ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),

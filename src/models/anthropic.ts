@@ -21,7 +21,7 @@ import {
   withModel,
 } from './actions.js';
 import { type ModelOptions, modelCall, policyOf } from './options.js';
-import { type Turn, turnsOf } from './turns.js';
+import { instructionsOf, type Turn, turnsOf } from './turns.js';
 
 export type { ModelUsage } from './actions.js';
 
@@ -202,12 +202,13 @@ export function anthropicPolicy<const Tools extends readonly Tool[]>(
   const call = modelCall<Anthropic>('anthropicPolicy', options);
   return policyOf<Tools>(
     async (history: HistoryEntry[], ctx: PolicyContext) => {
+      const system = instructionsOf(history, call.instructions);
       const body: Body = {
         ...(call.request as Partial<Body>),
         model: call.model,
         messages: anthropicMessages(turnsOf(history)),
         max_tokens: outputLimit(call.maxOutputTokens ?? DEFAULT_MAX_TOKENS, ctx) ?? DEFAULT_MAX_TOKENS,
-        ...(call.instructions === undefined ? {} : { system: call.instructions }),
+        ...(system === undefined ? {} : { system }),
         ...(call.declarations.length > 0 ? { tools: anthropicTools(call.declarations) } : {}),
       };
       // The runtime retries (policyRetries): the SDK's own retries are off, so one layer does it.

@@ -18,7 +18,7 @@ import {
   withModel,
 } from './actions.js';
 import type { ModelCall } from './options.js';
-import { type Turn, turnsOf } from './turns.js';
+import { instructionsOf, type Turn, turnsOf } from './turns.js';
 
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
 type Body = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
@@ -132,7 +132,7 @@ export async function chatCall(call: ModelCall<OpenAI>, history: Parameters<type
   const body: Body = {
     ...(call.request as Partial<Body>),
     model: call.model,
-    messages: chatMessages(turnsOf(history), call.instructions),
+    messages: chatMessages(turnsOf(history), instructionsOf(history, call.instructions)),
     ...(call.declarations.length > 0 ? { tools: chatTools(call.declarations) } : {}),
     ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
   };

@@ -21,7 +21,7 @@ import {
   withModel,
 } from './actions.js';
 import type { ModelCall } from './options.js';
-import { type Turn, turnsOf } from './turns.js';
+import { instructionsOf, type Turn, turnsOf } from './turns.js';
 
 type Item = OpenAI.Responses.ResponseInputItem;
 type Body = OpenAI.Responses.ResponseCreateParamsNonStreaming;
@@ -138,12 +138,13 @@ async function streamedAction(
 /** One policy call on the Responses API. */
 export async function responsesCall(call: ModelCall<OpenAI>, history: HistoryEntry[], ctx: PolicyContext) {
   const maxTokens = outputLimit(call.maxOutputTokens, ctx, MIN_OUTPUT_TOKENS);
+  const instructions = instructionsOf(history, call.instructions);
   const body: Body = {
     store: false,
     ...(call.request as Partial<Body>),
     model: call.model,
     input: responsesInput(turnsOf(history)),
-    ...(call.instructions === undefined ? {} : { instructions: call.instructions }),
+    ...(instructions === undefined ? {} : { instructions }),
     ...(call.declarations.length > 0 ? { tools: responsesTools(call.declarations) } : {}),
     ...(maxTokens === undefined ? {} : { max_output_tokens: maxTokens }),
   };

@@ -1,7 +1,7 @@
 /**
  * The history as a model API's conversation, before any API's wire shapes: the goal and other
  * user messages, assistant turns (text and tool calls), the results of those calls paired by id,
- * and notes. Every adapter renders these turns, so the pairing rules live in one place:
+ * and notes; a run's system entries go to the API's instructions field (`instructionsOf`). Every adapter renders these turns, so the pairing rules live in one place:
  *
  * - every call gets an id the APIs accept, and exactly one result with that id, right after its
  *   turn (a call with no recorded result gets one that says so: no API accepts a call without
@@ -80,6 +80,20 @@ class Ids {
 }
 
 /**
+ * What a model API's instructions field (OpenAI's `instructions` or system message, Anthropic's
+ * and the AI SDK's `system`) is given: the adapter's own `instructions`, then the system entries
+ * of a run started from messages, each a paragraph; undefined when there are neither.
+ */
+export function instructionsOf(history: readonly HistoryEntry[], instructions: string | undefined): string | undefined {
+  const parts = instructions ? [instructions] : [];
+  for (const entry of history) {
+    if (entry.role !== 'system') break;
+    parts.push(entry.content);
+  }
+  return parts.length > 0 ? parts.join('\n\n') : undefined;
+}
+
+/**
  * The turns of a history, for any API: see the module comment. Consecutive user turns (a note
  * after the goal) are kept apart here; an adapter whose API wants them joined joins them.
  */
@@ -114,6 +128,7 @@ export function turnsOf(history: readonly HistoryEntry[]): Turn[] {
       turns.push({ role: 'user', text });
       continue;
     }
+    if (entry.role === 'system') continue; // the API's instructions field: `instructionsOf`
     closeStep();
     if (entry.role === 'user') {
       turns.push({ role: 'user', text: entry.content });
@@ -121,6 +136,8 @@ export function turnsOf(history: readonly HistoryEntry[]): Turn[] {
       turns.push({ role: 'user', text: `${SUMMARY_PREFIX}${entry.text}` });
     } else if ('final' in entry) {
       turns.push({ role: 'assistant', text: textOf(entry.final), calls: [] });
+    } else if ('content' in entry) {
+      turns.push({ role: 'assistant', text: entry.content, calls: [] });
     } else {
       const calls = callsOf(entry).map((c) => ({
         historyId: c.id,

@@ -14,9 +14,13 @@ export function shapeProblem(entry: unknown): string | null {
   if (!isObject(entry)) return 'not an object';
   const e = entry;
   switch (e.role) {
+    case 'system':
+      return typeof e.content === 'string' ? null : 'a system entry without content';
     case 'user':
       return typeof e.content === 'string' ? null : 'a user entry without content';
     case 'assistant':
+      if ('content' in e)
+        return typeof e.content === 'string' && Object.keys(e).length === 2 ? null : 'a malformed reply';
       if ('final' in e) return 'tool' in e || 'calls' in e ? 'an answer with calls' : null;
       if ('calls' in e) {
         const ok =
@@ -55,7 +59,7 @@ export function shapeProblem(entry: unknown): string | null {
 
 /** The calls an assistant entry holds, as `{ id, tool }` (a one-call entry's id may be absent). */
 function callsOf(e: Record<string, unknown>): { id: unknown; tool: unknown }[] | null {
-  if (e.role !== 'assistant' || 'final' in e) return null;
+  if (e.role !== 'assistant' || 'final' in e || 'content' in e) return null;
   if (Array.isArray(e.calls)) return (e.calls as Record<string, unknown>[]).map((c) => ({ id: c.id, tool: c.tool }));
   return [{ id: e.id, tool: e.tool }];
 }
@@ -80,8 +84,17 @@ export function historyProblem(
     const shape = shapeProblem(e);
     if (shape) return { at: i, message: `history[${i}] is ${shape}: ${JSON.stringify(e)}` };
   }
-  if (h.length > 0 && h[0]?.role !== 'user') return { at: 0, message: 'history[0] is not the goal' };
-  let i = 1;
+  // System entries (a run started from messages) come first, then the goal or a conversation.
+  let i = 0;
+  while (h[i]?.role === 'system') i++;
+  if (i > 0 && i === h.length) return { at: 0, message: 'the history holds system entries alone' };
+  // The goal, or the conversation's first message: the user's, or an earlier reply.
+  const first = h[i];
+  if (first && first.role !== 'user' && !(first.role === 'assistant' && 'content' in first))
+    return { at: i, message: `history[${i}] is not the goal` };
+  const late = h.findIndex((e, at) => at >= i && e.role === 'system');
+  if (late >= 0) return { at: late, message: `history[${late}] is a system entry after the conversation began` };
+  i++;
   while (i < h.length) {
     const e = h[i] as Record<string, unknown>;
     const calls = callsOf(e);

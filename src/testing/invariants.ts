@@ -116,7 +116,7 @@ export function callsOf(c: Pick<AgentContext, 'runId' | 'history' | 'calls'>): {
       steps++; // a malformed action stands alone and counts a step
       answerAt.push(i - 1);
     }
-    if (e.role !== 'assistant') continue;
+    if (e.role !== 'assistant' || 'content' in e) continue; // an earlier reply is no step
     steps++;
     answerAt.push(i - 1);
     if ('final' in e) continue;

@@ -7,7 +7,7 @@
  */
 
 import { canonicalJson } from '../../machines/canonical.js';
-import type { HistoryEntry, Json } from '../../machines/types.js';
+import type { HistoryEntry, Json, Message } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import type { Action, AgentOptions, ApprovalRecord, CallDecisionInput, Policy, Status, Tool } from '../types.js';
 import { withFn } from './effects.js';
@@ -44,7 +44,7 @@ export function recordedPolicy(run: RunRecord): Policy {
 /** The policy that answers the n-th step with the n-th action, and throws past the end. */
 function answering(actions: readonly Action[]): Policy {
   return (history, ctx) => {
-    const step = ctx?.step ?? history.filter((e) => e.role === 'assistant').length + 1;
+    const step = ctx?.step ?? history.filter((e) => e.role === 'assistant' && !('content' in e)).length + 1;
     const action = actions[step - 1];
     if (action === undefined)
       throw new Error(`the recording ends after step ${actions.length}; step ${step} was asked for`);
@@ -76,6 +76,17 @@ function comparable(entry: HistoryEntry | undefined): string {
   if (e.role !== 'tool' || e.approval === undefined) return canonicalJson(e) ?? '';
   const { at: _at, ...approval } = e.approval as ApprovalRecord;
   return canonicalJson({ ...e, approval } as never) ?? '';
+}
+
+/**
+ * What the recorded run started from: its goal, or the messages it was given (its entries up to
+ * the first one a policy made). A conversation's later messages (`send`) are not replayed.
+ */
+function openingOf(history: readonly HistoryEntry[]): string | Message[] {
+  const made = history.findIndex((e) => !('content' in e));
+  const opening = (made < 0 ? history : history.slice(0, made)) as Message[];
+  const only = opening.length === 1 ? opening[0] : undefined;
+  return only?.role === 'user' ? only.content : opening.map((m) => ({ ...m }));
 }
 
 /** Throws what a tool threw, as the history recorded it (`<Name>: <message>`). */
@@ -124,8 +135,7 @@ export async function replayRun(
     clock: new ManualClock(Date.parse('2026-01-01T00:00:00Z')),
     policyRetries: 0,
   } as AgentOptions);
-  const goal = (history[0] as { content?: string } | undefined)?.content ?? '';
-  let status = await agent.start(goal).catch(() => agent.status);
+  let status = await agent.start(openingOf(history)).catch(() => agent.status);
   // Each recorded decision, given again when the replay asks for it (by the call's key).
   const decisions = new Map<string, ApprovalRecord>();
   for (const [key, entry] of outcomes) {

@@ -17,7 +17,7 @@ export function scriptedPolicy(actions: readonly Action[]): Policy {
     const turn =
       typeof step === 'number' && Number.isSafeInteger(step) && step >= 1
         ? step - 1
-        : history.filter((e) => e.role === 'assistant').length;
+        : history.filter((e) => e.role === 'assistant' && !('content' in e)).length;
     return actions[turn] ?? { final: 'script ended' };
   };
 }

@@ -9,11 +9,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createActor } from 'xstate';
-import type { Limits } from '../../machines/types.js';
+import type { Limits, Message } from '../../machines/types.js';
 import { untilAborted } from '../abort.js';
 import { type AgentDefinition, agentOptionsOf } from '../define.js';
 import { ConflictError, SystemError } from '../errors.js';
-import { checkedApart, checkOptions, type OptionShape, text } from '../option-schema.js';
+import { startEvent } from '../messages.js';
+import { checkedApart, checkOptions, type OptionShape } from '../option-schema.js';
 import { parseAgentOptions, parseLimits, runShape } from '../options.js';
 import { runtimeMachine } from '../runtime/host.js';
 import { remainingOf } from '../runtime/limits.js';
@@ -27,8 +28,11 @@ import { checkDefinition, checkQueueStore } from './checks.js';
 export interface SubmitOptions {
   /** The agent definition (`defineAgent`) whose workers run it; its name is saved with the run. */
   agent: AgentDefinition<any>;
-  /** The user's goal: the run's first history entry. */
-  goal: string;
+  /**
+   * The user's goal (the run's first history entry), or the conversation the run starts from, as
+   * `agent.start` takes it: system messages first, the last message the user's.
+   */
+  goal: string | readonly Message[];
   /** The run's id. @default a fresh UUID */
   runId?: string;
   /** Limits replacing the definition's for this run (`maxSteps`, `maxTokens`, `maxActiveMs`, `maxCostUsd`). @default the definition's */
@@ -46,7 +50,7 @@ export interface SubmitOptions {
 const submitShape = {
   // Checked apart: the definition (checks.ts), and the rest as the Agent's own options.
   agent: checkedApart,
-  goal: text('a string'),
+  goal: checkedApart,
   runId: checkedApart,
   limits: checkedApart,
   budgetGroup: checkedApart,
@@ -68,6 +72,7 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
   checkQueueStore(call, store);
   checkOptions(call, options, submitShape);
   checkDefinition(call, 'agent', options.agent);
+  const start = startEvent(call, options.goal);
   const limits = options.limits === undefined ? {} : parseLimits(options.limits, `${call}: limits`);
   const parsed = parseAgentOptions(
     {
@@ -107,7 +112,7 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
   let failure: unknown;
   actor.subscribe({ error: (error) => (failure ??= error) });
   actor.start();
-  actor.send({ type: 'START', goal: options.goal });
+  actor.send(start);
   const view = viewOf(actor.getSnapshot());
   actor.stop();
   if (failure !== undefined || view?.status !== 'running') {

@@ -74,6 +74,28 @@ describe('tollgate as a finished command', () => {
     expect(paid()).toEqual([]);
   });
 
+  it('run --system starts from system messages and the goal; show prints them; submit takes them too', async () => {
+    const { cli } = workspace();
+    const args = ['--system', 'You pay only the amounts asked.', '--system', 'Be brief.', '--run-id', 's1'];
+    // The fixture's policy looks up only when the goal is the whole history: here it answers at once.
+    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay', ...args, '--no-input'])).code).toBe(0);
+    const shown = JSON.parse((await cli(['show', 's1', '--json'])).stdout);
+    expect(shown.history.slice(0, 3)).toEqual([
+      { role: 'system', content: 'You pay only the amounts asked.' },
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'pay' },
+    ]);
+    const text = (await cli(['show', 's1'])).stdout;
+    expect(text).toMatch(/system {4}You pay only the amounts asked\.\nsystem {4}Be brief\.\ngoal {6}pay\n/);
+    expect(
+      (await cli(['submit', fixture('pay-agent.mjs'), 'pay', '--system', 'Be brief.', '--run-id', 's2'])).code,
+    ).toBe(0);
+    expect(JSON.parse((await cli(['show', 's2', '--json'])).stdout).history[0]).toEqual({
+      role: 'system',
+      content: 'Be brief.',
+    });
+  });
+
   it('under --json every error is one JSON object on stderr', async () => {
     const { cli } = workspace();
     const cases: [string[], object][] = [

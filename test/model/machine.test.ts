@@ -546,3 +546,21 @@ describe('the cost budget at the machine level', () => {
     expect(b.context.stoppedBy).toBe('time');
   });
 });
+
+describe('START from messages at the machine level', () => {
+  it('records the messages as given, in order, and asks the policy as a goal would', () => {
+    const messages = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'b' },
+      { role: 'user', content: 'c' },
+    ] as const;
+    const s = run([{ type: 'START', messages }]);
+    expect(s.value).toEqual({ running: 'deciding' });
+    expect(s.context.history).toEqual(messages);
+    expect(s.context.history[0]).not.toBe(messages[0]); // copies: the caller's objects are not frozen
+    expect(Object.isFrozen(messages[0])).toBe(false);
+    const g = run([{ type: 'START', goal: 'g' }]);
+    expect(g.context.history).toEqual([{ role: 'user', content: 'g' }]);
+  });
+});

@@ -20,8 +20,10 @@ import {
   type LimitFlags,
   limitOptions,
   limitsOf,
+  openingOf,
   runIdValue,
   storeOption,
+  systemOption,
   withStore,
 } from './shared.js';
 
@@ -30,6 +32,7 @@ interface RunFlags extends Common, LimitFlags {
   budgetGroup?: string;
   as?: string;
   input?: boolean;
+  system?: string[];
 }
 
 const taken = (runId: string, opened: OpenedStore) =>
@@ -43,6 +46,7 @@ export function runCommand(act: Act): Command {
     .description('start a run of an agent module and show it live; ask for approvals at a terminal')
     .argument('<module>', 'a file whose default export is defineAgent({...}): .js/.mjs, or .ts with tsx installed')
     .argument('<goal>', "the user's goal")
+    .addOption(systemOption())
     .addOption(storeOption())
     .option('--run-id <id>', 'the run id (default: a fresh UUID)', runIdValue)
     .option(
@@ -58,7 +62,8 @@ export function runCommand(act: Act): Command {
       `
 Examples:
   $ tollgate run ./agents/support.js "Order A-1001 arrived broken, refund it" --run-id ticket-42
-  $ tollgate run ./agents/support.ts "…" --max-steps 4 --no-input --json`,
+  $ tollgate run ./agents/support.ts "…" --max-steps 4 --no-input --json
+  $ tollgate run ./agents/support.js "Where is my refund?" --system "You answer for the refunds desk."`,
     )
     .action(act(start));
   return cmd;
@@ -94,7 +99,7 @@ async function start(module: string, goal: string, o: RunFlags): Promise<number>
         agent,
         async () => {
           try {
-            return await agent.start(goal);
+            return await agent.start(openingOf(goal, o.system));
           } catch (error) {
             if (error instanceof ConflictError) throw taken(agent.runId, opened);
             throw error;

@@ -1,7 +1,7 @@
 /** What the commands share: common options, their parsers, and the store each command opens. */
 import { userInfo } from 'node:os';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { Limits } from '../../../machines/types.js';
+import type { Limits, Message } from '../../../machines/types.js';
 import { Agent } from '../../agent.js';
 import type { AgentDefinition } from '../../define.js';
 import { resumeOptionsOf } from '../../define.js';
@@ -57,6 +57,18 @@ export const storeOption = () =>
     '--store <path|url>',
     `SQLite file or postgres:// URL (default: $TOLLGATE_STORE, else ./${DEFAULT_STORE})`,
   );
+
+/** `--system <text>`, repeatable: the run starts from these system messages and the goal. */
+export const systemOption = () =>
+  new Option('--system <text>', 'a system message (instructions) the run starts with; repeat for more').argParser(
+    (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+  );
+
+/** What a run starts from: the goal alone, or the `--system` messages and then the goal. */
+export function openingOf(goal: string, system: readonly string[] | undefined): string | Message[] {
+  if (!system || system.length === 0) return goal;
+  return [...system.map((content) => ({ role: 'system' as const, content })), { role: 'user', content: goal }];
+}
 
 /** `--json`: JSON on stdout, and errors as JSON on stderr (main.ts). */
 export const jsonOption = () => new Option('--json', 'print JSON for scripts (errors too, on stderr)');

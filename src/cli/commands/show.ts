@@ -1,5 +1,6 @@
 /** `tollgate show <runId>`: a run's history, pending call and budgets. */
 import { Command } from 'commander';
+import { headLength } from '../../../machines/compaction.js';
 import { EXIT } from '../exit-codes.js';
 import { budgetLine, colorsFor, entryLine, json, pendingLines, statusText } from '../format.js';
 import { out } from '../output.js';
@@ -25,7 +26,8 @@ export function showCommand(act: Act): Command {
             `run ${state.runId} · ${statusText(state.status, c)} · v${record.version} · ${record.updatedAt} · store ${opened.location.display}\n`,
           );
           out(`${budgetLine(state)}${state.stoppedBy ? ` · stopped by ${state.stoppedBy}` : ''}\n`);
-          for (const [i, entry] of state.history.entries()) out(`${entryLine(entry, c, i)}\n`);
+          const head = headLength(state.history);
+          for (const [i, entry] of state.history.entries()) out(`${entryLine(entry, c, i, head)}\n`);
           for (const pending of state.pendingCalls) for (const line of pendingLines(pending, c)) out(`${line}\n`);
           if (state.error) out(`${c.red(`error: ${state.error}`)}\n`);
           if (state.status === 'cancelled') out(`cancelled${state.cancelReason ? `: ${state.cancelReason}` : ''}\n`);

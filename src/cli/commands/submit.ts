@@ -14,14 +14,17 @@ import {
   type LimitFlags,
   limitOptions,
   limitsOf,
+  openingOf,
   runIdValue,
   storeOption,
+  systemOption,
   withStore,
 } from './shared.js';
 
 interface SubmitFlags extends Common, LimitFlags {
   runId?: string;
   budgetGroup?: string;
+  system?: string[];
 }
 
 /** `tollgate submit`. */
@@ -30,6 +33,7 @@ export function submitCommand(act: Act): Command {
     .description('store a run of an agent module for a worker to start (nothing runs here)')
     .argument('<module>', 'a file whose default export is defineAgent({...})')
     .argument('<goal>', "the user's goal")
+    .addOption(systemOption())
     .addOption(storeOption())
     .option('--run-id <id>', 'the run id (default: a fresh UUID)', runIdValue)
     .option(
@@ -58,7 +62,7 @@ async function submit(module: string, goal: string, o: SubmitFlags): Promise<num
     try {
       runId = await submitRun(opened.store, {
         agent: definition,
-        goal,
+        goal: openingOf(goal, o.system),
         limits: limitsOf(o),
         ...(o.runId === undefined ? {} : { runId: o.runId }),
         ...(o.budgetGroup === undefined ? {} : { budgetGroup: o.budgetGroup }),
