@@ -365,7 +365,7 @@ export interface CallDecision {
 /** Events a user (through the Agent facade) sends. */
 export type AgentEvent =
   | { type: 'START'; goal: string }
-  /** Starts from a conversation (checked by the runtime: see `checkMessages`). */
+  /** Starts from a conversation: messages the runtime checked first (system first, the last a user message). */
   | { type: 'START'; messages: readonly Message[] }
   /** A new user message: a run that answered (or stopped for a budget) goes on, a new turn. */
   | { type: 'SEND'; message: string }

@@ -247,7 +247,8 @@ export class Agent<Tools extends readonly Tool[] = readonly Tool[]> {
 
   /**
    * What the policy would be given now: the model's view of the history. Without summaries, the
-   * whole history; once compaction has summarised, the goal, the latest summary and the entries
+   * whole history; once compaction has summarised, the head (the goal, or a conversation's system
+   * entries and first message), the latest summary, the current turn's message and the entries
    * after what it covers (docs/long-runs.md, "Compaction"). `state.history` keeps every entry. A copy.
    *
    * @example

@@ -7,9 +7,10 @@
  * scenario and reported with the seed and path that replay it.
  */
 import fc from 'fast-check';
-import type { JsonObject } from '../../machines/types.js';
+import type { JsonObject, Message } from '../../machines/types.js';
 import { Agent } from '../agent.js';
 import { RunNotFoundError, UserError } from '../errors.js';
+import { startEvent } from '../messages.js';
 import type { CheckpointStore, Lease } from '../store/contract.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Action, CallDecisionInput, Limits, Status, Tool } from '../types.js';
@@ -48,6 +49,11 @@ export interface Scenario {
 export interface ModelTestOptions {
   /** Your tools: their `fn` really runs (give them your fakes), their rules are your rules. */
   tools: readonly Tool[];
+  /**
+   * What each scenario's run starts from, as `agent.start` takes it: a goal, or your agent's
+   * system messages and a conversation. @default 'the goal'
+   */
+  goal?: string | readonly Message[];
   /** Arguments by tool name (see `action`); an approver's edits (`decision({ edit })`). */
   args?: Record<string, fc.Arbitrary<JsonObject>>;
   edit?: fc.Arbitrary<JsonObject>;
@@ -249,7 +255,7 @@ class Play {
       ...(maxTokens === undefined ? {} : { maxTokens }),
       ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
     });
-    await this.op(() => this.agent.start('the goal'));
+    await this.op(() => this.agent.start(this.options.goal ?? 'the goal'));
   }
 
   /**
@@ -369,6 +375,7 @@ const describeMove = (m: Move): string =>
  * }, 60_000);
  */
 export async function modelTest(options: ModelTestOptions): Promise<ModelTestReport> {
+  if (options.goal !== undefined) startEvent('modelTest', options.goal); // a bad goal fails here, not in a scenario
   const steps = options.maxSteps ?? 6;
   const scenario: fc.Arbitrary<Scenario> = fc.record({
     actions: fc.array(

@@ -9,8 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/stores/memory.js';
 import { SqliteStore } from '../../src/stores/sqlite.js';
 import { modelTest } from '../../src/testing/fast-check.js';
+import { decodeRun } from '../../src/testing/invariants.js';
 import type { Tool } from '../../src/types.js';
 
 const LIMIT = 5_000;
@@ -65,6 +67,45 @@ describe('modelTest', () => {
     expect(report.scenarios).toBe(100);
     expect(report.moves).toBeGreaterThan(300);
     expect(report.crashes).toBeGreaterThan(10);
+  }, 120_000);
+
+  it('starts each scenario from the agent’s own conversation (system messages and earlier turns); a bad one fails up front', async () => {
+    const bank = new Bank();
+    const goal = [
+      { role: 'system', content: 'You refund orders under the limit.' },
+      { role: 'user', content: 'My order arrived broken.' },
+      { role: 'assistant', content: 'Do you want a refund?' },
+      { role: 'user', content: 'Yes.' },
+    ] as const;
+    const stores: MemoryStore[] = [];
+    const report = await modelTest({
+      tools: tools(bank),
+      goal,
+      store: () => {
+        const store = new MemoryStore();
+        stores.push(store);
+        return store;
+      },
+      args: { refund: fc.record({ cents }) },
+      edit: fc.record({ cents }),
+      applied: () => bank.landed,
+      reset: () => {
+        bank.landed = [];
+      },
+      forbidden,
+      seed: 20261207,
+      numRuns: 40,
+    });
+    expect(report.crashes).toBeGreaterThan(0);
+    // Each scenario's run began with the conversation, system message first.
+    for (const store of stores) {
+      const [run] = await store.list();
+      const stored = run && (await store.load(run.runId));
+      if (stored) expect(decodeRun(stored).context.history.slice(0, 4)).toEqual(goal);
+    }
+    await expect(modelTest({ tools: tools(bank), goal: [{ role: 'system', content: 'alone' }] })).rejects.toThrow(
+      /^modelTest: messages need a user message after the system messages/,
+    );
   }, 120_000);
 
   it('a process loaded after a crash can die too: the next one releases its lease and goes on (a scenario CI found)', async () => {
