@@ -9,8 +9,10 @@ import { streamSSE } from 'hono/streaming';
 import { STATUSES, type Status } from '../../machines/types.js';
 import type { Clock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
-import { EditRejectedError, OptionsError, RunNotFoundError } from '../errors.js';
+import { EditRejectedError, OptionsError, RunNotFoundError, RunStateError } from '../errors.js';
+import { isPlainObject } from '../json.js';
 import type { CheckpointStore } from '../store/contract.js';
+import { submitMessage } from '../worker/message.js';
 import { checkEdit, decideRun, parseDecisions } from './decide.js';
 import type { RunFeed } from './feed.js';
 import { csrfSubject, type InboxEnv, isHttps } from './guard.js';
@@ -144,6 +146,33 @@ export function apiRoutes(ctx: ApiContext): Hono<InboxEnv> {
       clock: ctx.clock,
     });
     return c.json(result, result.repeated ? 200 : 201);
+  });
+
+  // The user's next message to a run that answered: saved for a worker to answer, run here never.
+  api.post('/runs/:runId/messages', async (c) => {
+    const body = await jsonBody(c);
+    if (!isPlainObject(body) || Object.keys(body).join() !== 'message' || typeof body.message !== 'string') {
+      throw new HttpError(400, 'bad_request', 'the body must be { "message": "…" }');
+    }
+    const runId = c.req.param('runId');
+    const record = await ctx.store.load(runId);
+    if (!record) throw new RunNotFoundError(`no run ${JSON.stringify(runId)}`, { runId });
+    const definition = record.agent === null ? undefined : ctx.agents.get(record.agent);
+    if (!definition) {
+      const agent = JSON.stringify(record.agent);
+      throw new HttpError(
+        409,
+        'unknown_agent',
+        `the inbox was not given the run's agent ${agent}: it cannot take a message`,
+      );
+    }
+    try {
+      const status = await submitMessage(ctx.store, { agent: definition, runId, message: body.message });
+      return c.json({ runId, status }, 201);
+    } catch (error) {
+      if (error instanceof RunStateError) throw new HttpError(409, 'not_answered', error.message);
+      throw error;
+    }
   });
 
   api.post('/runs/:runId/calls/:callId/check', async (c) => {

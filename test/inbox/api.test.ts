@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { InboxServer } from '../../src/inbox/index.js';
-import { Agent, agentOptionsOf, defineAgent } from '../../src/index.js';
+import { Agent, agentOptionsOf, defineAgent, resumeOptionsOf } from '../../src/index.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { ManualClock } from '../../src/testing/index.js';
 import { recordDecision, Worker } from '../../src/worker/index.js';
@@ -233,6 +233,47 @@ describe('recording decisions', () => {
     expect(answer.status).toBe(422);
     expect(answer.body.error.message).toMatch(/definition/);
     expect((await decide('r-old', { [pending!.id]: { approve: true } })).status).toBe(201);
+  });
+});
+
+describe('sending the next message', () => {
+  const send = (runId: string, body: unknown, token = dana) =>
+    call(url, 'POST', `/api/runs/${runId}/messages`, { token, body });
+
+  it('saves a message to a run that answered and runs nothing; a worker answers it', async () => {
+    const [pending] = await pendingOf('r-old');
+    await decide('r-old', { [pending!.id]: { approve: true } });
+    await work();
+    expect((await store.load('r-old'))?.status).toBe('done');
+    const ran = ledger.length;
+    const answer = await send('r-old', { message: 'and the receipt?' });
+    expect(answer.status).toBe(201);
+    expect(answer.body).toEqual({ runId: 'r-old', status: 'running' });
+    expect(ledger).toHaveLength(ran);
+    expect((await store.load('r-old'))?.status).toBe('running');
+    expect(await work()).toBe(1);
+    const run = await Agent.load(store, 'r-old', resumeOptionsOf(desk));
+    expect(run.status).toBe('done');
+    expect(run.state.history.filter((e) => e.role === 'user').map((e) => e.content)).toEqual([
+      'refund A-1 500',
+      'and the receipt?',
+    ]);
+  });
+
+  it('refuses what it cannot take, and changes nothing', async () => {
+    const version = (await store.load('r-two'))?.version;
+    const waiting = await send('r-two', { message: 'hello?' });
+    expect([waiting.status, waiting.body.error.code]).toEqual([409, 'not_answered']);
+    expect((await send('r-two', { message: 7 })).status).toBe(400);
+    expect((await send('r-two', { message: 'hi', by: 'mallory' })).status).toBe(400);
+    expect((await send('nope', { message: 'hi' })).status).toBe(404);
+    expect((await call(url, 'POST', '/api/runs/r-two/messages', { body: { message: 'hi' } })).status).toBe(401);
+    const bare = new Agent({ ...agentOptionsOf(desk), agent: undefined, store, runId: 'bare' } as never);
+    await bare.start('refund A-3 100');
+    const unknown = await send('bare', { message: 'hi' });
+    expect([unknown.status, unknown.body.error.code]).toEqual([409, 'unknown_agent']);
+    expect((await store.load('r-two'))?.version).toBe(version);
+    expect(ledger).toEqual([]);
   });
 });
 
