@@ -82,6 +82,10 @@ describe('submitMessage', () => {
     await expect(submitMessage(store, { agent: {} as never, runId: 'c', message: 'hi' })).rejects.toThrow(
       /submitMessage: agent must be an agent definition/,
     );
+    const other = defineAgent({ name: 'other', policy: def.policy, tools: def.tools });
+    await expect(submitMessage(store, { agent: other, runId: 'c', message: 'hi' })).rejects.toThrow(
+      /submitMessage: run "c" is of agent "desk", not "other"/,
+    );
     expect(asked).toEqual([]);
     expect((await store.load('c'))?.version).toBe(before?.version);
     // The refused calls left no lease behind: a worker takes the run at once.

@@ -10,8 +10,10 @@
  * there (`budget_exhausted`), as `send` would.
  */
 import type { Status } from '../../machines/types.js';
+import { untilAborted } from '../abort.js';
 import { Agent } from '../agent.js';
 import { type AgentDefinition, resumeOptionsOf } from '../define.js';
+import { OptionsError, RunNotFoundError } from '../errors.js';
 import { checkedApart, checkOptions, type OptionShape, text } from '../option-schema.js';
 import { DEFAULT_LEASE_MS, ownerId, runIdSchema, runShape } from '../options.js';
 import { thisProcess } from '../process-identity.js';
@@ -48,7 +50,7 @@ const PARKED = Symbol('parked at the policy call');
 /**
  * Gives a stored run the user's next message, for a worker to answer (docs/workers.md).
  * @returns the status the run is left in: `running` (a worker answers it) or `budget_exhausted`.
- * @throws OptionsError on a bad argument (nothing is saved).
+ * @throws OptionsError on a bad argument, or a run of another agent (nothing is saved).
  * @throws RunNotFoundError if the store has no such run.
  * @throws RunStateError unless the run is `done` or `budget_exhausted` (nothing is saved).
  * @throws RunBusyError while another process holds the run.
@@ -73,6 +75,15 @@ export async function submitMessage(store: CheckpointStore, options: SubmitMessa
     stop.abort(PARKED);
     return new Promise<never>(() => {});
   };
+  // The run must be the definition's: a save under another name would hand it to other workers.
+  const stored = await untilAborted(signal, store.load(runId));
+  if (!stored) throw new RunNotFoundError(`${call}: no run ${JSON.stringify(runId)} in the store`, { runId });
+  if (stored.agent !== options.agent.name) {
+    throw new OptionsError(
+      `${call}: run ${JSON.stringify(runId)} is of agent ${JSON.stringify(stored.agent)}, not ${JSON.stringify(options.agent.name)}`,
+      { runId },
+    );
+  }
   const lease = await store.claim(runId, { owner, leaseMs, process: thisProcess(), ...(signal ? { signal } : {}) });
   try {
     const agent = await Agent.load(store, runId, {
