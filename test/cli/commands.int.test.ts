@@ -94,6 +94,18 @@ describe('tollgate as a finished command', () => {
       role: 'system',
       content: 'Be brief.',
     });
+    // send --queue saves the next message for a worker and runs nothing; resume (or a worker) answers it.
+    expect((await cli(['send', 's1', 'and now?', '--queue', '--max-steps', '9'])).code).toBe(2);
+    const queued = await cli(['send', 's1', 'and now?', '--queue', '--json']);
+    expect([queued.code, JSON.parse(queued.stdout)]).toEqual([0, { runId: 's1', status: 'running' }]);
+    const waiting = JSON.parse((await cli(['show', 's1', '--json'])).stdout);
+    expect([waiting.status, waiting.steps, waiting.history.at(-1)]).toEqual([
+      'running',
+      1,
+      { role: 'user', content: 'and now?' },
+    ]);
+    expect((await cli(['resume', 's1'])).code).toBe(0);
+    expect(JSON.parse((await cli(['show', 's1', '--json'])).stdout)).toMatchObject({ status: 'done', steps: 2 });
   });
 
   it('under --json every error is one JSON object on stderr', async () => {
