@@ -49,18 +49,23 @@ const forbidden = ({ tool, args }: { tool: string; args: Record<string, unknown>
   tool === 'refund' && Number(args.cents) > LIMIT && 'a refund over the limit';
 const cents = fc.integer({ min: 1, max: 2 * LIMIT });
 
+/** The options of the user-style agent that keeps its promises, on `bank`. */
+const agentOf = (bank: Bank) => ({
+  tools: tools(bank),
+  args: { refund: fc.record({ cents }) },
+  edit: fc.record({ cents }),
+  applied: () => bank.landed,
+  reset: () => {
+    bank.landed = [];
+  },
+  forbidden,
+});
+
 describe('modelTest', () => {
   it('passes an agent that keeps every promise, through crashes, decisions and expiries', async () => {
     const bank = new Bank();
     const report = await modelTest({
-      tools: tools(bank),
-      args: { refund: fc.record({ cents }) },
-      edit: fc.record({ cents }),
-      applied: () => bank.landed,
-      reset: () => {
-        bank.landed = [];
-      },
-      forbidden,
+      ...agentOf(bank),
       seed: 20261206,
       numRuns: 100,
     });
@@ -79,20 +84,13 @@ describe('modelTest', () => {
     ] as const;
     const stores: MemoryStore[] = [];
     const report = await modelTest({
-      tools: tools(bank),
+      ...agentOf(bank),
       goal,
       store: () => {
         const store = new MemoryStore();
         stores.push(store);
         return store;
       },
-      args: { refund: fc.record({ cents }) },
-      edit: fc.record({ cents }),
-      applied: () => bank.landed,
-      reset: () => {
-        bank.landed = [];
-      },
-      forbidden,
       seed: 20261207,
       numRuns: 40,
     });
@@ -114,14 +112,7 @@ describe('modelTest', () => {
     // held and the next load waited in vain (RunBusyError).
     const bank = new Bank();
     const report = await modelTest({
-      tools: tools(bank),
-      args: { refund: fc.record({ cents }) },
-      edit: fc.record({ cents }),
-      applied: () => bank.landed,
-      reset: () => {
-        bank.landed = [];
-      },
-      forbidden,
+      ...agentOf(bank),
       seed: 1185265447,
       path: '15:0:2:1:1:1:1:1:1:1:1:1:1:1:1:6:6:7:7',
       numRuns: 20,
@@ -136,15 +127,8 @@ describe('modelTest', () => {
     const bank = new Bank();
     let n = 0;
     const report = await modelTest({
-      tools: tools(bank),
-      args: { refund: fc.record({ cents }) },
-      edit: fc.record({ cents }),
+      ...agentOf(bank),
       store: () => SqliteStore.open(join(dir, `run-${n++}.db`)),
-      applied: () => bank.landed,
-      reset: () => {
-        bank.landed = [];
-      },
-      forbidden,
       seed: 7,
       numRuns: 25,
     });
