@@ -68,13 +68,6 @@ export async function submitMessage(store: CheckpointStore, options: SubmitMessa
   const { compaction: _compaction, ...resume } = resumeOptionsOf(options.agent);
   const owner = options.agent.owner ?? ownerId();
   const leaseMs = options.agent.leaseMs ?? DEFAULT_LEASE_MS;
-  const stop = new AbortController();
-  const forward = () => stop.abort(signal?.reason);
-  signal?.addEventListener('abort', forward, { once: true });
-  const parked: Policy = () => {
-    stop.abort(PARKED);
-    return new Promise<never>(() => {});
-  };
   // The run must be the definition's: a save under another name would hand it to other workers.
   const stored = await untilAborted(signal, store.load(runId));
   if (!stored) throw new RunNotFoundError(`${call}: no run ${JSON.stringify(runId)} in the store`, { runId });
@@ -85,7 +78,15 @@ export async function submitMessage(store: CheckpointStore, options: SubmitMessa
     );
   }
   const lease = await store.claim(runId, { owner, leaseMs, process: thisProcess(), ...(signal ? { signal } : {}) });
+  const stop = new AbortController();
+  const forward = () => stop.abort(signal?.reason);
+  signal?.addEventListener('abort', forward, { once: true });
+  const parked: Policy = () => {
+    stop.abort(PARKED);
+    return new Promise<never>(() => {});
+  };
   try {
+    signal?.throwIfAborted();
     const agent = await Agent.load(store, runId, {
       ...resume,
       owner,
