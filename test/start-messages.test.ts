@@ -164,6 +164,15 @@ describe('start(messages)', () => {
     );
   });
 
+  it('takes the most messages a run may start from; one more is refused', async () => {
+    const agent = () => new Agent({ policy: () => ({ final: 'ok' }), tools: [], maxSteps: 1 });
+    const many = (n: number) => Array.from({ length: n }, () => ({ role: 'user' as const, content: 'hi' }));
+    expect(await agent().start(many(10_000))).toBe('done');
+    await expect(agent().start(many(10_001))).rejects.toThrow(
+      'start: messages must hold 1 to 10000 messages, got 10001',
+    );
+  });
+
   it('compaction keeps the system entries and the first message in view; summaries cover from after them', async () => {
     const views: HistoryEntry[][] = [];
     const policy: Policy = (view, ctx) => {

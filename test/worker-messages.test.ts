@@ -5,7 +5,7 @@
  * answers it. Refusals change nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { Agent, defineAgent, OptionsError, type Policy, RunNotFoundError, RunStateError } from '../src/index.js';
+import { Agent, defineAgent, OptionsError, type Policy, RunStateError } from '../src/index.js';
 import { MemoryStore } from '../src/stores/memory.js';
 import { checkInvariants } from '../src/testing/index.js';
 import { submitMessage, submitRun, Worker } from '../src/worker/index.js';
@@ -77,15 +77,21 @@ describe('submitMessage', () => {
     await submitRun(store, { agent: def, goal: 'first', runId: 'c' });
     const before = await store.load('c');
     await expect(submitMessage(store, { agent: def, runId: 'c', message: 'too soon' })).rejects.toThrow(RunStateError);
-    await expect(submitMessage(store, { agent: def, runId: 'nope', message: 'hi' })).rejects.toThrow(RunNotFoundError);
+    await expect(submitMessage(store, { agent: def, runId: 'nope', message: 'hi' })).rejects.toMatchObject({
+      name: 'RunNotFoundError',
+      message: 'submitMessage: no run "nope" in the store',
+      runId: 'nope',
+    });
     await expect(submitMessage(store, { agent: def, runId: 'c', message: 7 as never })).rejects.toThrow(OptionsError);
     await expect(submitMessage(store, { agent: {} as never, runId: 'c', message: 'hi' })).rejects.toThrow(
       /submitMessage: agent must be an agent definition/,
     );
     const other = defineAgent({ name: 'other', policy: def.policy, tools: def.tools });
-    await expect(submitMessage(store, { agent: other, runId: 'c', message: 'hi' })).rejects.toThrow(
-      /submitMessage: run "c" is of agent "desk", not "other"/,
-    );
+    await expect(submitMessage(store, { agent: other, runId: 'c', message: 'hi' })).rejects.toMatchObject({
+      name: 'OptionsError',
+      message: 'submitMessage: run "c" is of agent "desk", not "other"',
+      runId: 'c',
+    });
     expect(asked).toEqual([]);
     expect((await store.load('c'))?.version).toBe(before?.version);
     // The refused calls left no lease behind: a worker takes the run at once.
@@ -102,6 +108,29 @@ describe('submitMessage', () => {
     const stored = await Agent.load(store, 'c', { policy: def.policy, tools: def.tools });
     expect(stored.state).toMatchObject({ status: 'budget_exhausted', stoppedBy: 'steps' });
     expect(stored.state.history.at(-1)).toEqual({ role: 'user', content: 'second' });
+  });
+
+  it('a signal aborted once the run is claimed stops the call there: nothing saved, the lease given up', async () => {
+    const store = new MemoryStore();
+    const { def, asked } = desk();
+    await submitRun(store, { agent: def, goal: 'first', runId: 'c' });
+    await new Worker({ store, agents: [def] }).drain();
+    const version = (await store.load('c'))?.version;
+    const stop = new AbortController();
+    // The caller gives up right after the claim: the load, the message and the save never happen.
+    const claim = store.claim.bind(store);
+    store.claim = async (...args) => {
+      const lease = await claim(...args);
+      stop.abort(new Error('user left'));
+      return lease;
+    };
+    const sent = submitMessage(store, { agent: def, runId: 'c', message: 'x', signal: stop.signal });
+    await expect(sent).rejects.toThrow('user left');
+    expect((await store.load('c'))?.version).toBe(version);
+    expect(asked).toEqual(['first']);
+    // The lease was released: another owner claims the run at once.
+    store.claim = claim;
+    await expect(store.claim('c', { owner: 'someone-else', leaseMs: 1_000 })).resolves.toMatchObject({ runId: 'c' });
   });
 
   it('an aborted signal sends nothing', async () => {
