@@ -6,7 +6,7 @@
 
 import { callIdOf, keyOf } from '../../machines/calls.js';
 import { canonicalJson } from '../../machines/canonical.js';
-import { latestMessage } from '../../machines/compaction.js';
+import { headLength, latestMessage } from '../../machines/compaction.js';
 import { assistantEntry } from '../../machines/history.js';
 import type { Status, StepCall } from '../../machines/types.js';
 import { approvalSchema, type PersistedRun } from './schema.js';
@@ -121,7 +121,7 @@ function summariesProblem(history: PersistedRun['context']['history']): Problem 
   const made = history.findIndex((e) => e.role !== 'system' && e.role !== 'user' && !('content' in e));
   const reply = made < 0 ? -1 : history.findIndex((e, i) => i > made && e.role === 'assistant' && 'content' in e);
   if (reply >= 0) return [`snapshot.context.history.${reply}`, 'an earlier reply comes before the run’s first step'];
-  const head = first + 1;
+  const head = headLength(history); // as the model's view reads it (machines/compaction.ts)
   let last = 0;
   for (const [i, e] of history.entries()) {
     if (e.role !== 'summary') continue;

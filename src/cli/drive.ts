@@ -41,11 +41,14 @@ export interface DriveOptions {
 function show(agent: Agent, c: Colors, live: boolean): () => void {
   const spinner = live && process.stderr.isTTY ? yoctoSpinner({ stream: process.stderr, handleSignals: false }) : null;
   const deltas = live && process.stdout.isTTY ? new LiveDeltas(out, c) : null;
+  // The run's head never changes once it started: read once (agent.state copies the history).
+  let head: number | undefined;
   const stop = agent.observe((event) => {
     if (event.type !== 'delta') deltas?.end();
     if (event.type === 'entry') {
       spinner?.stop();
-      out(`${entryLine(event.entry, c, event.index, headLength(agent.state.history))}\n`);
+      head ??= headLength(agent.state.history);
+      out(`${entryLine(event.entry, c, event.index, head)}\n`);
       if (event.entry.role === 'assistant') out(`${c.dim(`          ${budgetLine(agent.state)}`)}\n`);
     } else if (event.type === 'deciding') {
       spinner?.start(`policy deciding step ${event.step}`);

@@ -78,7 +78,9 @@ describe('tollgate as a finished command', () => {
     const { cli } = workspace();
     const args = ['--system', 'You pay only the amounts asked.', '--system', 'Be brief.', '--run-id', 's1'];
     // The fixture's policy looks up only when the goal is the whole history: here it answers at once.
-    expect((await cli(['run', fixture('pay-agent.mjs'), 'pay', ...args, '--no-input'])).code).toBe(0);
+    const live = await cli(['run', fixture('pay-agent.mjs'), 'pay', ...args, '--no-input']);
+    expect(live.code).toBe(0);
+    expect(live.stdout).toMatch(/system {4}You pay only the amounts asked\.\nsystem {4}Be brief\.\ngoal {6}pay\n/);
     const shown = JSON.parse((await cli(['show', 's1', '--json'])).stdout);
     expect(shown.history.slice(0, 3)).toEqual([
       { role: 'system', content: 'You pay only the amounts asked.' },

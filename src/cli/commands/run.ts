@@ -20,11 +20,11 @@ import {
   type LimitFlags,
   limitOptions,
   limitsOf,
-  openingOf,
   runIdValue,
   storeOption,
   systemOption,
   withStore,
+  withSystem,
 } from './shared.js';
 
 interface RunFlags extends Common, LimitFlags {
@@ -99,7 +99,7 @@ async function start(module: string, goal: string, o: RunFlags): Promise<number>
         agent,
         async () => {
           try {
-            return await agent.start(openingOf(goal, o.system));
+            return await agent.start(withSystem(goal, o.system));
           } catch (error) {
             if (error instanceof ConflictError) throw taken(agent.runId, opened);
             throw error;

@@ -65,7 +65,7 @@ export const systemOption = () =>
   );
 
 /** What a run starts from: the goal alone, or the `--system` messages and then the goal. */
-export function openingOf(goal: string, system: readonly string[] | undefined): string | Message[] {
+export function withSystem(goal: string, system: readonly string[] | undefined): string | Message[] {
   if (!system || system.length === 0) return goal;
   return [...system.map((content) => ({ role: 'system' as const, content })), { role: 'user', content: goal }];
 }

@@ -14,11 +14,11 @@ import {
   type LimitFlags,
   limitOptions,
   limitsOf,
-  openingOf,
   runIdValue,
   storeOption,
   systemOption,
   withStore,
+  withSystem,
 } from './shared.js';
 
 interface SubmitFlags extends Common, LimitFlags {
@@ -62,7 +62,7 @@ async function submit(module: string, goal: string, o: SubmitFlags): Promise<num
     try {
       runId = await submitRun(opened.store, {
         agent: definition,
-        goal: openingOf(goal, o.system),
+        goal: withSystem(goal, o.system),
         limits: limitsOf(o),
         ...(o.runId === undefined ? {} : { runId: o.runId }),
         ...(o.budgetGroup === undefined ? {} : { budgetGroup: o.budgetGroup }),
