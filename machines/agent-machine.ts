@@ -12,8 +12,11 @@ import {
   decisionsMatch,
   expired,
   isExpiredAt,
+  nextBatch,
   nextQueued,
   runningCall,
+  runningCalls,
+  startsABatch,
   startsACall,
   updateCall,
 } from './calls.js';
@@ -21,7 +24,7 @@ import { describeError, elapsedOf } from './describe-error.js';
 import type { MachineEvent } from './events.js';
 import { appendCopy } from './history.js';
 import { actors, historyActions, types } from './history-actions.js';
-import type { AgentContext, CallCost, StepCall, TokenCount } from './types.js';
+import type { AgentContext, CallCost, StepCall, TokenCount, ToolOutcome } from './types.js';
 
 export { historyActions } from './history-actions.js';
 
@@ -40,9 +43,37 @@ export function summaryDueWhen(due: (context: AgentContext) => boolean) {
     due(context);
 }
 
-function withOutcome(context: AgentContext, change: (call: StepCall) => StepCall): Partial<AgentContext> {
-  const call = runningCall(context.calls);
-  return call ? { calls: updateCall(context.calls, call.key, change) } : {};
+/**
+ * What a tool call's outcome makes of the call `key`: done with its result or error (keeping its
+ * approval), or, its outcome unknown, a human asked again; and the active time it took.
+ */
+function outcomeOf(context: AgentContext, key: string, o: ToolOutcome): Partial<AgentContext> {
+  if (o.type === 'outcome_unknown') {
+    return {
+      activeMs: context.activeMs + (o.elapsedMs ?? 0),
+      calls: updateCall(context.calls, key, (c) => askAgain(c, context.approvalTtlMs, o.at, o.notDone !== true)),
+    };
+  }
+  const body =
+    o.type === 'result' ? { result: o.result, ...(o.verified ? { verified: true as const } : {}) } : { error: o.error };
+  return { activeMs: context.activeMs + o.elapsedMs, calls: ended(context.calls, key, body) };
+}
+
+/** `calls` with the call `key` done with `body`, keeping its approval. */
+function ended(calls: readonly StepCall[], key: string, body: { error: string } | { result: unknown }): StepCall[] {
+  return updateCall(calls, key, (c) => ({
+    ...c,
+    state: 'done',
+    done: { ...(body as StepCall['done'] & object), ...(c.approval ? { approval: c.approval } : {}) },
+  }));
+}
+
+/** The runtime (not the tool) failed running the call `key`: still an observation, with the time it took. */
+function faultOf(context: AgentContext, key: string, error: unknown): Partial<AgentContext> {
+  return {
+    activeMs: context.activeMs + elapsedOf(error),
+    calls: ended(context.calls, key, { error: describeError(error) }),
+  };
 }
 
 /**
@@ -98,6 +129,14 @@ export const agentMachine = setup({
       context.limits.maxActiveMs !== null &&
       context.activeMs + elapsedOf(event.error) >= context.limits.maxActiveMs,
     hasQueuedCall: ({ context }) => nextQueued(context.calls) !== undefined,
+    // Whether the next calls to run are two or more that may run together (see nextBatch).
+    batchDue: ({ context }) => nextBatch(context.calls).length > 1,
+    // Whether the policy's calls, once taken, begin with such a batch.
+    startsABatch: ({ event }) =>
+      event.type === 'xstate.done.actor.policy' && event.output.type === 'calls' && startsABatch(event.output.calls),
+    // Whether a batch's event names one of its calls still in flight (a late or repeated one changes nothing).
+    isRunningCall: ({ context, event }) =>
+      event.type === 'CALL_DONE' && context.calls.some((c) => c.key === event.key && c.state === 'running'),
     // Whether the policy's calls, once taken, put one in flight at once (as `stepCalls` will queue them).
     startsACall: ({ context, event }) =>
       event.type === 'xstate.done.actor.policy' &&
@@ -176,43 +215,45 @@ export const agentMachine = setup({
     }),
     recordOutcome: assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.tool');
-      const o = event.output;
-      if (o.type === 'outcome_unknown') return {};
-      const body =
-        o.type === 'result'
-          ? { result: o.result, ...(o.verified ? { verified: true as const } : {}) }
-          : { error: o.error };
-      return {
-        activeMs: context.activeMs + o.elapsedMs,
-        ...withOutcome(context, (c) => ({
-          ...c,
-          state: 'done',
-          done: { ...body, ...(c.approval ? { approval: c.approval } : {}) },
-        })),
-      };
+      const call = runningCall(context.calls);
+      return call && event.output.type !== 'outcome_unknown' ? outcomeOf(context, call.key, event.output) : {};
     }),
     // The tool actor itself failed (a runtime fault, not the tool's): still an observation.
     recordToolFault: assign(({ context, event }) => {
       assertEvent(event, 'xstate.error.actor.tool');
-      const error = describeError(event.error);
-      return {
-        activeMs: context.activeMs + elapsedOf(event.error),
-        ...withOutcome(context, (c) => ({
-          ...c,
-          state: 'done',
-          done: { error, ...(c.approval ? { approval: c.approval } : {}) },
-        })),
-      };
+      const call = runningCall(context.calls);
+      return call ? faultOf(context, call.key, event.error) : {};
     }),
     // Resumed with a non-idempotent side effect in flight: ask a human again, marked unknown.
     requestAgain: assign(({ context, event }) => {
       assertEvent(event, 'xstate.done.actor.tool');
-      const o = event.output;
-      if (o.type !== 'outcome_unknown') return {};
-      return {
-        activeMs: context.activeMs + (o.elapsedMs ?? 0),
-        ...withOutcome(context, (c) => askAgain(c, context.approvalTtlMs, o.at, o.notDone !== true)),
-      };
+      const call = runningCall(context.calls);
+      return call && event.output.type === 'outcome_unknown' ? outcomeOf(context, call.key, event.output) : {};
+    }),
+    // A batch's calls go in flight together: entering `batching` with them is their record.
+    startBatch: assign(({ context }) => {
+      const keys = new Set(nextBatch(context.calls).map((c) => c.key));
+      return { calls: context.calls.map((c) => (keys.has(c.key) ? { ...c, state: 'running' as const } : c)) };
+    }),
+    // One call of the batch ended: its outcome is recorded at once, in the order they end (the
+    // step's record orders them by call when the step ends).
+    recordCallOutcome: assign(({ context, event }) => {
+      assertEvent(event, 'CALL_DONE');
+      return outcomeOf(context, event.key, event.output);
+    }),
+    // The batch ended with calls it gave no outcome for (the tools actor failed, or a fault in
+    // it): each is an error observation, never lost from the step's record.
+    recordUnreported: assign(({ context, event }) => {
+      const error =
+        event.type === 'xstate.error.actor.tools'
+          ? describeError(event.error)
+          : 'Error: the batch ended without an outcome for this call';
+      const running = runningCalls(context.calls);
+      if (running.length === 0) return {};
+      const elapsed = event.type === 'xstate.error.actor.tools' ? elapsedOf(event.error) : 0;
+      let calls = context.calls;
+      for (const call of running) calls = ended(calls, call.key, { error });
+      return { activeMs: context.activeMs + elapsed, calls };
     }),
     applyDecisions: assign(({ context, event }) => {
       assertEvent(event, 'DECIDE');
@@ -288,6 +329,8 @@ export const agentMachine = setup({
               // The policy was not called: the call does not fit a budget (the run's, or its group's in the store).
               { guard: 'isOutsideStop', target: '#agent.budget_exhausted', actions: 'markNoRoom' },
               { guard: 'isFinal', target: '#agent.done', actions: ['countDecision', 'recordFinal'] },
+              // The step begins with calls that may run together: they go in flight at once.
+              { guard: 'startsABatch', target: 'batching', actions: ['countDecision', 'takeCalls', 'startBatch'] },
               // The step's first call that needs nobody goes in flight at once (its write-ahead record).
               { guard: 'startsACall', target: 'executing', actions: ['countDecision', 'takeCalls', 'startNextCall'] },
               { guard: 'isCalls', target: 'dispatching', actions: ['countDecision', 'takeCalls'] },
@@ -329,8 +372,9 @@ export const agentMachine = setup({
         },
         dispatching: {
           description:
-            'Carries out the step: queued calls run one at a time in call order; calls that need a human wait; the policy is asked again only when every call has an outcome.',
+            'Carries out the step: queued calls run in call order, one at a time, or together when they may (pure tools that need no approval); calls that need a human wait; the policy is asked again only when every call has an outcome.',
           always: [
+            { guard: 'batchDue', target: 'batching', actions: 'startBatch' },
             { guard: 'hasQueuedCall', target: 'executing', actions: 'startNextCall' },
             { guard: 'hasPendingCall', target: '#agent.awaiting_approval' },
             { target: 'deciding', actions: 'finishStep' },
@@ -357,6 +401,23 @@ export const agentMachine = setup({
           // The other calls of the step may be decided (or expire) while this one runs: they are
           // queued (or ended) and dispatched when it is done; the call in flight is not touched.
           on: {
+            DECIDE: { guard: 'decisionsMatch', actions: 'applyDecisions' },
+            EXPIRE: { guard: 'someExpired', actions: 'expireCalls' },
+          },
+        },
+        batching: {
+          description:
+            "Calls that may run together (pure tools, needing no approval) are in flight at once, at most the Agent's `concurrency` at a time. Each one's outcome is recorded as it ends; the step's record takes them in call order, whatever order they ended in. A crash runs again only those without an outcome (they are pure); no side effect runs here.",
+          invoke: {
+            id: 'tools',
+            src: 'tools',
+            input: ({ context }) => ({ runId: context.runId, step: context.steps }),
+            onDone: { target: 'dispatching', actions: 'recordUnreported' },
+            onError: { target: 'dispatching', actions: 'recordUnreported' },
+          },
+          on: {
+            CALL_DONE: { guard: 'isRunningCall', actions: 'recordCallOutcome' },
+            // As while one call runs: the step's other calls may be decided (or expire) meanwhile.
             DECIDE: { guard: 'decisionsMatch', actions: 'applyDecisions' },
             EXPIRE: { guard: 'someExpired', actions: 'expireCalls' },
           },

@@ -122,7 +122,7 @@ export function stepCalls(context: AgentContext, classified: readonly Classified
       done: null,
     };
     if (c.verdict.kind === 'refuse') return { ...call, state: 'done', done: { error: c.verdict.error } };
-    if (c.verdict.kind === 'run') return call;
+    if (c.verdict.kind === 'run') return c.verdict.concurrent ? { ...call, concurrent: true } : call;
     const grant = standingFor(context.standing, c.tool);
     if (grant) {
       // A standing approval given earlier in the run covers this call: recorded as the grant's.
@@ -144,6 +144,32 @@ export function startsACall(context: AgentContext, classified: readonly Classifi
   return first !== undefined && queuedAtOnce(context.standing, first);
 }
 
+/** Whether the step's calls (as `stepCalls` will make them) start with a batch: `nextBatch` of them holds two or more. */
+export function startsABatch(classified: readonly ClassifiedCall[]): boolean {
+  const [first, second] = classified.filter((c) => c.verdict.kind !== 'refuse');
+  const together = (c: ClassifiedCall | undefined) => c?.verdict.kind === 'run' && c.verdict.concurrent === true;
+  return together(first) && together(second);
+}
+
+/** Whether a call may join a batch: queued, concurrent, and needing no approval. */
+const joins = (call: StepCall) => call.state === 'queued' && call.concurrent === true && call.approval === null;
+
+/**
+ * The calls that run together next: from the step's first call without an outcome, each queued
+ * concurrent call up to the first call without an outcome that is not one (calls done already
+ * are passed over). A side effect, or any call that waits for a human, ends the batch: calls
+ * after it start only once it has its outcome, as they would one at a time.
+ */
+export function nextBatch(calls: readonly StepCall[]): StepCall[] {
+  const batch: StepCall[] = [];
+  for (const call of calls) {
+    if (call.state === 'done') continue;
+    if (!joins(call)) break;
+    batch.push(call);
+  }
+  return batch;
+}
+
 /**
  * The next call to run: the step's first call without an outcome, when it is queued. Calls take
  * effect in their order: none starts while an earlier call of its step waits for a human (asked
@@ -159,6 +185,11 @@ export function runningCall(calls: readonly StepCall[]): StepCall | undefined {
   return calls.find((c) => c.state === 'running');
 }
 
+/** The calls in flight, in call order: the tool actor's one, or a batch's. */
+export function runningCalls(calls: readonly StepCall[]): StepCall[] {
+  return calls.filter((c) => c.state === 'running');
+}
+
 /** `calls` with the one whose key is `key` replaced by `change(call)`. */
 export function updateCall(calls: readonly StepCall[], key: string, change: (call: StepCall) => StepCall): StepCall[] {
   return calls.map((c) => (c.key === key ? change(c) : c));
@@ -171,7 +202,9 @@ export function updateCall(calls: readonly StepCall[], key: string, change: (cal
  */
 export function askAgain(call: StepCall, ttlMs: number | null, at: string, unknown = true): StepCall {
   const attempt = call.attempt + 1;
-  const again = asked({ ...call, attempt, id: callIdOf(call.key, attempt, call.tool, call.args) }, ttlMs, at);
+  // Asked about, it is no longer a call that runs without a human: it runs alone, if at all.
+  const { concurrent: _c, ...alone } = call;
+  const again = asked({ ...alone, attempt, id: callIdOf(call.key, attempt, call.tool, call.args) }, ttlMs, at);
   return { ...again, outcome: unknown ? 'unknown' : null };
 }
 

@@ -6,7 +6,7 @@
 import { assertEvent, fromPromise, setup } from 'xstate';
 import { turnStartOf } from './budget.js';
 import { stepCalls } from './calls.js';
-import type { MachineEvent, PolicyInput, ToolInput } from './events.js';
+import type { MachineEvent, PolicyInput, ToolInput, ToolsInput } from './events.js';
 import { type Append, assistantEntry, toolEntry } from './history.js';
 import type {
   AgentContext,
@@ -31,6 +31,10 @@ export const actors = {
   }),
   tool: fromPromise<ToolOutcome, ToolInput>(async () => {
     throw new Error('the tool actor was not provided');
+  }),
+  // Runs a batch of concurrent calls, sending CALL_DONE (or CALL_FAILED) as each ends.
+  tools: fromPromise<null, ToolsInput>(async () => {
+    throw new Error('the tools actor was not provided');
   }),
   summarize: fromPromise<SummaryOutcome, PolicyInput>(async () => {
     throw new Error('the summarize actor was not provided');

@@ -178,6 +178,11 @@ export interface StepCall {
   approval: ApprovalRecord | null;
   /** The tool entry's body, once done. */
   done: CallOutcome | null;
+  /**
+   * May run alongside the step's other such calls: a call of a tool that is not side-effecting,
+   * needing no approval, taken while the Agent's `concurrency` was above 1. Absent: one at a time.
+   */
+  concurrent?: true;
 }
 
 /** A call waiting for a human's decision, as `state.pendingCalls` and the stores show it. */
@@ -291,8 +296,11 @@ interface DecisionCost {
 
 /** What the runtime says of one call the policy asked for, before the machine takes it. */
 export type Verdict =
-  /** Runs without asking (a pure tool, or a rule that said no approval is needed). */
-  | { kind: 'run' }
+  /**
+   * Runs without asking (a pure tool, or a rule that said no approval is needed); `concurrent`:
+   * alongside the step's other such calls (a tool that is not side-effecting, `concurrency` > 1).
+   */
+  | { kind: 'run'; concurrent?: true }
   /** A human must approve it first (unless a standing approval covers its tool). */
   | { kind: 'ask' }
   /** Decided without running: an unknown tool, invalid arguments, a rule's automatic denial. */

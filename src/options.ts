@@ -111,6 +111,7 @@ export const runtimeShape = {
   policyTimeoutMs: timerMs(', or null for none').nullable().optional(),
   leaseMs: timerMs().optional(),
   durability: z.enum(['full', 'points'], { error: '"full" or "points"' }).optional(),
+  concurrency: must('a whole number from 1 to 64', (e) => z.number(e).int(e).min(1, e).max(64, e)).optional(),
   leaseWaitMs: must(`a number of milliseconds ≥ 0 and ≤ ${MAX_TIMER_MS}`, (e) =>
     z.number(e).min(0, e).max(MAX_TIMER_MS, e),
   ).optional(),
@@ -208,6 +209,9 @@ export interface LeaseTerms {
 /** `'full'`: every save is durable before the run goes on; `'points'`: only the saves that guard an effect. */
 export type Durability = 'full' | 'points';
 
+/** How many concurrent calls of a step run at once, by default. */
+export const DEFAULT_CONCURRENCY = 4;
+
 /** The default lease length: long enough to ride out a slow save, short enough to take over a dead worker's run soon. */
 export const DEFAULT_LEASE_MS = 30_000;
 
@@ -232,6 +236,8 @@ export interface Runtime {
   lease: LeaseTerms;
   /** Which saves are made durable before the store answers (see `RuntimeOptions.durability`). */
   durability: Durability;
+  /** How many concurrent calls of a step run at once (see `RuntimeOptions.concurrency`). */
+  concurrency: number;
   /** XState's inspector for the run's actor, when given. */
   inspect: InspectOption | undefined;
   /** The OpenTelemetry tracer the run's spans go to, when given. */
@@ -285,6 +291,7 @@ function runtimeOf(call: string, options: RuntimeOptions<any>): Runtime {
     price: pricingOf(options.price),
     compaction: compactionOf(call, options.compaction),
     durability: options.durability ?? 'full',
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
     lease: {
       owner: options.owner ?? ownerId(),
       leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,

@@ -178,6 +178,14 @@ export interface RuntimeOptions<Tools extends readonly Tool[] = readonly Tool[]>
    * @default 'full'
    */
   durability?: 'full' | 'points';
+  /**
+   * How many calls of one step may run at once: the calls of tools that are not side-effecting
+   * and need no approval run side by side, this many at a time; their results go into the
+   * history in the calls' order, whatever order they end in. Side effects (and any call that
+   * needs a human) still run one at a time, in order. 1: every call runs alone, in order.
+   * @default 4
+   */
+  concurrency?: number;
   /** With a store: this agent's owner id on its leases, unique per holder. @default host:pid:random */
   owner?: string;
   /**

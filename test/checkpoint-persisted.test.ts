@@ -56,6 +56,35 @@ describe('agent.checkpoint() is what XState would persist', () => {
     expect(seen).toEqual(['deciding', 'executing', 'deciding', 'awaiting_approval', 'deciding', 'done']);
   });
 
+  it('inside a batch of calls side by side, before and after one of them ended', async () => {
+    let check = () => {};
+    let calls = 0;
+    const read: Tool = {
+      name: 'read',
+      fn: async () => {
+        calls++;
+        // The second call checks once the first ended and was recorded.
+        if (calls === 2) await new Promise((resolve) => setTimeout(resolve, 5));
+        check();
+        return { text: 'page' };
+      },
+    };
+    const policy = sequence(
+      {
+        calls: [
+          { tool: 'read', args: { page: 1 } },
+          { tool: 'read', args: { page: 2 } },
+        ],
+      },
+      { final: 'ok' },
+    );
+    const { agent, same, seen } = watched({ policy, tools: [read] });
+    check = same;
+    expect(await agent.start('go')).toBe('done');
+    same();
+    expect(seen).toEqual(['batching', 'batching', 'done']);
+  });
+
   it('out of budget, cancelled, and inside a summary', async () => {
     const out = watched({ policy: sequence({ tool: 'read' }), tools: [recorder('read').tool], maxSteps: 2 });
     expect(await out.agent.start('go')).toBe('budget_exhausted');

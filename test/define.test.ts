@@ -32,6 +32,7 @@ describe('the machine diagram', () => {
         'agent.failed',
         'agent.idle',
         'agent.running',
+        'agent.running.batching',
         'agent.running.deciding',
         'agent.running.dispatching',
         'agent.running.executing',
@@ -54,6 +55,11 @@ describe('the machine diagram', () => {
     expect(edge('running.dispatching', 'awaiting_approval', 'always')).toBe(true);
     expect(edge('running.dispatching', 'running.deciding', 'always')).toBe(true);
     expect(edge('running.executing', 'running.dispatching', 'done:tool')).toBe(true);
+    // Calls that may run together go in flight at once, from the policy's answer or the dispatch.
+    expect(edge('running.deciding', 'running.batching', 'done:policy')).toBe(true);
+    expect(edge('running.dispatching', 'running.batching', 'always')).toBe(true);
+    expect(edge('running.batching', 'running.batching', 'CALL_DONE')).toBe(true);
+    expect(edge('running.batching', 'running.dispatching', 'done:tools')).toBe(true);
     expect(edge('running.summarising', 'running.deciding', 'done:summary')).toBe(true);
     expect(edge('running.summarising', 'budget_exhausted', 'done:summary')).toBe(true);
     expect(edge('running.summarising', 'running.deciding', 'error:summary')).toBe(true);

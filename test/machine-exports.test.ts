@@ -103,7 +103,7 @@ describe('the machine as Stately and statechart tools see it', () => {
     expect(describeMachine(again)).toEqual(live);
     // The eventless transitions XState's toJSON() leaves out are in the export.
     const always = live.transitions.filter((t) => t.includes(' || '));
-    expect(always.length).toBe(10);
+    expect(always.length).toBe(11);
     expect(text).toContain('"always"');
   });
 

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out FILE] [-- --workers | --long]`: Tollgate against the floor and its peers, in one
+ * `npm run bench [-- --quick] [-- --out FILE] [-- --workers | --long | --parallel]`: Tollgate against the floor and its peers, in one
  * process, interleaved; prints the results and writes them as Markdown (docs/performance.md;
  * `--quick` writes reports/performance-quick.md unless --out is given).
  */
@@ -22,6 +22,7 @@ import {
 import { tollgateMachine } from './contestants/tollgate-machine.js';
 import { BARE_XSTATE, bareXState, naiveXState } from './contestants/xstate.js';
 import { keptLong, type LongPlan, longSection, measureLong, spliceLong } from './long.js';
+import { keptParallel, measureParallel, parallelSection, spliceParallel } from './parallel.js';
 import { keptSection, MACHINE, type Results, render, spliceSection } from './report.js';
 import { measureConcurrent, measureDecide, measurePaused } from './scale.js';
 import { measureCheckpoints, measureSteps, type StepPlan } from './steps.js';
@@ -41,6 +42,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     workers: { type: 'boolean', default: false },
     long: { type: 'boolean', default: false },
+    parallel: { type: 'boolean', default: false },
   },
 });
 const quick = values.quick ?? false;
@@ -100,6 +102,21 @@ async function workersOnly() {
   if (!section) process.exit(1);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, splicePool(readPage(), section));
+  console.log(`${section}\nwritten to ${out}`);
+}
+
+/** Calls side by side: a step of 4 pure 20 ms calls, concurrent and one at a time, against Promise.all. */
+async function parallelMarkdown(date: string, command: string): Promise<string> {
+  log('calls side by side (4 × 20 ms):');
+  return parallelSection(await measureParallel(quick ? 5 : 21, log), date, command);
+}
+
+/** `npm run bench -- --parallel`: the calls-side-by-side section alone, put in place in the page. */
+async function parallelOnly() {
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const section = await parallelMarkdown(`${date} UTC`, `npm run bench -- --parallel${quick ? ' --quick' : ''}`);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, spliceParallel(readPage(), section));
   console.log(`${section}\nwritten to ${out}`);
 }
 
@@ -214,6 +231,7 @@ async function main() {
       ? keptPool(readPage())
       : ((await poolMarkdown(`${date} UTC`, command)) ?? keptPool(readPage()));
     const longHistories = values.only ? keptLong(readPage()) : await longMarkdown(`${date} UTC`, command);
+    const parallel = values.only ? keptParallel(readPage()) : await parallelMarkdown(`${date} UTC`, command);
     description.push(
       `load average at the end: ${loadavg()
         .map((l) => l.toFixed(2))
@@ -238,7 +256,8 @@ async function main() {
     };
     const page = render(results, targets(results));
     const withPool = workers ? splicePool(page, workers) : page;
-    const measured = longHistories ? spliceLong(withPool, longHistories) : withPool;
+    const withLong = longHistories ? spliceLong(withPool, longHistories) : withPool;
+    const measured = parallel ? spliceParallel(withLong, parallel) : withLong;
     // The hand-written section (what each change paid, what did not), kept from the page before, after the targets.
     const notes = keptSection(readPage(), 'notes');
     const markdown = notes ? spliceSection(measured, notes, 'notes', '## µs per step') : measured;
@@ -253,4 +272,5 @@ async function main() {
 
 if (values.workers) await workersOnly();
 else if (values.long) await longOnly();
+else if (values.parallel) await parallelOnly();
 else await main();

@@ -39,6 +39,15 @@ export function expectedChildren(run: Pick<PersistedRun, 'value' | 'context'>): 
       },
     };
   }
+  if (v.running === 'batching') {
+    return {
+      tools: {
+        snapshot: { status: 'active', input: { runId: c.runId, step: c.steps } },
+        src: 'tools',
+        syncSnapshot: false,
+      },
+    };
+  }
   const running = c.calls.find((call) => call.state === 'running');
   return { tool: { snapshot: { status: 'active', input: running }, src: 'tool', syncSnapshot: false } };
 }
@@ -65,24 +74,41 @@ function callProblem(call: StepCall, i: number, run: PersistedRun): Problem | nu
     return [`${at}.approval`, 'a call that runs carries no denial'];
   }
   if (!call.modelId && call.toolCallId !== call.key) return [`${at}.toolCallId`, 'without a model id it is the key'];
+  if (call.concurrent && (call.approval !== null || pending)) {
+    return [`${at}.concurrent`, 'a call that runs side by side needs no human: no approval, never pending'];
+  }
   return null;
 }
 
 function callsProblem(run: PersistedRun, status: Status): Problem | null {
   const calls = run.context.calls;
-  const executing = typeof run.value === 'object' && run.value.running === 'executing';
+  const phase = typeof run.value === 'object' ? run.value.running : null;
+  const executing = phase === 'executing';
+  const batching = phase === 'batching';
   const count = (state: StepCall['state']) => calls.filter((c) => c.state === state).length;
-  if (calls.length > 0 !== (executing || status === 'awaiting_approval')) {
+  if (calls.length > 0 !== (executing || batching || status === 'awaiting_approval')) {
     return [
       'snapshot.context.calls',
       `calls must be set exactly while executing or awaiting approval (state ${status})`,
     ];
   }
   if (executing && count('running') !== 1) return ['snapshot.context.calls', 'exactly one call runs while executing'];
+  // A batch whose calls all ended waits only for its actor's end (a checkpoint may fall between).
+  if (batching && calls.some((c) => c.state === 'running' && !c.concurrent)) {
+    return [
+      'snapshot.context.calls',
+      'while batching, every call in flight is one that runs side by side (concurrent)',
+    ];
+  }
   // A queued call waits only behind a pending one: calls take effect in their order.
   const firstOpen = calls.find((c) => c.state !== 'done');
   if (status === 'awaiting_approval' && (firstOpen?.state !== 'pending' || count('running') > 0)) {
     return ['snapshot.context.calls', 'awaiting approval: the first call without an outcome is pending, none running'];
+  }
+  // Calls take effect in their order: one runs only when every call before it ended or runs too.
+  const blocked = calls.findIndex((c) => c.state === 'queued' || c.state === 'pending');
+  if (blocked >= 0 && calls.some((c, i) => i > blocked && c.state === 'running')) {
+    return ['snapshot.context.calls', 'a call runs while an earlier call of its step waits'];
   }
   if (new Set(calls.map((c) => c.toolCallId)).size !== calls.length) {
     return ['snapshot.context.calls', 'two calls of the step share a tool-call id'];

@@ -13,7 +13,7 @@ export const MAX_STORED_SUMMARY = MAX_SUMMARY_LENGTH + 100;
 /** The persisted snapshot as XState writes it for the agent machine. */
 export interface PersistedRun {
   status: 'active' | 'done';
-  value: string | { running: 'deciding' | 'executing' | 'summarising' };
+  value: string | { running: 'deciding' | 'executing' | 'batching' | 'summarising' };
   historyValue: Record<string, never>;
   context: AgentContext;
   children: Record<string, { snapshot: { status: 'active'; input: unknown }; src: string; syncSnapshot: false }>;
@@ -100,6 +100,7 @@ export const callSchema = z.strictObject({
   outcome: z.literal('unknown').nullable(),
   approval: approvalSchema.nullable(),
   done: outcome.nullable(),
+  concurrent: z.literal(true).optional(),
 });
 
 const limitOrNull = z.number().nonnegative().nullable();
@@ -149,7 +150,7 @@ const context = z.strictObject({
 
 const value = z.union([
   z.enum(['idle', 'awaiting_approval', 'budget_exhausted', 'failed', 'done', 'cancelled']),
-  z.strictObject({ running: z.enum(['deciding', 'executing', 'summarising']) }),
+  z.strictObject({ running: z.enum(['deciding', 'executing', 'batching', 'summarising']) }),
 ]);
 
 export const snapshotSchema = z.strictObject({

@@ -25,6 +25,8 @@ export interface CallSite {
   abort?: SignalSource;
   step: number;
   tools: ReadonlyMap<string, Tool>;
+  /** The run's `concurrency`: above 1, the calls of tools that are not side-effecting may run side by side. */
+  concurrency: number;
   /** The rules' copy of the history, made when a rule first asks for it. */
   history: () => readonly HistoryEntry[];
 }
@@ -134,6 +136,8 @@ async function verdictOf(call: Requested, site: CallSite): Promise<Verdict> {
   const ctx = { runId: site.runId, step: site.step, tool: call.tool, history: site.history };
   const answer = await approvalRule(tool, valid.value, ctx);
   if (answer.kind === 'deny') return { kind: 'refuse', error: `denied by rule: ${answer.reason}` };
+  if (answer.kind === 'run' && tool.sideEffect !== true && site.concurrency > 1)
+    return { kind: 'run', concurrent: true };
   return { kind: answer.kind };
 }
 

@@ -8,6 +8,7 @@ import { type Compaction, compactionDue } from '../compaction.js';
 import { policyActor } from './policy-actor.js';
 import { summaryActor } from './summary-actor.js';
 import { toolActor } from './tool-actor.js';
+import { toolsActor } from './tools-actor.js';
 
 /**
  * The machine every run actor is made from. Its snapshots are read once each (the saver and the
@@ -15,7 +16,7 @@ import { toolActor } from './tool-actor.js';
  * machine's O(history) copy.
  */
 export const runtimeMachine = agentMachine.provide({
-  actors: { policy: policyActor, tool: toolActor, summarize: summaryActor },
+  actors: { policy: policyActor, tool: toolActor, tools: toolsActor, summarize: summaryActor },
   actions: historyActions(appendInPlace),
 });
 

@@ -72,7 +72,8 @@ export function withLimits(run: PersistedRun, limits: Partial<Limits>): Persiste
   const context = { ...run.context, limits: { ...run.context.limits, ...limits } };
   if (run.value === 'budget_exhausted') context.stoppedBy = exhaustedBudget(context) ?? context.stoppedBy;
   // A summary in flight spends from the budgets too: it is abandoned as a policy call would be.
-  const deciding = typeof run.value === 'object' && run.value.running !== 'executing';
+  const deciding =
+    typeof run.value === 'object' && (run.value.running === 'deciding' || run.value.running === 'summarising');
   const stoppedBy = deciding ? exhaustedBudget(context) : null;
   if (stoppedBy === null) return { ...run, context };
   return { ...run, value: 'budget_exhausted', context: { ...context, stoppedBy }, children: {} };

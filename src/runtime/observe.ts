@@ -3,7 +3,7 @@
  * appended, each policy and tool call as it starts, each change of status. A listener that throws
  * is ignored: an observer never breaks the run it observes.
  */
-import { runningCall } from '../../machines/calls.js';
+import { runningCalls } from '../../machines/calls.js';
 import type { AgentContext, CompactionState, HistoryEntry, Status } from '../../machines/types.js';
 import type { PolicyDelta, RunEvent } from '../types.js';
 
@@ -12,8 +12,8 @@ interface Seen {
   entries: number;
   /** The step whose policy call was last reported. */
   deciding: number | null;
-  /** The key of the call last reported as executing. */
-  running: string | null;
+  /** The keys of the calls in flight when last reported (each reported as executing once). */
+  running: readonly string[];
   status: Status | null;
   /** Compaction's record as last reported (by value). */
   compaction: string | null;
@@ -37,7 +37,7 @@ export class Observers {
       this.#seen = {
         entries: context.history.length,
         deciding: deciding ? context.steps + 1 : null,
-        running: runningCall(context.calls)?.key ?? null,
+        running: runningCalls(context.calls).map((c) => c.key),
         status,
         compaction: compactionKey(context.compaction),
       };
@@ -60,17 +60,17 @@ export class Observers {
 
   notify(context: AgentContext, status: Status, deciding: boolean): void {
     if (this.#listeners.size === 0) return;
-    const seen = this.#seen ?? { entries: 0, deciding: null, running: null, status: null, compaction: null };
+    const seen = this.#seen ?? { entries: 0, deciding: null, running: [], status: null, compaction: null };
     const events: RunEvent[] = [];
     for (let i = seen.entries; i < context.history.length; i++) {
       events.push({ type: 'entry', index: i, entry: structuredClone(context.history[i] as HistoryEntry) });
     }
     const step = deciding ? context.steps + 1 : null;
     if (step !== null && step !== seen.deciding) events.push({ type: 'deciding', step });
-    const running = runningCall(context.calls);
-    if (running && running.key !== seen.running) {
-      const { key, tool, args, step } = running;
-      events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
+    const running = runningCalls(context.calls);
+    for (const { key, tool, args, step } of running) {
+      if (!seen.running.includes(key))
+        events.push({ type: 'executing', call: structuredClone({ key, tool, args, step }) });
     }
     // A failed summary changes no entry: observers hear of it (and of the count reset) here.
     const compaction = compactionKey(context.compaction);
@@ -79,7 +79,13 @@ export class Observers {
     }
     // A status event on a change of status only, not on every phase of `running`.
     if (status !== seen.status) events.push({ type: 'status', status });
-    this.#seen = { entries: context.history.length, deciding: step, running: running?.key ?? null, status, compaction };
+    this.#seen = {
+      entries: context.history.length,
+      deciding: step,
+      running: running.map((c) => c.key),
+      status,
+      compaction,
+    };
     this.#emit(events);
   }
 

@@ -130,7 +130,14 @@ async function decide(
     live = false;
     let copy: readonly HistoryEntry[] | null = null;
     const history = () => (copy ??= run.history().slice());
-    const site = { runId: input.runId, step: input.step, tools: run.tools, history, abort };
+    const site = {
+      runId: input.runId,
+      step: input.step,
+      tools: run.tools,
+      concurrency: run.concurrency,
+      history,
+      abort,
+    };
     const { decision, usage: reported } = await readAction(raw, site);
     // Priced and settled here, not in the machine: the machine holds no functions and only adds
     // the numbers. Missing or unreadable usage is charged at the estimate; never past the hold.

@@ -3,7 +3,7 @@
  * are provided to the machine once per process (host.ts); each actor system (one per run actor)
  * is registered here with its ports, and an actor finds them by its system.
  */
-import type { HistoryEntry } from '../../machines/types.js';
+import type { HistoryEntry, StepCall } from '../../machines/types.js';
 import { SystemError } from '../errors.js';
 import type { Runtime } from '../options.js';
 import type { PolicyDelta } from '../types.js';
@@ -17,6 +17,8 @@ export interface ActorPorts extends Runtime {
   history(): readonly HistoryEntry[];
   /** What the policy is given: the model's view of the history (a fresh array; machines/compaction.ts). */
   view(): HistoryEntry[];
+  /** The calls of the step in progress, as the run holds them now. */
+  calls(): readonly StepCall[];
   /** The run's approval TTL (ms), or null: approvals never expire. */
   approvalTtlMs(): number | null;
   /** The budgets left as the run stands now (before the call about to be made). */

@@ -127,6 +127,7 @@ export class RunActor {
         return modelView(history, latestSummaryGrowing(history), latestMessageGrowing(history));
       },
       remaining: () => remainingOf(this.#actor.getSnapshot().context),
+      calls: () => this.#actor.getSnapshot().context.calls,
       approvalTtlMs: () => this.#actor.getSnapshot().context.approvalTtlMs,
       // Write ahead: the run, with this call in flight, is durable before the call is made.
       beforeCall: (point) => this.#saver?.flush(point) ?? Promise.resolve(),

@@ -41,7 +41,7 @@ function isTimeout(error: unknown): boolean {
 }
 
 /** Whether the call must be on record (and under a confirmed lease) before it starts. */
-const guarded = (tool: Tool | undefined, call: StepCall) => tool?.sideEffect === true || call.approval !== null;
+export const guarded = (tool: Tool | undefined, call: StepCall) => tool?.sideEffect === true || call.approval !== null;
 
 /** Whether an approval may still be acted on after a crash: younger than the run's approval TTL. */
 function approvalHolds(run: ActorPorts, call: StepCall): boolean {
@@ -49,8 +49,21 @@ function approvalHolds(run: ActorPorts, call: StepCall): boolean {
   return call.approval === null || ttl === null || run.clock.now() < Date.parse(call.approval.at) + ttl;
 }
 
-export const toolActor = fromTask<ToolOutcome, ToolInput>(async ({ input: call, abort, system }) => {
-  const run = portsOf(system);
+export const toolActor = fromTask<ToolOutcome, ToolInput>(({ input: call, abort, system }) =>
+  runCall(portsOf(system), call, abort),
+);
+
+/**
+ * Runs one call by the rules above, and turns what it gave into an outcome. `unrecorded` (a
+ * batch's calls, which run side by side): the active time spent and not yet recorded in the run,
+ * for the active-time deadline; one call alone has spent the time since it started.
+ */
+export async function runCall(
+  run: ActorPorts,
+  call: StepCall,
+  abort: CallAbort,
+  unrecorded?: () => number,
+): Promise<ToolOutcome> {
   const tool = run.tools.get(call.tool);
   const recovered = run.takeRecovered(call.key);
   // Write ahead: a non-idempotent side effect in flight at a crash is not simply called again.
@@ -68,8 +81,8 @@ export const toolActor = fromTask<ToolOutcome, ToolInput>(async ({ input: call, 
   const span = startToolSpan(run.tracer, run.runSpan(), run.runId, call, tool, recovered);
   try {
     const outcome = unsure
-      ? await recover(run, tool as Tool, call, abort, since)
-      : await execute(run, call, abort, since);
+      ? await recover(run, tool as Tool, call, abort, since, unrecorded)
+      : await execute(run, call, abort, since, unrecorded);
     endToolSpan(span, outcome);
     return outcome;
   } catch (error) {
@@ -77,7 +90,7 @@ export const toolActor = fromTask<ToolOutcome, ToolInput>(async ({ input: call, 
     span.end();
     throw error;
   }
-});
+}
 
 /**
  * A non-idempotent side effect that was in flight at a crash (or a take-over): its tool's
@@ -91,6 +104,7 @@ async function recover(
   call: StepCall,
   abort: CallAbort,
   since: number,
+  unrecorded: (() => number) | undefined,
 ): Promise<ToolOutcome> {
   const at = () => isoTime(run.clock.now());
   if (typeof tool.verify !== 'function') return { type: 'outcome_unknown', at: at() };
@@ -103,16 +117,24 @@ async function recover(
   }
   if (verdict.kind === 'notDone') {
     if (!approvalHolds(run, call)) return { type: 'outcome_unknown', at: at(), notDone: true };
-    return execute(run, call, abort, since);
+    return execute(run, call, abort, since, unrecorded);
   }
   return { type: 'outcome_unknown', at: at() };
 }
 
 /** Makes the call, its write-ahead record made, and turns what it gave into an outcome. */
-async function execute(run: ActorPorts, call: StepCall, abort: CallAbort, since: number): Promise<ToolOutcome> {
+async function execute(
+  run: ActorPorts,
+  call: StepCall,
+  abort: CallAbort,
+  since: number,
+  unrecorded: (() => number) | undefined,
+): Promise<ToolOutcome> {
   const tool = run.tools.get(call.tool);
   const started = run.clock.now();
   const spent = () => Math.max(0, run.clock.now() - started);
+  // The active time this call has spent that the run does not count yet (a batch: its own).
+  const uncounted = unrecorded ?? spent;
   const done = (body: { result: unknown } | { error: string }): ToolOutcome => {
     const cost = { elapsedMs: spent(), at: isoTime(run.clock.now()) };
     if ('error' in body) return { type: 'error', error: body.error, ...cost };
@@ -136,7 +158,7 @@ async function execute(run: ActorPorts, call: StepCall, abort: CallAbort, since:
   }
   // Cancelled while an async rule was deciding: the call never starts either.
   if (abort.aborted) throw abort.signal.reason;
-  const left = run.remaining().activeMs;
+  const left = activeLeft(run.remaining(), unrecorded?.() ?? 0);
   // Not started at all when the active-time budget is already spent: not running is always safe.
   if (left !== null && left <= 0) {
     return done({ error: `not run: the active-time budget (maxActiveMs) was spent before ${call.tool} started` });
@@ -151,7 +173,7 @@ async function execute(run: ActorPorts, call: StepCall, abort: CallAbort, since:
   // The tool's own timeout, and the active time left (read live: a budget extended meanwhile
   // moves the deadline), whichever ends first.
   const timeoutLeft = () => (tool.timeoutMs === undefined ? null : tool.timeoutMs - spent());
-  const activeLeftNow = () => activeLeft(run.remaining(), spent());
+  const activeLeftNow = () => activeLeft(run.remaining(), uncounted());
   // The call's signal, read from its source only if the tool reads it (see task-actor.ts).
   const ctxOf = (source: SignalSource) => ({
     runId: run.runId,

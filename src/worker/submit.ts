@@ -98,6 +98,7 @@ export async function submitRun(store: CheckpointStore, options: SubmitOptions):
     // A run holding its goal alone has nothing to summarise: it stops before its first policy call.
     view: () => actor.getSnapshot().context.history.slice(),
     remaining: () => remainingOf(actor.getSnapshot().context),
+    calls: () => actor.getSnapshot().context.calls,
     approvalTtlMs: () => parsed.approvalTtlMs,
     fence: async () => null,
     fenceNow: () => null,

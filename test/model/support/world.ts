@@ -138,7 +138,7 @@ export class World {
   }
 
   /** Policy, tools and clock for one incarnation: calls from a dead one are flagged and frozen. */
-  #runtime(): Pick<ResumeOptions, 'policy' | 'tools' | 'clock' | 'policyRetries' | 'retryDelayMs'> {
+  #runtime(): Pick<ResumeOptions, 'policy' | 'tools' | 'clock' | 'policyRetries' | 'retryDelayMs' | 'concurrency'> {
     const me = this.#incarnation;
     const alive = () => me === this.#incarnation;
     const shared = this.clock;
@@ -213,6 +213,8 @@ export class World {
       clock,
       policyRetries: this.options.policyRetries,
       retryDelayMs: this.options.retryDelayMs,
+      // The model's calls run one at a time, in order (calls side by side: test/parallel-tools.test.ts).
+      concurrency: 1,
     };
   }
 
