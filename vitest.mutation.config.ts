@@ -23,6 +23,7 @@ export default defineConfig({
       'test/models/retry-after.test.ts',
       'test/stores/leases.test.ts',
       'test/model/machine.test.ts',
+      'test/model/batch-paths.test.ts',
       'test/model/paths.int.test.ts',
       'test/model/commands.int.test.ts',
     ],

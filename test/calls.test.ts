@@ -4,6 +4,8 @@
  * only when every call has an outcome; the history records the step in call order.
  */
 import { describe, expect, it } from 'vitest';
+import { nextBatch } from '../machines/calls.js';
+import type { StepCall } from '../machines/types.js';
 import { Agent, type HistoryEntry, OptionsError } from '../src/index.js';
 import { ManualClock } from '../src/testing/index.js';
 import { gate, idLike, recorder, sequence, until } from './support/helpers.js';
@@ -293,5 +295,45 @@ describe('decisions', () => {
     held.resolve('ok');
     expect(await first).toBe('awaiting_approval');
     expect(pay.calls).toHaveLength(1);
+  });
+});
+
+describe('nextBatch: the calls that run side by side next', () => {
+  const call = (index: number, change: Partial<StepCall> = {}): StepCall => ({
+    id: `r:1.${index}#1`,
+    key: `r:1.${index}`,
+    step: 1,
+    index,
+    toolCallId: `r:1.${index}`,
+    modelId: false,
+    tool: 'look',
+    args: {},
+    attempt: 1,
+    state: 'queued',
+    requestedAt: null,
+    expiresAt: null,
+    outcome: null,
+    approval: null,
+    done: null,
+    concurrent: true,
+    ...change,
+  });
+  const keys = (calls: StepCall[]) => nextBatch(calls).map((c) => c.key);
+  const approval = { approved: true, by: 'h', note: '', at: '2026-01-01T00:00:00.000Z', callId: 'x' };
+
+  it('takes the queued concurrent calls from the first open one, passing over calls done', () => {
+    expect(keys([call(1), call(2), call(3)])).toEqual(['r:1.1', 'r:1.2', 'r:1.3']);
+    expect(keys([call(1, { state: 'done', done: { result: 1 } }), call(2), call(3)])).toEqual(['r:1.2', 'r:1.3']);
+    expect(keys([call(1)])).toEqual(['r:1.1']);
+    expect(keys([])).toEqual([]);
+  });
+
+  it('stops at the first open call that may not join: one alone, approved, waiting, running', () => {
+    const { concurrent: _c, ...alone } = call(2);
+    expect(keys([call(1), alone, call(3)])).toEqual(['r:1.1']);
+    expect(keys([call(1), call(2, { approval }), call(3)])).toEqual(['r:1.1']);
+    expect(keys([call(1), call(2, { state: 'pending', requestedAt: 'x' }), call(3)])).toEqual(['r:1.1']);
+    expect(keys([call(1, { state: 'running' }), call(2)])).toEqual([]);
+    expect(keys([call(1, { approval }), call(2)])).toEqual([]);
   });
 });

@@ -203,7 +203,7 @@ describe('pure tools in parallel', () => {
           ? new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)))
           : `found ${args.q}`,
     };
-    const clock = new ManualClock();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
     const agent = new Agent({ runId: 'p', policy: lookUp(['a', 'stuck', 'b'], 'slow'), tools: [slow], clock });
     const status = agent.start('with a stuck one');
     await vi.waitFor(() => expect(clock.sleepers).toBeGreaterThan(0), { interval: 1 });
@@ -220,7 +220,7 @@ describe('pure tools in parallel', () => {
   });
 
   it('counts a batch’s time once: three calls side by side for 20 ms spend 20 ms of active time', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
     const look = gated();
     const agent = new Agent({ runId: 'p', policy: lookUp(['a', 'b', 'c']), tools: [look.tool], clock });
     const status = agent.start('three');
@@ -245,6 +245,41 @@ describe('pure tools in parallel', () => {
     expect(look.signals.get('a')?.aborted).toBe(true);
     expect(look.signals.get('c')?.aborted).toBe(true);
     expect(toolEntries(agent.state.history)).toEqual([{ role: 'tool', tool: 'look', id: 'p:1.2', result: 'found b' }]);
+    // A call that ignores its signal and ends later is nobody's: nothing is sent to the ended run.
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      await look.end('a');
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
+    expect(agent.status).toBe('cancelled');
+  });
+
+  it('passes over calls refused at once: the pure calls around them still run side by side', async () => {
+    const look = gated();
+    const policy: Policy = (history) =>
+      history.some((e) => e.role === 'tool')
+        ? { final: 'done' }
+        : {
+            calls: [
+              { tool: 'nope', args: {} },
+              { tool: 'look', args: { q: 'a' } },
+              { tool: 'look', args: { q: 'b' } },
+            ],
+          };
+    const agent = new Agent({ runId: 'p', policy, tools: [look.tool] });
+    const status = agent.start('with an unknown tool first');
+    await look.running('a', 'b');
+    expect(callStates(agent)).toEqual(['done', 'running', 'running']);
+    await look.end('b');
+    await look.end('a');
+    expect(await status).toBe('done');
+    expect(toolEntries(agent.state.history).map((e) => ('error' in e ? e.error : e.result))).toEqual([
+      'unknown tool nope',
+      'found a',
+      'found b',
+    ]);
   });
 
   it('reports each call of a batch to observers as it starts', async () => {
@@ -370,6 +405,53 @@ describe('a crash in the middle of a batch', () => {
       ['p:1.2', 'unknown'],
     ]);
     expect(await checkInvariants(resumed)).toEqual([]);
+  });
+
+  it('a call whose tool became a side effect at resume runs after the others of its batch, alone', async () => {
+    const look = gated();
+    const fetchGate = gated('fetch');
+    const policy: Policy = (history) =>
+      history.some((e) => e.role === 'tool')
+        ? { final: 'done' }
+        : {
+            calls: [
+              { tool: 'fetch', args: { q: 'f' } },
+              { tool: 'look', args: { q: 'a' } },
+            ],
+          };
+    const agent = new Agent({ runId: 'p', policy, tools: [fetchGate.tool, look.tool] });
+    const life = new AbortController();
+    const first = agent.start('two', { signal: life.signal });
+    await look.running('a');
+    await fetchGate.running('f');
+    const blob = agent.checkpoint();
+    life.abort();
+    await first.catch(() => {});
+    // Resumed with `fetch` a side effect (idempotent, needing no approval): it is written ahead and
+    // runs alone, once `look` ended.
+    const events: string[] = [];
+    const again = gated();
+    const fetch: Tool = {
+      name: 'fetch',
+      sideEffect: true,
+      idempotent: true,
+      needsApproval: false,
+      fn: () => {
+        events.push(`fetch with ${again.ran.join('') || 'nothing'} ended`);
+        return 'fetched';
+      },
+    };
+    const resumed = Agent.resume(blob, { policy, tools: [fetch, again.tool] });
+    const status = resumed.run();
+    await again.running('a');
+    expect(events).toEqual([]);
+    await again.end('a');
+    expect(await status).toBe('done');
+    expect(events).toEqual(['fetch with a ended']);
+    expect(toolEntries(resumed.state.history).map((e) => ('result' in e ? e.result : e.error))).toEqual([
+      'fetched',
+      'found a',
+    ]);
   });
 
   it('resumes a batch whose calls had all ended before its end was recorded: it runs nothing again', async () => {

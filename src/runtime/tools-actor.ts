@@ -18,9 +18,10 @@ import { portsOf } from './ports.js';
 import { fromTask } from './task-actor.js';
 import { guarded, runCall } from './tool-actor.js';
 
-export const toolsActor = fromTask<null, ToolsInput>(async ({ input, abort, system, self }) => {
+export const toolsActor = fromTask<null, ToolsInput>(async ({ abort, system, self }) => {
   const run = portsOf(system);
-  const calls = run.calls().filter((c) => c.state === 'running' && c.step === input.step);
+  // The context holds the calls of the step in progress only: its running ones are the batch.
+  const calls = run.calls().filter((c) => c.state === 'running');
   const started = run.clock.now();
   /** The batch's time the run has been told of, in ms since it started. */
   let counted = 0;
