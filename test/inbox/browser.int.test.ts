@@ -91,6 +91,8 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     await page.fill('#token', 'not-the-token-0123456789');
     await page.click('#login-form button');
     await page.locator('#login-error', { hasText: 'Sign-in refused' }).waitFor();
+    // Nobody is signed in: the bar that names the user and offers Sign out is not shown.
+    expect(await page.locator('#who').isVisible()).toBe(false);
   });
 
   it('signs in with the token and lists the runs awaiting approval, newest first', async () => {
@@ -226,5 +228,14 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     expect(await deny.locator('.history').textContent()).toContain('denied by dana — “order A-300 was never paid”');
     await page.screenshot({ path: join(IMAGES, 'inbox-done.png'), fullPage: true });
     expect(dialogs).toEqual([]);
+  });
+
+  it('signs out: the sign-in form again, and no "signed in as" left on the page', async () => {
+    expect(await page.locator('#who').isVisible()).toBe(true);
+    await page.click('#logout');
+    await page.locator('#login').waitFor();
+    expect(await page.locator('#who').isVisible()).toBe(false);
+    expect(await page.locator('#inbox').isVisible()).toBe(false);
+    expect(await page.evaluate(() => fetch('/api/runs').then((r) => r.status))).toBe(401);
   });
 });
