@@ -77,7 +77,7 @@ const tools: Tool[] = [
 
 const last = (history: HistoryEntry[], tool: string) =>
   [...history].reverse().find((e) => e.role === 'tool' && e.tool === tool) as
-    | { result?: { customer: string; amount: number; order: string }; error?: string }
+    | { result?: Record<string, unknown>; error?: string }
     | undefined;
 
 /** A scripted stand-in for a model: look up, refund, email the customer, answer. */
@@ -88,20 +88,23 @@ const policy: Policy = async (history, { signal }) => {
   const lookup = last(history, 'lookup_order');
   if (!lookup) return { tool: 'lookup_order', args: { order }, usage: { inputTokens: 120, outputTokens: 18 } };
   if (lookup.error) return { final: `I could not find order ${order}.` };
-  const info = lookup.result as { customer: string; amount: number; order: string };
+  const info = lookup.result as unknown as { customer: string; amount: number; order: string };
   const refund = last(history, 'refund');
   if (!refund)
     return { tool: 'refund', args: { order, amount: info.amount }, usage: { inputTokens: 180, outputTokens: 22 } };
   const email = last(history, 'send_email');
-  const refunded = refund.error === undefined;
+  // What the refund tool did, not what was asked: an approver may have edited the amount.
+  const refunded = refund.error === undefined ? Number(refund.result?.refunded) : null;
+  const asked = refunded !== null && refunded !== info.amount ? ` of the $${info.amount} asked` : '';
   if (!email) {
-    const subject = refunded ? `Your refund for ${order}` : `About your order ${order}`;
+    const subject = refunded !== null ? `Your refund of $${refunded} for ${order}` : `About your order ${order}`;
     return { tool: 'send_email', args: { to: info.customer, subject }, usage: { inputTokens: 220, outputTokens: 40 } };
   }
   return {
-    final: refunded
-      ? `Refunded $${info.amount} for ${order} and emailed ${info.customer}.`
-      : `No refund for ${order} (${refund.error}); emailed ${info.customer}.`,
+    final:
+      refunded !== null
+        ? `Refunded $${refunded}${asked} for ${order} and emailed ${info.customer}.`
+        : `No refund for ${order} (${refund.error}); emailed ${info.customer}.`,
     usage: { inputTokens: 260, outputTokens: 30 },
   };
 };

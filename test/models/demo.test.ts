@@ -102,6 +102,29 @@ describe('the demo agent', () => {
     expect(modelPolicy(desk.tools, {})).toBeNull();
   });
 
+  it('answers with what the tools did: an approver who cut the refund from 129 to 60 reads "Refunded $60"', async () => {
+    const goal = 'Customer ana@example.com: order A-1001 arrived broken, please refund it.';
+    const edited = new Agent({ ...agentOptionsOf(desk), runId: 'edit' });
+    expect(await edited.start(goal)).toBe('awaiting_approval');
+    expect(edited.state.pending).toMatchObject({ tool: 'refund', args: { order: 'A-1001', amount: 129 } });
+    const id = edited.state.pending?.id as string;
+    const edit = { approve: true as const, note: 'partial refund', args: { order: 'A-1001', amount: 60 } };
+    expect(await edited.decide({ [id]: edit })).toBe('done');
+    expect(edited.state.answer).toBe('Refunded $60 of the $129 asked for A-1001 and emailed ana@example.com.');
+    const email = edited.state.history.find((e) => e.role === 'assistant' && 'tool' in e && e.tool === 'send_email');
+    expect(email).toMatchObject({ args: { subject: 'Your refund of $60 for A-1001' } });
+
+    const approved = new Agent({ ...agentOptionsOf(desk), runId: 'as-asked' });
+    expect(await approved.start(goal)).toBe('awaiting_approval');
+    expect(await approved.decide(true, 'ok')).toBe('done');
+    expect(approved.state.answer).toBe('Refunded $129 for A-1001 and emailed ana@example.com.');
+
+    const denied = new Agent({ ...agentOptionsOf(desk), runId: 'denied' });
+    expect(await denied.start(goal)).toBe('awaiting_approval');
+    expect(await denied.decide(false, 'not eligible')).toBe('done');
+    expect(denied.state.answer).toBe('No refund for A-1001 (denied by human: not eligible); emailed ana@example.com.');
+  });
+
   it('runs on a real model with OPENAI_API_KEY: same tools, same approval', async () => {
     server.reply(
       reply({ id: 'call_1', name: 'lookup_order', args: { order: 'A-1001' } }),
