@@ -150,6 +150,10 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     await choices.nth(1).selectOption('approve');
     await approve.getByRole('button', { name: 'Record decisions' }).click();
     await approve.locator('.recorded', { hasText: 'Decision recorded by dana' }).waitFor();
+    // The card says what was decided, call by call.
+    expect(await approve.locator('.recorded').textContent()).toMatch(
+      /: \w+ approved; \w+ approved\. A worker will apply it\.$/,
+    );
 
     const edit = card('edit-me');
     await edit.locator('select.choice').selectOption('edit');
@@ -165,6 +169,9 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     await page.screenshot({ path: join(IMAGES, 'inbox-edit.png'), fullPage: true });
     await edit.getByRole('button', { name: 'Record decisions' }).click();
     await edit.locator('.recorded').waitFor();
+    expect(await edit.locator('.recorded').textContent()).toContain(
+      'approved with its arguments edited to {"order":"A-200","cents":5000}',
+    );
 
     const deny = card('deny-me');
     await deny.locator('select.choice').selectOption('deny');
@@ -173,6 +180,7 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     await deny.locator('input.note').fill('order A-300 was never paid');
     await deny.getByRole('button', { name: 'Record decisions' }).click();
     await deny.locator('.recorded').waitFor();
+    expect(await deny.locator('.recorded').textContent()).toContain('denied (“order A-300 was never paid”)');
 
     expect((await store.load('approve-me'))?.decision?.by).toBe('dana');
     expect((await store.load('edit-me'))?.decision?.decisions).toMatchObject({

@@ -57,7 +57,7 @@ export function runCard(run, app) {
     card.append(
       el('p', {
         class: 'recorded',
-        text: `Decision recorded by ${run.decision.by} at ${when(run.decision.at)}; a worker will apply it.`,
+        text: `Decision recorded by ${run.decision.by} at ${when(run.decision.at)}: ${decided(run)}. A worker will apply it.`,
       }),
     );
   } else if (run.status === 'awaiting_approval') {
@@ -70,6 +70,19 @@ export function runCard(run, app) {
     card.append(el('div', { class: 'calls' }, calls), el('div', { class: 'actions' }, send, message));
   }
   return card;
+}
+
+/** What a recorded decision says of each pending call: approved (as asked, or edited) or denied, with the note. */
+function decided(run) {
+  return run.pendingCalls
+    .map((call) => {
+      const d = run.decision.decisions[call.id];
+      if (!d) return `${call.tool} not decided`;
+      const note = d.note ? ` (“${d.note}”)` : '';
+      if (!d.approve) return `${call.tool} denied${note}`;
+      return `${call.tool} approved${d.args ? ` with its arguments edited to ${JSON.stringify(d.args)}` : ''}${note}`;
+    })
+    .join('; ');
 }
 
 /** One pending call with its decision controls; `touched` is called when the approver changes something. */
@@ -210,7 +223,17 @@ async function submit(run, button, message, app) {
   try {
     const result = await app.api('POST', `/api/runs/${encodeURIComponent(run.runId)}/decisions`, { decisions });
     for (const id of Object.keys(decisions)) drafts.delete(id);
-    say(message, `Recorded by ${result.recorded.by}: a worker will apply it.`, false);
+    const values = Object.values(decisions);
+    const approved = values.filter((d) => d.approve).length;
+    const counts = [
+      approved && `${approved} approved`,
+      values.length - approved && `${values.length - approved} denied`,
+    ];
+    say(
+      message,
+      `Recorded by ${result.recorded.by}: ${counts.filter(Boolean).join(', ')}. A worker will apply it.`,
+      false,
+    );
     app.refresh();
   } catch (error) {
     say(message, explain(error), true);
