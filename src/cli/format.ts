@@ -65,8 +65,10 @@ export function entryLine(entry: HistoryEntry, c: Colors, index = 0, head = 1): 
   if (entry.role === 'summary') {
     return `${c.dim('summary')}   ${c.dim(`(entries ${entry.covers.from}–${entry.covers.to})`)} ${clip(entry.text)}`;
   }
+  // An approver's edit is part of the record: the call ran with these arguments, not the model's.
+  const edited = entry.approval?.args ? `, arguments edited to ${clip(json(entry.approval.args))}` : '';
   const by = entry.approval
-    ? c.dim(` (${entry.approval.approved ? 'approved' : 'denied'} by ${entry.approval.by})`)
+    ? c.dim(` (${entry.approval.approved ? 'approved' : 'denied'} by ${entry.approval.by}${edited})`)
     : '';
   if ('error' in entry) return `${c.red('error')}     ${clip(entry.tool)}: ${clip(entry.error)}${by}`;
   return `${c.blue('result')}    ${clip(entry.tool)} ${c.dim(clip(json(entry.result)))}${by}`;

@@ -57,4 +57,17 @@ describe('LiveDeltas', () => {
       'summary   (entries 1–6) sum\\u001b[2J',
     );
   });
+
+  it('an approver’s edit is on the result line: the arguments the call ran with', () => {
+    const approval = { approved: true, by: 'ana', note: '', at: '2026-12-01T00:00:00.000Z', callId: 'r:2#1@x' };
+    const refunded = { role: 'tool', tool: 'refund', result: { refunded: 60 } } as const;
+    expect(entryLine({ ...refunded, approval: { ...approval, args: { amount: 60 } } }, plain)).toBe(
+      'result    refund {"refunded":60} (approved by ana, arguments edited to {"amount":60})',
+    );
+    expect(entryLine({ ...refunded, approval }, plain)).toBe('result    refund {"refunded":60} (approved by ana)');
+    // Edited arguments are the approver's input: escaped as any other text.
+    expect(entryLine({ ...refunded, approval: { ...approval, args: { note: '\u001b[2J' } } }, plain)).toContain(
+      'arguments edited to {"note":"\\u001b[2J"}',
+    );
+  });
 });

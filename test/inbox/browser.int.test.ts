@@ -234,6 +234,13 @@ describe.skipIf(skip !== null)(`the inbox in Chromium${skip ? ` (${skip})` : ''}
     await deny.locator('summary').click();
     await deny.locator('.history .h-approval').waitFor();
     expect(await deny.locator('.history').textContent()).toContain('denied by dana — “order A-300 was never paid”');
+    // An edit is part of the record: the arguments the approver set, beside the model's call.
+    const edit = card('edit-me');
+    await edit.locator('summary').click();
+    await edit.locator('.history .h-approval').waitFor();
+    expect(await edit.locator('.history .h-approval').textContent()).toContain(
+      'approved by dana, its arguments edited to {"cents":5000,"order":"A-200"}',
+    );
     await page.screenshot({ path: join(IMAGES, 'inbox-done.png'), fullPage: true });
     expect(dialogs).toEqual([]);
   });

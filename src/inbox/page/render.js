@@ -82,6 +82,7 @@ function entry(e) {
         'div',
         { class: 'h-approval' },
         `${e.approval.approved ? 'approved' : 'denied'} by ${e.approval.by}`,
+        e.approval.args ? `, its arguments edited to ${JSON.stringify(e.approval.args)}` : '',
         e.approval.note ? ` — “${e.approval.note}”` : '',
       )
     : null;
