@@ -9,16 +9,16 @@ import { streamSSE } from 'hono/streaming';
 import { STATUSES, type Status } from '../../machines/types.js';
 import type { Clock } from '../clock.js';
 import type { AgentDefinition } from '../define.js';
-import { EditRejectedError, OptionsError, RunNotFoundError, RunStateError } from '../errors.js';
+import { CheckpointError, EditRejectedError, OptionsError, RunNotFoundError, RunStateError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import type { CheckpointStore } from '../store/contract.js';
 import { submitMessage } from '../worker/message.js';
 import { checkEdit, decideRun, parseDecisions } from './decide.js';
 import type { RunFeed } from './feed.js';
 import { csrfSubject, type InboxEnv, isHttps } from './guard.js';
-import { HttpError } from './http-errors.js';
+import { DAMAGED_REASON, HttpError } from './http-errors.js';
 import { SESSION_COOKIE, type Sessions } from './sessions.js';
-import { runDetail, runView, waitingSince } from './views.js';
+import { type RunView, runDetail, runView, waitingSince } from './views.js';
 
 /** What the API routes work with. */
 export interface ApiContext {
@@ -33,6 +33,14 @@ export interface ApiContext {
   heartbeatMs: number;
   /** Aborted when the server closes: every event stream ends. */
   closing: AbortSignal;
+  /** Told of each run a listing left out because its stored state could not be read (to log it). */
+  onDamaged(runId: string, version: number, error: unknown): void;
+}
+
+/** What a listing says of a run it left out: the client learns which, the server log why. */
+export interface DamagedView {
+  runId: string;
+  reason: string;
 }
 
 const MAX_LIST = 500;
@@ -109,24 +117,38 @@ export function apiRoutes(ctx: ApiContext): Hono<InboxEnv> {
     const maxAge = numberParam(q.maxAge, 'maxAge', 2 ** 31);
     const now = ctx.now();
     const summaries = await ctx.store.list({ status, ...(q.agent ? { agent: q.agent } : {}) });
-    const views = [];
+    const views: RunView[] = [];
+    // A run whose stored state cannot be read is that run's problem only: it is left out of
+    // `runs` and named in `damaged`, and the full error goes to the server's log.
+    const damaged: DamagedView[] = [];
     // Newest first: the list is oldest update first, so read it from the end. A run that waits
     // for approval is ordered by its oldest request, so all of those are read; for the other
     // statuses the last update is the order, and reading stops at `limit`.
     const waiting = status === 'awaiting_approval';
     for (const summary of summaries.reverse()) {
       if (!waiting && views.length >= limit) break;
-      const record = await ctx.store.load(summary.runId);
-      if (!record || record.status !== status) continue;
-      const view = runView(record, now);
+      let view: RunView;
+      try {
+        const record = await ctx.store.load(summary.runId);
+        if (!record || record.status !== status) continue;
+        view = runView(record, now);
+      } catch (error) {
+        if (!(error instanceof CheckpointError)) throw error;
+        ctx.onDamaged(summary.runId, summary.version, error);
+        damaged.push({ runId: summary.runId, reason: DAMAGED_REASON });
+        continue;
+      }
       if (q.tool && !view.pendingCalls.some((call) => call.tool === q.tool)) continue;
       const age = (now - waitingSince(view)) / 1000;
       if ((minAge !== undefined && age < minAge) || (maxAge !== undefined && age > maxAge)) continue;
       views.push(view);
     }
     views.sort((a, b) => waitingSince(b) - waitingSince(a));
-    const total = waiting || q.tool || minAge !== undefined || maxAge !== undefined ? views.length : summaries.length;
-    return c.json({ now: new Date(now).toISOString(), total, runs: views.slice(0, limit) });
+    const total =
+      waiting || q.tool || minAge !== undefined || maxAge !== undefined
+        ? views.length
+        : summaries.length - damaged.length;
+    return c.json({ now: new Date(now).toISOString(), total, runs: views.slice(0, limit), damaged });
   });
 
   api.get('/runs/:runId', async (c) => {

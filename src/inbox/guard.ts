@@ -125,20 +125,39 @@ function forbidden(message: string): HttpError {
   return new HttpError(403, 'forbidden', message);
 }
 
+/** The host a request is addressed to, lower case: its `Host` header, else its URL's. */
+export function hostOf(c: Context): string {
+  return (c.req.header('host') ?? new URL(c.req.url).host).toLowerCase();
+}
+
 /**
- * With a proxy's header as the identity, only requests addressed to a known host (the `Host`
- * header) are answered; others get 403. Without this, a web page whose DNS name an attacker
- * points at 127.0.0.1 (DNS rebinding) could reach the inbox from a browser on the same machine
- * as a same-origin page, and set the header itself. `hosts()` is read per request (the port is
- * known once the server listens); an empty list checks nothing.
+ * Whether `host` (`name` or `name:port`) names this machine's loopback interface (`localhost`,
+ * `127.0.0.1`, `[::1]`), on any port: a DNS name an attacker controls is never one of them.
+ */
+export function isLoopbackHost(host: string): boolean {
+  return /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(host);
+}
+
+/**
+ * With a proxy's header as the identity, only requests addressed (the `Host` header) to a known
+ * host are answered; others get 403. Without this, a web page whose DNS name an attacker points
+ * at 127.0.0.1 (DNS rebinding) could reach the inbox from a browser on the same machine as a
+ * same-origin page, and set the header itself. Known: the loopback names (`localhost`,
+ * `127.0.0.1`, `[::1]`, on any port) and `hosts()` (the hosts of `origins`, and the address the
+ * inbox listens on; read per request, since the port is known once it listens). This holds
+ * however the inbox is mounted: its own `listen`, or `fetch` in another server.
+ *
+ * The token modes need no such check: a bearer token is only ever sent by who was given it, and
+ * the session cookie by the browser to the host name it was set for, so a rebound name carries
+ * no credential (and the CSRF checks still apply to every mode).
  */
 export function checkHost(auth: Authenticator, hosts: () => readonly string[]): MiddlewareHandler {
   return async (c, next) => {
-    const known = hosts();
-    if (auth.mode === 'proxy' && known.length > 0 && !known.includes((c.req.header('host') ?? '').toLowerCase())) {
-      throw forbidden(
-        `requests to host ${JSON.stringify(c.req.header('host'))} are refused: add its origin to origins`,
-      );
+    if (auth.mode === 'proxy') {
+      const host = hostOf(c);
+      if (!isLoopbackHost(host) && !hosts().includes(host)) {
+        throw forbidden(`requests to host ${JSON.stringify(host)} are refused: add its origin to origins`);
+      }
     }
     await next();
   };

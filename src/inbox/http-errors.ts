@@ -28,6 +28,9 @@ export interface ApiError {
   };
 }
 
+/** What a client is told of a damaged run; the full error, which may quote it or name files, is logged. */
+export const DAMAGED_REASON = "this run's stored state could not be read";
+
 /** An error answer made here, for what is not a Tollgate error (authentication, CSRF, sizes). */
 export class HttpError extends Error {
   readonly status: number;
@@ -44,12 +47,16 @@ export class HttpError extends Error {
 /** The status and body for an error thrown while answering a request. */
 export function errorAnswer(error: unknown): { status: number; body: ApiError } {
   const [status, code] = classify(error);
+  // A damaged run's error can quote its stored state or name the server's files: the client is
+  // told which run, the server's log (see server.ts) gets the rest.
   const message =
-    status === 500 && !(error instanceof TollgateError)
-      ? 'internal error (see the server log)'
-      : error instanceof Error
-        ? error.message
-        : String(error);
+    error instanceof CheckpointError
+      ? `${DAMAGED_REASON} (see the server log)`
+      : status === 500 && !(error instanceof TollgateError)
+        ? 'internal error (see the server log)'
+        : error instanceof Error
+          ? error.message
+          : String(error);
   const body: ApiError = { error: { code, message } };
   if (error instanceof TollgateError && error.runId !== undefined) body.error.runId = error.runId;
   if (

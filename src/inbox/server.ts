@@ -43,8 +43,9 @@ export interface InboxOptions {
   /**
    * Other origins whose pages may send state-changing requests (`https://approvals.example.com`
    * when a proxy serves the inbox under another name). With `auth: { proxyHeader }`, their hosts
-   * are also the only names (with the address it listens on) that requests may be addressed to,
-   * against DNS rebinding. @default only the inbox's own origin
+   * are also the only names (with the loopback names `localhost`, `127.0.0.1`, `[::1]` and the
+   * address it listens on) that requests may be addressed to, against DNS rebinding, whether
+   * the inbox listens itself or is mounted through `fetch`. @default only the inbox's own origin
    */
   origins?: readonly string[];
   /** The clock decisions are checked and recorded by. @default each run's definition's clock, else the system clock */
@@ -125,14 +126,25 @@ export function createInboxServer(options: InboxOptions): InboxServer {
     return c.json(body, status as 400);
   });
   app.use('*', securityHeaders);
+  // A damaged run left out of a listing is logged once per version, not at every poll of a page.
+  const damagedLogged = new Set<string>();
+  const logDamaged = (runId: string, version: number, error: unknown) => {
+    const key = `${version}:${runId}`;
+    if (damagedLogged.has(key)) return;
+    if (damagedLogged.size >= 1_000) damagedLogged.clear();
+    damagedLogged.add(key);
+    console.error(
+      `tollgate inbox: run ${JSON.stringify(runId)} left out of the list, its stored state could not be read:`,
+      error,
+    );
+  };
   let server: Server | null = null;
   let url: string | null = null;
+  // The hosts a proxy-authenticated request may be addressed to, besides the loopback names
+  // (guard.ts, checkHost): those of `origins`, and the address the inbox listens on.
   const hosts = () => {
     const names = (origins ?? []).map((o) => new URL(o).host.toLowerCase());
-    if (url) {
-      const { host, port } = new URL(url);
-      names.push(host, `localhost:${port}`);
-    }
+    if (url) names.push(new URL(url).host);
     return names;
   };
   app.use(
@@ -154,6 +166,7 @@ export function createInboxServer(options: InboxOptions): InboxServer {
       sessionTtlMs,
       heartbeatMs: 15_000,
       closing: closing.signal,
+      onDamaged: logDamaged,
     }),
   );
   servePage(app, readPage());

@@ -18,30 +18,59 @@ interface Session {
   expiresAt: number;
 }
 
-/** In-memory sessions (a restart logs everyone out), bounded in number and age. */
+/** How many sessions the table holds. */
+export interface SessionLimits {
+  /** Live sessions per user; a user's next sign-in ends their oldest. @default 32 */
+  perUser?: number;
+  /** Live sessions in all; past it, the user holding the most loses their oldest. @default 10_000 */
+  total?: number;
+}
+
+/**
+ * In-memory sessions (a restart logs everyone out), bounded in age, per user and in all. One
+ * approver signing in over and over only ever ends their own oldest sessions, never another's.
+ */
 export class Sessions {
   readonly #sessions = new Map<string, Session>();
+  /** Each user's session ids, oldest (least recently opened or renewed) first. */
+  readonly #byUser = new Map<string, Set<string>>();
   /** Signs CSRF tokens; new at every start. */
   readonly #secret = randomBytes(32);
   readonly #ttlMs: number;
-  readonly #max: number;
+  readonly #perUser: number;
+  readonly #total: number;
   readonly #now: () => number;
 
-  constructor(ttlMs: number, now: () => number, max = 10_000) {
+  constructor(ttlMs: number, now: () => number, { perUser = 32, total = 10_000 }: SessionLimits = {}) {
     this.#ttlMs = ttlMs;
     this.#now = now;
-    this.#max = max;
+    this.#perUser = Math.max(1, perUser);
+    this.#total = Math.max(total, this.#perUser);
+  }
+
+  /** How many sessions are held (live or not yet swept). */
+  get size(): number {
+    return this.#sessions.size;
   }
 
   /** Opens a session for `user`; returns its id (the cookie's value). */
   open(user: string): string {
     const id = randomBytes(32).toString('base64url');
-    if (this.#sessions.size >= this.#max) {
-      // The oldest goes first (a Map keeps insertion order).
-      const oldest = this.#sessions.keys().next().value;
-      if (oldest !== undefined) this.#sessions.delete(oldest);
+    const own = this.#byUser.get(user);
+    if (own && own.size >= this.#perUser) this.#sweep(own);
+    while (own && own.size >= this.#perUser) this.#dropOldest(own);
+    if (this.#sessions.size >= this.#total) {
+      for (const ids of [...this.#byUser.values()]) this.#sweep(ids);
+      while (this.#sessions.size >= this.#total) {
+        // The user holding the most gives up their oldest: never someone under their share.
+        let most: Set<string> | undefined;
+        for (const ids of this.#byUser.values()) if (!most || ids.size > most.size) most = ids;
+        if (!most) break;
+        this.#dropOldest(most);
+      }
     }
     this.#sessions.set(id, { user, expiresAt: this.#now() + this.#ttlMs });
+    this.#idsOf(user).add(id);
     return id;
   }
 
@@ -51,7 +80,7 @@ export class Sessions {
     const session = this.#sessions.get(id);
     if (!session) return null;
     if (session.expiresAt <= this.#now()) {
-      this.#sessions.delete(id);
+      this.close(id);
       return null;
     }
     return session.user;
@@ -66,11 +95,40 @@ export class Sessions {
     const session = id === undefined || this.userOf(id) !== user ? undefined : this.#sessions.get(id);
     if (session === undefined) return false;
     session.expiresAt = this.#now() + this.#ttlMs;
+    // Renewed, it is now the user's newest: the last of theirs to go.
+    const ids = this.#idsOf(user);
+    ids.delete(id as string);
+    ids.add(id as string);
     return true;
   }
 
   close(id: string): void {
+    const session = this.#sessions.get(id);
+    if (!session) return;
     this.#sessions.delete(id);
+    const ids = this.#byUser.get(session.user);
+    ids?.delete(id);
+    if (ids?.size === 0) this.#byUser.delete(session.user);
+  }
+
+  #idsOf(user: string): Set<string> {
+    let ids = this.#byUser.get(user);
+    if (!ids) {
+      ids = new Set();
+      this.#byUser.set(user, ids);
+    }
+    return ids;
+  }
+
+  /** Ends the expired sessions among `ids`. */
+  #sweep(ids: Set<string>): void {
+    const now = this.#now();
+    for (const id of [...ids]) if ((this.#sessions.get(id)?.expiresAt ?? 0) <= now) this.close(id);
+  }
+
+  #dropOldest(ids: Set<string>): void {
+    const oldest = ids.values().next().value;
+    if (oldest !== undefined) this.close(oldest);
   }
 
   /**
