@@ -152,8 +152,15 @@ async function refresh() {
     }
   }
   const noun = state.status === 'awaiting_approval' ? 'awaiting approval' : state.status.replace('_', ' ');
+  // A run whose stored state cannot be read is named, never hidden: an operator looks into it.
+  const damaged = data.damaged ?? [];
+  const unreadable =
+    damaged.length === 0
+      ? ''
+      : ` ${damaged.length} run${damaged.length === 1 ? '' : 's'} could not be read (${damaged.map((d) => d.runId).join(', ')}): see the server log.`;
   $('summary').textContent =
-    data.total === 0 ? `No runs ${noun}.` : `${data.total} run${data.total === 1 ? '' : 's'} ${noun}, newest first.`;
+    (data.total === 0 ? `No runs ${noun}.` : `${data.total} run${data.total === 1 ? '' : 's'} ${noun}, newest first.`) +
+    unreadable;
 }
 
 function wire() {
