@@ -1,6 +1,8 @@
 /**
- * Opens a located store for one command. Only commands that create runs (`run`, `import`) may
- * create an SQLite file; the others read, and a missing file is simply a store without runs.
+ * Opens a located store for one command. Only commands that create runs (`run`, `submit`,
+ * `import`) may create an SQLite file; `serve` and `worker` only with `--create`, and refuse a
+ * missing one otherwise (refuseMissing); the others read, and a missing file is simply a store
+ * without runs.
  * The drivers are loaded on demand, so that a missing one is reported as what it is.
  */
 import { existsSync, mkdirSync } from 'node:fs';
@@ -87,6 +89,18 @@ export async function openStore(location: StoreLocation, options: { create: bool
   });
   mkdirSync(dirname(location.target), { recursive: true });
   return { store: SqliteStore.open(location.target), location, exists: true };
+}
+
+/**
+ * Refuses a store that does not exist, for the commands that would otherwise wait on an empty one
+ * (`serve`, `worker`): a mistyped `--store` must not look like an empty inbox. They open the store
+ * with `create: false` unless given `--create`, so nothing is made at the path.
+ */
+export function refuseMissing(opened: OpenedStore): void {
+  if (opened.exists) return;
+  throw new CliUsageError(
+    `store ${opened.location.display} does not exist: check the path (--store, else $TOLLGATE_STORE), or pass --create to create a new store`,
+  );
 }
 
 /** "store /abs/tollgate.db", with "(no such file)" when it does not exist. */

@@ -73,7 +73,8 @@ describe('tollgate serve', () => {
     const { cli } = workspace();
     expect((await cli(['serve', '--users-file', 'u.json', '--proxy-header', 'X-User'])).code).toBe(2);
     expect((await cli(['serve', '--port', 'http'])).code).toBe(2);
-    const weak = await cli(['serve', '--port', '0'], { TOLLGATE_INBOX_TOKEN: 'short' });
+    // --create: a new store (a missing one is refused, serve-worker-store.int.test.ts), so the token is what is wrong.
+    const weak = await cli(['serve', '--port', '0', '--create'], { TOLLGATE_INBOX_TOKEN: 'short' });
     expect(weak.code).toBe(2);
     expect(weak.stderr).toMatch(/at least 16 characters/);
     const bad = await cli(['serve', '--proxy-header', 'X-User', '--origin', 'approvals.example.com']);
@@ -96,6 +97,7 @@ describe('tollgate serve', () => {
         '127.0.0.2',
         '--port',
         '0',
+        '--create',
         '--json',
       ],
       dir,

@@ -10,6 +10,7 @@ import { DEFAULT_LEASE_MS } from '../../options.js';
 import { Worker, type WorkerEvent } from '../../worker/worker.js';
 import { loadAgentModule } from '../agent-module.js';
 import { CliUsageError } from '../exit-codes.js';
+import { refuseMissing } from '../open-store.js';
 import { errOut, out } from '../output.js';
 import { AgentRegistry } from '../registry.js';
 import { type Act, type Common, jsonOption, storeOption, withStore } from './shared.js';
@@ -18,6 +19,7 @@ interface WorkerFlags extends Common {
   concurrency: number;
   pollMs: number;
   leaseMs: number;
+  create?: boolean;
 }
 
 const positive = (max: number) => (value: string) => {
@@ -41,6 +43,7 @@ export function workerCommand(act: Act): Command {
       positive(2 ** 31 - 1),
       DEFAULT_LEASE_MS,
     )
+    .option('--create', 'create the SQLite store if it does not exist (without it, a missing store is refused)')
     .addOption(storeOption())
     .addOption(jsonOption())
     .addHelpText(
@@ -78,7 +81,9 @@ async function work(modules: string[], o: WorkerFlags): Promise<number> {
     definitions.push(definition);
     paths.set(definition.name, resolve(module));
   }
-  return withStore(o, { create: true }, async (opened) => {
+  // A mistyped --store must not become a new, empty store that the worker watches forever.
+  return withStore(o, { create: o.create === true }, async (opened) => {
+    refuseMissing(opened);
     const worker = new Worker({
       store: opened.store,
       agents: definitions,
