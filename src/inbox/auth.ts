@@ -35,13 +35,26 @@ export interface Identity {
 /** True when `text` holds a control character (C0 or DEL): no name may. */
 const hasControl = (text: string) => [...text].some((ch) => (ch.codePointAt(0) as number) < 0x20 || ch === '\x7f');
 
+/**
+ * What a value is, never what it holds: the settings carry secrets (a token given where a name or
+ * an object was expected must not be printed in an error).
+ */
+const kindOf = (value: unknown) =>
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'an array'
+      : typeof value === 'object'
+        ? 'an object'
+        : `a ${typeof value}`;
+
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
 /** Checks a user name: what a decision records as `by`. */
 function checkName(call: string, what: string, name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME || hasControl(name)) {
     throw new OptionsError(
-      `${call}: ${what} must be a non-empty name of at most ${MAX_NAME} characters without control characters, got ${showValue(name)}`,
+      `${call}: ${what} must be a non-empty name of at most ${MAX_NAME} characters without control characters, got ${kindOf(name)}${typeof name === 'string' ? ` of ${name.length} characters` : ''}`,
     );
   }
   return name;
@@ -67,7 +80,7 @@ export class Authenticator {
   constructor(auth: unknown, call = 'createInboxServer') {
     if (!isPlainObject(auth)) {
       throw new OptionsError(
-        `${call}: auth must be { token }, { users } or { proxyHeader } (see docs/inbox.md), got ${showValue(auth)}`,
+        `${call}: auth must be { token }, { users } or { proxyHeader } (see docs/inbox.md), got ${kindOf(auth)}`,
       );
     }
     if ('proxyHeader' in auth) {
@@ -94,12 +107,14 @@ export class Authenticator {
       checkKeys(`${call}: auth`, auth, ['users']);
       if (!isPlainObject(auth.users) || Object.keys(auth.users).length === 0) {
         throw new OptionsError(
-          `${call}: auth.users must map each user's name to a token, got ${showValue(auth.users)}`,
+          `${call}: auth.users must map each user's name to a token, got ${isPlainObject(auth.users) ? 'an empty object' : kindOf(auth.users)}`,
         );
       }
-      pairs = Object.entries(auth.users).map(([name, token]) => [
-        checkName(call, 'a user name in auth.users', name),
-        checkToken(call, `auth.users[${JSON.stringify(name)}]`, token),
+      const count = Object.keys(auth.users).length;
+      // Users by position, not by name: a map written the wrong way round has tokens for names.
+      pairs = Object.entries(auth.users).map(([name, token], i) => [
+        checkName(call, `the name of user ${i + 1} of ${count} in auth.users`, name),
+        checkToken(call, `the token of user ${i + 1} of ${count} in auth.users`, token),
       ]);
     } else {
       checkKeys(`${call}: auth`, auth, ['token', 'user']);

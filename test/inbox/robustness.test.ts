@@ -270,3 +270,32 @@ describe('a proxy-authenticated inbox mounted through fetch, without origins', (
     expect(answer.status).toBe(200);
   });
 });
+
+describe('settings that carry secrets', () => {
+  const SECRET = 'sEcReT-TOKEN-12345';
+  /** No 4-character piece of the secret in the text. */
+  const leaksNothing = (text: string) => {
+    for (let i = 0; i + 4 <= SECRET.length; i++) expect(text).not.toContain(SECRET.slice(i, i + 4));
+  };
+
+  it('a malformed auth setting is refused without showing a token', () => {
+    const store = new MemoryStore();
+    const cases: unknown[] = [
+      SECRET, // the token itself given as auth
+      { users: [SECRET] },
+      { users: { [SECRET]: 'dana' } }, // written the wrong way round
+      { users: { dana: SECRET, [`${SECRET}\n`]: `${SECRET}-2` } },
+      { token: SECRET, user: `${SECRET}\u0007` },
+    ];
+    for (const auth of cases) {
+      let message = '';
+      try {
+        createInboxServer({ store, auth: auth as never });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toMatch(/^createInboxServer: .*auth/);
+      leaksNothing(message);
+    }
+  });
+});
