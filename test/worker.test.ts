@@ -139,6 +139,33 @@ describe('submit, decide, work', () => {
   });
 });
 
+describe('drain', () => {
+  it('ends when the runs it claimed settled while its next claim was on its way', async () => {
+    const store = new MemoryStore();
+    const def = defineAgent({ name: 'quick', policy: scriptedPolicy([{ final: 'done' }]), tools: [] });
+    await submitRun(store, { agent: def, goal: 'go', runId: 'q' });
+    const worker = new Worker({ store, agents: [def] });
+    let settled = () => {};
+    const hasSettled = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    worker.observe((event) => {
+      if (event.type === 'settled') settled();
+    });
+    // The second claim (which finds nothing) answers only once the first run has settled.
+    const claimNext = store.claimNext.bind(store);
+    let claims = 0;
+    store.claimNext = async (options) => {
+      if (++claims === 2) await hasSettled;
+      return claimNext(options);
+    };
+    const drained = worker.drain();
+    const timeout = new Promise((resolve) => setTimeout(() => resolve('still draining'), 2_000));
+    expect(await Promise.race([drained, timeout])).toBe(1);
+    expect((await store.load('q'))?.status).toBe('done');
+  });
+});
+
 describe('several workers', () => {
   it('an approved call runs exactly once when workers race for the run', async () => {
     for (let round = 0; round < 5; round++) {

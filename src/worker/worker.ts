@@ -136,7 +136,9 @@ export class Worker {
       const claimed = await this.#fill(() => this.#state === 'stopping' || this.#state === 'stopped');
       worked += claimed;
       if (this.#inHand.size === 0 && claimed === 0) return worked;
-      await Promise.race([...this.#inHand.values()].map((h) => h.done));
+      // The runs claimed may all have settled while the next claim was on its way: nothing to
+      // wait for then (a race of no promises never ends).
+      if (this.#inHand.size > 0) await Promise.race([...this.#inHand.values()].map((h) => h.done));
       // Only runs with nothing to do (their clock and the store's disagree on an expiry): they
       // would be claimed again at once, for ever.
       if (this.#inHand.size === 0 && this.#progressed === progressed) return worked;
