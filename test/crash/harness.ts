@@ -144,7 +144,11 @@ export async function crashTest(options: CrashOptions): Promise<CrashReport> {
         if ((await life(config)) === 'done') return;
       }
     };
-    await Promise.all(Array.from({ length: options.workers }, slot));
+    // Every slot ends before the round does, failed or not: the store closes after the round, and
+    // a slot still polling it then would only bury the first failure under its own.
+    const ended = await Promise.allSettled(Array.from({ length: options.workers }, slot));
+    const failed = ended.find((e) => e.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /** The child's own account of a hang (it answers `dump` on stdin), the store's, and the decisions. */

@@ -18,6 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Agent, type CheckpointStore, OptionsError, type RunWrite, StoreUnavailableError } from '../../src/index.js';
 import { joinRun } from '../../src/store/contract.js';
 import { runDirName } from '../../src/stores/file/format.js';
+import { withLock } from '../../src/stores/file/lock.js';
 import { FileStore } from '../../src/stores/file.js';
 import { spawnNodeWriter } from '../../src/testing/index.js';
 
@@ -146,6 +147,33 @@ describe('FileStore: the run lock', () => {
     lockAt(store, 'r', { pid: await deadPid(), boot: await boot() });
     expect(await store.save('r', write(), 0)).toBe(1);
     expect(readdirSync(runDir(store, 'r'))).not.toContain('lock');
+  });
+
+  /** When process `pid` started, as the lock records it (Linux only). */
+  const startOf = (pid: number) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  };
+  const linux = existsSync('/proc/self/stat');
+
+  it.runIf(linux)('a lock whose pid now names another process (pids are reused) is broken', async () => {
+    const store = fresh();
+    const start = String(Number(startOf(process.ppid)) + 1);
+    lockAt(store, 'r', { pid: process.ppid, start, boot: await boot() });
+    expect(await store.save('r', write(), 0)).toBe(1);
+  });
+
+  it.runIf(linux)('a lock holds while its owner, started when it says, lives', async () => {
+    const store = new FileStore({ dir: join(root, String(++n)), lockTimeoutMs: 50 });
+    lockAt(store, 'r', { pid: process.ppid, start: startOf(process.ppid), boot: await boot() });
+    await expect(store.save('r', write(), 0)).rejects.toThrow(/locked for over 50 ms/);
+  });
+
+  it.runIf(linux)('the lock a store takes records when its process started', async () => {
+    const path = join(root, `lock-${++n}`);
+    const body = await withLock(path, 1000, async () => readFileSync(path, 'utf8'));
+    expect(JSON.parse(body)).toMatchObject({ pid: process.pid, start: startOf(process.pid), host: hostname() });
+    expect(existsSync(path)).toBe(false);
   });
 
   it('a lock from before a reboot is broken, even if its pid is alive now', async () => {

@@ -1,7 +1,8 @@
 /**
  * A cross-process lock for one run directory: a lock file created exclusively (O_EXCL), holding
- * the owner's pid, host and boot id. A lock whose owner is dead (same host, and the pid is gone
- * or the machine has rebooted since) is stale and gets broken; breakers take turns through a
+ * the owner's pid, its start time, host and boot id. A lock whose owner is dead (same host, and
+ * the pid is gone, now names a process started at another time — pids are reused, within seconds
+ * on a busy machine — or the machine has rebooted since) is stale and gets broken; breakers take turns through a
  * second exclusive file and re-check the lock under it, so a live owner's lock is never removed.
  * Within one process, callers queue on a promise chain first, so they never poll each other.
  *
@@ -14,9 +15,12 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { StoreUnavailableError } from '../../errors.js';
+import { statFields, thisProcess } from '../../process-identity.js';
 
 interface Owner {
   pid: number;
+  /** When the process started (Linux: clock ticks since boot); absent where /proc is not. */
+  start?: string;
   host: string;
   boot: string;
   token: string;
@@ -42,7 +46,29 @@ const mine = new Set<string>();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const code = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code;
 
-function alive(pid: number): boolean {
+/**
+ * Whether the process that started at `start` still has `pid`; undefined where /proc cannot say
+ * (no such entry: gone, or hidden by a hidepid mount, which the signal tells apart). A zombie has
+ * exited: it only waits for its parent.
+ */
+function sameProcess(pid: number, start: string): boolean | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const now = statFields(text);
+  return now ? now.startTime === start && now.state !== 'Z' && now.state !== 'X' : undefined;
+}
+
+const START = thisProcess().startTime ?? undefined;
+
+function alive(pid: number, start: string | undefined): boolean {
+  if (start !== undefined) {
+    const same = sameProcess(pid, start);
+    if (same !== undefined) return same === true; // a process with a reused pid is not the owner
+  }
   try {
     process.kill(pid, 0);
     return true;
@@ -86,7 +112,11 @@ async function inspect(path: string): Promise<{ raw: string; stale: boolean; sta
     return { raw, stale: Date.now() > staleAt, staleAt };
   }
   // Our own pid with a token we do not know was left by a dead process whose pid we now have.
-  const dead = owner.boot !== BOOT || (owner.pid === process.pid ? !mine.has(owner.token) : !alive(owner.pid));
+  const dead =
+    owner.boot !== BOOT ||
+    (owner.pid === process.pid
+      ? !mine.has(owner.token)
+      : !alive(owner.pid, typeof owner.start === 'string' ? owner.start : undefined));
   return { raw, stale: owner.host === hostname() && dead };
 }
 
@@ -112,7 +142,8 @@ async function breakStale(path: string, raw: string, body: string): Promise<bool
 }
 
 async function acquire(path: string, token: string, timeoutMs: number): Promise<void> {
-  const body = JSON.stringify({ pid: process.pid, host: hostname(), boot: BOOT, token });
+  const owner: Owner = { pid: process.pid, start: START, host: hostname(), boot: BOOT, token };
+  const body = JSON.stringify(owner);
   const deadline = Date.now() + timeoutMs;
   for (let wait = 1; ; wait = Math.min(wait * 2, 25)) {
     if (await create(path, body)) return;
