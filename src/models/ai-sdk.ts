@@ -1,17 +1,21 @@
 /**
- * `tollgate/ai-sdk`: a policy over the AI SDK's language-model interface (`LanguageModelV3` of
- * `@ai-sdk/provider` 3.x, what `ai` 6.x providers return: `openai('gpt-5-mini')`,
- * `anthropic('claude-sonnet-4-5')`, `google(…)`, …). It calls the model's `doStream` /
- * `doGenerate` itself, below `ai`'s `generateText`: no tool loop and no retries of the AI SDK's,
- * the runtime's own instead. This module imports only the interface's types.
+ * `tollgate/ai-sdk`: a policy over the AI SDK's language-model interface, version 3
+ * (`LanguageModelV3` of `@ai-sdk/provider` 3.x, what `ai` 6 providers return) or version 4
+ * (`@ai-sdk/provider` 4.x, `ai` 7): `openai('gpt-5-mini')`, `anthropic('claude-sonnet-4-5')`,
+ * `google(…)`, …. It calls the model's `doStream` / `doGenerate` itself, below `ai`'s
+ * `generateText`: no tool loop and no retries of the AI SDK's, the runtime's own instead. The
+ * prompt, tools and parts it sends and reads have the same shape in both versions; what a model
+ * returns is read as untrusted (a part of another shape is skipped). This module imports only the
+ * interface's types.
  */
 import type {
-  LanguageModelV3,
   LanguageModelV3CallOptions,
   LanguageModelV3Content,
   LanguageModelV3FunctionTool,
+  LanguageModelV3GenerateResult,
   LanguageModelV3Message,
   LanguageModelV3StreamPart,
+  LanguageModelV3StreamResult,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import type { HistoryEntry } from '../../machines/types.js';
@@ -34,10 +38,28 @@ import { instructionsOf, type Turn, turnsOf } from './turns.js';
 
 export type { ModelUsage } from './actions.js';
 
+/** The versions of the language-model interface the adapter speaks: `ai` 6's and `ai` 7's. */
+const SPECIFICATIONS = ['v3', 'v4'];
+
+/**
+ * A language model of the AI SDK, interface version 3 (`ai` 6 providers, `LanguageModelV3`) or 4
+ * (`ai` 7 providers, `LanguageModelV4`): what the adapter needs of it. The adapter builds the call
+ * options itself, in the shape both versions read (version 3's prompt, tool and option fields,
+ * which version 4 kept), so their type is left open here: the two versions' option types are
+ * not assignable to each other as a whole.
+ */
+export interface AiSdkLanguageModel {
+  readonly specificationVersion: 'v3' | 'v4';
+  readonly provider: string;
+  readonly modelId: string;
+  doGenerate(options: never): PromiseLike<unknown>;
+  doStream(options: never): PromiseLike<unknown>;
+}
+
 /** Options of `aiSdkPolicy`: `model` is the language model itself, not a name. */
 export interface AiSdkPolicyOptions<Tools extends readonly Tool[]>
-  extends Omit<ModelOptions<LanguageModelV3, Tools>, 'client' | 'model'> {
-  model: LanguageModelV3;
+  extends Omit<ModelOptions<AiSdkLanguageModel, Tools>, 'client' | 'model'> {
+  model: AiSdkLanguageModel;
   /**
    * Further call options (`temperature`, `toolChoice`, `providerOptions`, …). The adapter sets
    * `prompt`, `tools`, `maxOutputTokens` and `abortSignal` itself.
@@ -143,7 +165,7 @@ async function streamedAction(
 }
 
 /** The provider (`openai` of `openai.chat`) and model id a span names, whatever the model object holds. */
-function modelNamed(model: LanguageModelV3): { provider: string; model: string } {
+function modelNamed(model: AiSdkLanguageModel): { provider: string; model: string } {
   const provider = typeof model.provider === 'string' ? model.provider : '';
   return { provider: provider.split('.')[0] || 'unknown', model: String(model.modelId) };
 }
@@ -167,7 +189,14 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
     const got = typeof model === 'string' ? JSON.stringify(model) : typeof model;
     throw new OptionsError(`aiSdkPolicy: model must be a language model (such as openai('gpt-5-mini')), got ${got}`);
   }
-  const call = modelCall<LanguageModelV3>('aiSdkPolicy', {
+  const version: unknown = model.specificationVersion;
+  if (!SPECIFICATIONS.includes(version as string) || typeof model.doStream !== 'function') {
+    const got = typeof version === 'string' ? `version ${JSON.stringify(version.slice(0, 20))}` : 'no version';
+    throw new OptionsError(
+      `aiSdkPolicy: model speaks the AI SDK's language-model interface ${SPECIFICATIONS.join(' or ')} (providers of ai 6 or 7); this one has ${got}`,
+    );
+  }
+  const call = modelCall<AiSdkLanguageModel>('aiSdkPolicy', {
     ...options,
     client: model,
     model: `${model.provider}:${model.modelId}`,
@@ -184,7 +213,7 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
       };
       const asked = String(model.modelId);
       if (!call.stream) {
-        const result = await call.client.doGenerate(callOptions);
+        const result = (await call.client.doGenerate(callOptions as never)) as LanguageModelV3GenerateResult;
         const action = readSafely(
           () => contentAction(result.content, result.usage),
           () => usageOfModel(result?.usage),
@@ -194,7 +223,7 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
           answeringModel(() => result.response?.modelId, asked),
         );
       }
-      const { stream } = await call.client.doStream(callOptions);
+      const { stream } = (await call.client.doStream(callOptions as never)) as LanguageModelV3StreamResult;
       const answered: { model?: unknown } = {};
       const action = await streamedAction(stream, ctx, answered);
       return withModel(
@@ -206,3 +235,12 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
     call,
   );
 }
+
+export { type AiSdkTool, type AiSdkToolsOptions, fromAiSdkTools } from './ai-sdk-tools.js';
+export {
+  decisionsFrom,
+  type ObservedRun,
+  type TollgateUIChunk,
+  toUIMessageStream,
+  type UIMessageStreamOptions,
+} from './ai-sdk-ui.js';

@@ -23,6 +23,24 @@ import { instructionsOf, type Turn, turnsOf } from './turns.js';
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
 type Body = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 
+/**
+ * A streamed chunk, as much of it as the adapter reads. Written here rather than taken from the
+ * SDK: the API streams a custom tool's call under `custom`, which `openai` 7 types and 6 does not.
+ */
+interface Chunk {
+  model?: string;
+  usage?: OpenAI.CompletionUsage | null;
+  choices?: { delta?: { content?: string | null; refusal?: string | null; tool_calls?: ToolCallPiece[] } }[];
+}
+
+/** A piece of a streamed call: a function tool's name and arguments, or a custom tool's name and input. */
+interface ToolCallPiece {
+  index: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+  custom?: { name?: string; input?: string };
+}
+
 /** The turns as Chat Completions messages: results are `tool` messages after their assistant message. */
 export function chatMessages(turns: Turn[], instructions: string | undefined): Message[] {
   const messages: Message[] = instructions ? [{ role: 'system', content: instructions }] : [];
@@ -79,7 +97,7 @@ export function chatAction(completion: OpenAI.Chat.ChatCompletion): Action {
  * action): skipping it could change what a call's arguments say.
  */
 async function streamedAction(
-  stream: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>,
+  stream: AsyncIterable<Chunk>,
   ctx: PolicyContext,
   answered: { model?: unknown },
 ): Promise<Action> {
@@ -90,7 +108,7 @@ async function streamedAction(
   let odd = false;
   // By the chunk's `index`, which a hostile stream may make sparse or huge: a Map, sorted at the end.
   const calls = new Map<number, { id: string; name: string; args: string }>();
-  const read = (chunk: OpenAI.Chat.ChatCompletionChunk) => {
+  const read = (chunk: Chunk) => {
     if (chunk.usage) usage = usageOfChat(chunk.usage);
     if (chunk.model) answered.model = chunk.model;
     const delta = chunk.choices?.[0]?.delta;
@@ -104,7 +122,8 @@ async function streamedAction(
       const index = Number.isSafeInteger(piece.index) ? piece.index : 0;
       const call = calls.get(index) ?? { id: '', name: '', args: '' };
       calls.set(index, call);
-      const { name, arguments: args } = piece.function ?? {};
+      const name = piece.function?.name ?? piece.custom?.name;
+      const args = piece.function?.arguments ?? piece.custom?.input;
       if (typeof piece.id === 'string' && piece.id !== '') call.id = piece.id;
       if (typeof name === 'string') call.name += name;
       if (typeof args === 'string') call.args += args;

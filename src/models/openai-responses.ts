@@ -118,6 +118,8 @@ async function streamedAction(
   };
   for await (const event of stream) {
     const type = event?.type;
+    // `openai` 7 throws an SSE event named `error` itself (its `APIError`, with the server's
+    // message); one without the name, and every one under `openai` 6, arrives here.
     if (type === 'error')
       throw new Error(`response stream error: ${[event.code, event.message].filter(Boolean).join(' ')}`);
     if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {

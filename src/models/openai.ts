@@ -1,7 +1,7 @@
 /**
- * `tollgate/openai`: a policy over the official `openai` SDK (6.x), on the Chat Completions or the
- * Responses API. The SDK is a peer dependency, used through the client you pass: this module
- * imports only its types.
+ * `tollgate/openai`: a policy over the official `openai` SDK (6.x or 7.x), on the Chat Completions
+ * or the Responses API. The SDK is a peer dependency, used through the client you pass: this module
+ * imports only its types, those the two majors share.
  */
 import type OpenAI from 'openai';
 import { OptionsError } from '../errors.js';

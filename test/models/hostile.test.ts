@@ -5,6 +5,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { VERSION } from 'openai/version';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Agent, type Policy } from '../../src/index.js';
 import { anthropicPolicy } from '../../src/models/anthropic.js';
@@ -110,6 +111,31 @@ describe('odd chat completions', () => {
     const { status, step } = await oddStep(chat(true), { sse: odd }, fixture('openai-chat/stream-final.sse'));
     expect(status).toBe('done');
     expect(step).toMatchObject({ role: 'tool', error: 'malformed action: has neither tool nor final' });
+  });
+
+  it('a streamed chunk whose choice is null: it says nothing, or the SDK throws on it (openai 7.60)', async () => {
+    const { sse } = fixture('openai-chat/stream-text-and-calls.sse') as { sse: string };
+    const odd = sse.replace(
+      '"choices":[{"index":0,"delta":{"content":"Checking"},"logprobs":null,"finish_reason":null}]',
+      '"choices":[null]',
+    );
+    expect(odd).not.toBe(sse);
+    const { status, step, agent } = await oddStep(chat(true), { sse: odd }, fixture('openai-chat/stream-final.sse'));
+    if (status === 'failed') {
+      // openai 7.60 reads each chunk's choices itself (7.0 does not): its error, thrown, for the
+      // runtime to retry. Nothing of the response was recorded.
+      expect(Number(VERSION.split('.')[0])).toBeGreaterThanOrEqual(7);
+      expect(agent.state.error).toMatch(/^TypeError: /);
+      expect(agent.state.history).toEqual([{ role: 'user', content: 'go' }]);
+    } else {
+      // openai 6 passes the chunk on; the adapter reads no delta in it.
+      expect(status).toBe('done');
+      expect(step).toMatchObject({ role: 'assistant', text: ' both orders.' });
+      expect(step && 'calls' in step && step.calls.map((c) => c.args)).toEqual([
+        { order: 'A-1001' },
+        { order: 'A-1002' },
+      ]);
+    }
   });
 });
 

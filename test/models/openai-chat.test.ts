@@ -1,12 +1,36 @@
 import OpenAI from 'openai';
+import { VERSION } from 'openai/version';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Agent } from '../../src/index.js';
 import { openaiPolicy } from '../../src/models/openai.js';
-import { type FakeServer, fakeServer, fixture } from './fake-server.js';
+import { type FakeServer, fakeServer, fixture, type Reply } from './fake-server.js';
 import { adapterScenarios } from './scenarios.js';
 import { history, policyContext, tools } from './support.js';
 
 const client = (url: string) => new OpenAI({ apiKey: 'test-key', baseURL: `${url}/v1` });
+
+/** The installed major of `openai`: the Node 24 run of CI installs 7 over the lock file's 6. */
+const OPENAI = Number(VERSION.split('.')[0]);
+
+describe('the openai major under test', () => {
+  it('is one the adapter supports', () => {
+    expect([6, 7]).toContain(OPENAI);
+  });
+
+  it.runIf(process.env.TOLLGATE_EXPECT_OPENAI)('is the one CI asked for (TOLLGATE_EXPECT_OPENAI)', () => {
+    expect(OPENAI).toBe(Number(process.env.TOLLGATE_EXPECT_OPENAI));
+  });
+});
+
+/** A streamed chunk of the Chat Completions API with this delta. */
+const chunk = (delta: object) =>
+  `data: ${JSON.stringify({
+    id: 'chatcmpl-CXv1mTqN7bK2pW9rLdE4sFgH0aZ',
+    object: 'chat.completion.chunk',
+    created: 1764727200,
+    model: 'gpt-4.1-mini-2025-04-14',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: null }],
+  })}\n\n`;
 
 describe('openaiPolicy (chat)', () => {
   adapterScenarios({
@@ -183,6 +207,37 @@ describe('openaiPolicy (chat)', () => {
       tool_call_id: 'call_Qw3eR5tY7uI9oP1aS2dF4gHj',
       content: 'Error: unknown tool delete_everything',
     });
+  });
+
+  it("reads a custom tool's call, streamed or not, as a call of its name with its input as the arguments", async () => {
+    // A custom tool (given through `request.tools`) is called under `custom`, not `function`: in
+    // a whole message (both majors type it) and in a stream's pieces (only openai 7 types them).
+    const whole = fixture('openai-chat/text-and-call.json') as { status: number; body: any };
+    whole.body.choices[0].message.tool_calls = [
+      { id: 'call_c1', type: 'custom', custom: { name: 'lookup_order', input: '{"order":"A-1001"}' } },
+    ];
+    const streamed: Reply = {
+      sse: [
+        chunk({ role: 'assistant', content: 'Looking it up.' }),
+        chunk({
+          tool_calls: [{ index: 0, id: 'call_c1', type: 'custom', custom: { name: 'lookup_order', input: '' } }],
+        }),
+        chunk({ tool_calls: [{ index: 0, custom: { input: '{"order":' } }] }),
+        chunk({ tool_calls: [{ index: 0, custom: { input: '"A-1001"}' } }] }),
+        'data: [DONE]\n\n',
+      ].join(''),
+    };
+    server.reply(whole, streamed);
+    const call = { tool: 'lookup_order', args: { order: 'A-1001' }, id: 'call_c1' };
+    const policy = (stream: boolean) => openaiPolicy({ client: client(server.url), model: 'm', tools, stream });
+    expect(await policy(false)(history.slice(0, 1), policyContext())).toMatchObject(call);
+    const ctx = policyContext();
+    expect(await policy(true)(history.slice(0, 1), ctx)).toEqual({ ...call, text: 'Looking it up.' });
+    expect(ctx.deltas.filter((d) => d.kind === 'call')).toEqual([
+      { kind: 'call', index: 0, id: 'call_c1', tool: 'lookup_order' },
+      { kind: 'call', index: 0, argsText: '{"order":' },
+      { kind: 'call', index: 0, argsText: '"A-1001"}' },
+    ]);
   });
 
   it('records an empty answer cut off at the token limit as a malformed action, counting its usage', async () => {

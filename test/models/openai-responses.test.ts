@@ -104,6 +104,19 @@ describe('openaiPolicy (responses)', () => {
     ]);
   });
 
+  it("makes a stream's error event, named or not, the API's error: thrown (for the runtime to retry)", async () => {
+    // openai 7 throws an event named `error` itself, openai 6 passes it on: the adapter throws it then.
+    const created =
+      'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}\n\n';
+    const error =
+      '{"type":"error","sequence_number":1,"code":"server_error","message":"The model had an error","param":null}';
+    const policy = openaiPolicy({ client: client(server.url), model: 'm', api: 'responses', tools });
+    for (const event of [`event: error\ndata: ${error}\n\n`, `data: ${error}\n\n`]) {
+      server.reply({ sse: created + event });
+      await expect(policy(history.slice(0, 1), policyContext())).rejects.toThrow('The model had an error');
+    }
+  });
+
   it('never asks for fewer than the 16 output tokens the API takes', async () => {
     server.reply(fixture('openai-responses/final.json'));
     const policy = openaiPolicy({ client: client(server.url), model: 'm', api: 'responses', tools, stream: false });

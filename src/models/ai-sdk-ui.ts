@@ -1,0 +1,216 @@
+/**
+ * A run as the AI SDK's UI message stream, the protocol `useChat` reads: the policy's text as it
+ * streams, each tool call with its input and then its output (or error, or denial), and each call
+ * waiting for a human as a tool approval request. The front end's answers come back in the chat's
+ * messages; `decisionsFrom` reads them as `decide` takes them. No runtime import of `ai`: the
+ * chunks are plain objects of the protocol's shapes.
+ */
+import { keyOf } from '../../machines/calls.js';
+import type { HistoryEntry, Json } from '../../machines/types.js';
+import { OptionsError } from '../errors.js';
+import { isPlainObject } from '../json.js';
+import type { CallDecisionInput, Decisions, RunEvent, RunState, Status } from '../types.js';
+
+/** The chunks of the UI message stream this module writes (a subset of `ai`'s `UIMessageChunk`). */
+export type TollgateUIChunk =
+  | { type: 'start'; messageId?: string }
+  | { type: 'start-step' }
+  | { type: 'finish-step' }
+  | { type: 'text-start'; id: string }
+  | { type: 'text-delta'; id: string; delta: string }
+  | { type: 'text-end'; id: string }
+  | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown }
+  | { type: 'tool-approval-request'; approvalId: string; toolCallId: string }
+  | { type: 'tool-output-available'; toolCallId: string; output: unknown }
+  | { type: 'tool-output-error'; toolCallId: string; errorText: string }
+  | { type: 'tool-output-denied'; toolCallId: string }
+  | { type: 'error'; errorText: string }
+  | { type: 'finish'; finishReason?: 'stop' | 'tool-calls' | 'error' | 'other' };
+
+/** What the stream reads of a run; an `Agent` is one. */
+export interface ObservedRun {
+  readonly runId: string;
+  readonly state: Pick<RunState, 'runId' | 'history' | 'steps' | 'pendingCalls'>;
+  observe(listener: (event: RunEvent) => void): () => void;
+}
+
+/** Options of `toUIMessageStream`. */
+export interface UIMessageStreamOptions {
+  /** The id of the assistant message the stream starts; leave it out when continuing one (after approvals). */
+  messageId?: string | undefined;
+  /** What an error becomes in the stream (the browser sees it). @default the error's message */
+  onError?: ((error: unknown) => string) | undefined;
+}
+
+/** The calls of the run's last step of calls that have no outcome yet, as (key, tool) in call order. */
+function openCalls(agent: ObservedRun): string[] {
+  const { history, steps, runId } = agent.state;
+  let last = -1;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const entry = history[i] as HistoryEntry;
+    if (entry.role === 'assistant' && ('tool' in entry || 'calls' in entry)) {
+      last = i;
+      break;
+    }
+  }
+  if (last < 0) return [];
+  const entry = history[last] as HistoryEntry & { calls?: unknown[] };
+  const count = Array.isArray(entry.calls) ? entry.calls.length : 1;
+  const answered = history.slice(last + 1).filter((e) => e.role === 'tool').length;
+  return Array.from({ length: count }, (_, i) => keyOf(runId, steps, i, count)).slice(answered);
+}
+
+/** A denial's error text, as the runtime writes it for a human's or a rule's no. */
+const DENIED = /^denied by (human|rule)\b/;
+
+/**
+ * The run as a UI message stream: subscribes to `agent`, calls `drive` (what moves the run on:
+ * `() => agent.start(goal)`, `() => agent.decide(decisionsFrom(messages))`, `() =>
+ * agent.submitMessage(text)`), writes what happens as chunks, and ends when `drive` settles: with
+ * an approval request for each call then waiting (its `approvalId` is the pending call's id, its
+ * `toolCallId` the call's idempotency key), then `finish`. A rejected `drive` ends the stream with
+ * an `error` chunk. Hand it to `ai`'s `createUIMessageStreamResponse({ stream })`.
+ *
+ * @example
+ * // app/api/chat/route.ts (Next.js): the run's id is the chat's id.
+ * export async function POST(req: Request) {
+ *   const { id, messages } = await req.json();
+ *   const agent = await Agent.load(store, id, { policy, tools });
+ *   const decisions = decisionsFrom(messages);
+ *   const drive = Object.keys(decisions).length > 0 ? () => agent.decide(decisions) : () => agent.submitMessage(lastText(messages));
+ *   return createUIMessageStreamResponse({ stream: toUIMessageStream(agent, drive) });
+ * }
+ */
+export function toUIMessageStream(
+  agent: ObservedRun,
+  drive: () => Promise<Status>,
+  options: UIMessageStreamOptions = {},
+): ReadableStream<TollgateUIChunk> {
+  if (typeof drive !== 'function')
+    throw new OptionsError('toUIMessageStream: drive must be a function that moves the run on');
+  const errorText = options.onError ?? ((error: unknown) => (error instanceof Error ? error.message : String(error)));
+  return new ReadableStream<TollgateUIChunk>({
+    start(controller) {
+      const write = (chunk: TollgateUIChunk) => controller.enqueue(chunk);
+      /** Keys of the calls whose outcome is still to come, in the order their entries will come. */
+      const open = openCalls(agent);
+      const { runId } = agent;
+      let step = agent.state.steps;
+      let inStep = false;
+      let textId: string | null = null;
+      const startStep = () => {
+        if (!inStep) write({ type: 'start-step' });
+        inStep = true;
+      };
+      const endStep = () => {
+        if (textId !== null) write({ type: 'text-end', id: textId });
+        textId = null;
+        if (inStep) write({ type: 'finish-step' });
+        inStep = false;
+      };
+      const text = (delta: string) => {
+        if (delta === '') return;
+        if (textId === null) {
+          textId = `text-${runId}-${step}`;
+          write({ type: 'text-start', id: textId });
+        }
+        write({ type: 'text-delta', id: textId, delta });
+      };
+      let streamed = false;
+      const onEvent = (event: RunEvent) => {
+        if (event.type === 'deciding') {
+          endStep();
+          step = event.step;
+          streamed = false;
+          startStep();
+        } else if (event.type === 'delta' && event.delta.kind === 'text') {
+          streamed = true;
+          text(event.delta.text);
+        } else if (event.type === 'entry') entry(event.entry);
+      };
+      const entry = (e: HistoryEntry) => {
+        if (e.role === 'assistant' && 'final' in e) {
+          startStep();
+          if (!streamed) text(typeof e.final === 'string' ? e.final : JSON.stringify(e.final));
+          endStep();
+        } else if (e.role === 'assistant' && ('tool' in e || 'calls' in e)) {
+          startStep();
+          if (!streamed && typeof e.text === 'string') text(e.text);
+          if (textId !== null) write({ type: 'text-end', id: textId });
+          textId = null;
+          const calls = 'calls' in e ? e.calls : [{ tool: e.tool, args: e.args }];
+          calls.forEach((call, i) => {
+            const toolCallId = keyOf(runId, step, i, calls.length);
+            open.push(toolCallId);
+            write({ type: 'tool-input-available', toolCallId, toolName: call.tool, input: call.args });
+          });
+        } else if (e.role === 'tool') {
+          const toolCallId = open.shift();
+          if (toolCallId === undefined) return;
+          if ('result' in e) write({ type: 'tool-output-available', toolCallId, output: e.result as Json });
+          else if (DENIED.test(e.error)) write({ type: 'tool-output-denied', toolCallId });
+          else write({ type: 'tool-output-error', toolCallId, errorText: e.error });
+        }
+      };
+      write(options.messageId === undefined ? { type: 'start' } : { type: 'start', messageId: options.messageId });
+      const stop = agent.observe(onEvent);
+      const finish = (status: Status | null, error?: unknown) => {
+        stop();
+        if (error !== undefined) write({ type: 'error', errorText: errorText(error) });
+        if (status === 'awaiting_approval') {
+          startStep();
+          for (const pending of agent.state.pendingCalls) {
+            write({ type: 'tool-approval-request', approvalId: pending.id, toolCallId: pending.key });
+          }
+        }
+        endStep();
+        const finishReason =
+          error !== undefined
+            ? 'error'
+            : status === 'awaiting_approval'
+              ? 'tool-calls'
+              : status === 'done'
+                ? 'stop'
+                : 'other';
+        write({ type: 'finish', finishReason });
+        controller.close();
+      };
+      let driving: Promise<Status>;
+      try {
+        driving = Promise.resolve(drive());
+      } catch (error) {
+        driving = Promise.reject(error);
+      }
+      driving.then(
+        (status) => finish(status),
+        (error) => finish(null, error ?? new Error('drive failed')),
+      );
+    },
+  });
+}
+
+/** The longest note taken from a front end's approval answer. */
+const MAX_NOTE_LENGTH = 2_000;
+
+/**
+ * The decisions in a chat's messages, as `decide` takes them: each tool part of the last assistant
+ * message answered in the front end (`addToolApprovalResponse`: state `approval-responded`,
+ * `approval: { id, approved, reason }`). Only `approved: true` approves; the reason is the note.
+ * The messages come from the browser: anything of another shape is passed over, and `decide`
+ * still checks every id against the calls actually waiting (a stale or unknown id changes nothing).
+ */
+export function decisionsFrom(messages: unknown): Decisions {
+  // A Map, then own properties: an id such as "__proto__" is a key like any other.
+  const decisions = new Map<string, CallDecisionInput>();
+  if (!Array.isArray(messages)) return {};
+  const last = [...messages].reverse().find((m) => isPlainObject(m) && m.role === 'assistant');
+  if (!isPlainObject(last) || !Array.isArray(last.parts)) return {};
+  for (const part of last.parts) {
+    if (!isPlainObject(part) || part.state !== 'approval-responded' || !isPlainObject(part.approval)) continue;
+    const { id, approved, reason } = part.approval;
+    if (typeof id !== 'string' || id === '' || decisions.has(id)) continue;
+    const note = typeof reason === 'string' && reason !== '' ? { note: reason.slice(0, MAX_NOTE_LENGTH) } : {};
+    decisions.set(id, approved === true ? { approve: true, ...note } : { approve: false, ...note });
+  }
+  return Object.fromEntries(decisions);
+}

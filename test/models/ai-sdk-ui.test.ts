@@ -1,0 +1,295 @@
+/**
+ * A run as the AI SDK's UI message stream, read by the `ai` package's own chat client over HTTP:
+ * an AI SDK model (streamed), AI SDK tools, a pure call's output, a side effect's approval request
+ * as the chat's approval part, the browser's answer (`addToolApprovalResponse`) back to `decide`,
+ * and the run going on in the same assistant message.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  AbstractChat,
+  type ChatState,
+  type ChatStatus,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  pipeUIMessageStreamToResponse,
+  readUIMessageStream,
+  tool,
+  type UIMessage,
+} from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { Agent, type Status } from '../../src/index.js';
+import { aiSdkPolicy, decisionsFrom, fromAiSdkTools, toUIMessageStream } from '../../src/models/ai-sdk.js';
+
+const usage = {
+  inputTokens: { total: 40, noCache: 40, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 6, text: 6, reasoning: 0 },
+};
+type Part = Record<string, unknown> & { type: string };
+const finish: Part = { type: 'finish', usage, finishReason: { unified: 'stop', raw: 'stop' } };
+const said = (id: string, ...pieces: string[]): Part[] => [
+  { type: 'text-start', id },
+  ...pieces.map((delta) => ({ type: 'text-delta', id, delta })),
+  { type: 'text-end', id },
+];
+const call = (toolCallId: string, toolName: string, input: object): Part => ({
+  type: 'tool-call',
+  toolCallId,
+  toolName,
+  input: JSON.stringify(input),
+});
+
+/** A model that streams the next turn of `turns` at each request. */
+function scriptedModel(turns: Part[][]) {
+  let i = 0;
+  return new MockLanguageModelV3({
+    doStream: async () => {
+      const parts = turns[i++] ?? [...said('t', 'nothing more'), finish];
+      return {
+        stream: new ReadableStream({
+          start(controller) {
+            for (const part of parts) controller.enqueue(part as never);
+            controller.close();
+          },
+        }),
+      };
+    },
+  });
+}
+
+function supportDesk() {
+  const refunds: { order: string; amount: number; key: string }[] = [];
+  const tools = fromAiSdkTools(
+    {
+      lookup_order: tool({
+        description: 'Find an order',
+        inputSchema: z.object({ order: z.string() }),
+        execute: async ({ order }) => ({ order, total: 129 }),
+      }),
+      refund: tool({
+        description: 'Refund an order',
+        inputSchema: z.object({ order: z.string(), amount: z.number() }),
+        execute: async ({ order, amount }, { toolCallId }) => {
+          refunds.push({ order, amount, key: toolCallId });
+          return { refunded: amount };
+        },
+      }),
+    },
+    { sideEffects: ['refund'] },
+  );
+  const model = scriptedModel([
+    [...said('a', 'Let me ', 'look.'), call('c1', 'lookup_order', { order: 'A-1' }), finish],
+    [call('c2', 'refund', { order: 'A-1', amount: 60 }), finish],
+    [...said('b', 'Refunded ', '$60.'), finish],
+  ]);
+  return { tools, refunds, policy: aiSdkPolicy({ model, tools }) };
+}
+
+/** The chat's state in memory, as `ai`'s framework bindings keep it in theirs. */
+class MemoryState implements ChatState<UIMessage> {
+  status: ChatStatus = 'ready';
+  error: Error | undefined = undefined;
+  messages: UIMessage[] = [];
+  pushMessage = (message: UIMessage) => {
+    this.messages = this.messages.concat(message);
+  };
+  popMessage = () => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index: number, message: UIMessage) => {
+    this.messages = this.messages.map((m, i) => (i === index ? message : m));
+  };
+  snapshot = <T>(thing: T): T => structuredClone(thing);
+}
+
+class NodeChat extends AbstractChat<UIMessage> {
+  constructor(api: string) {
+    super({
+      transport: new DefaultChatTransport({ api }),
+      state: new MemoryState(),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+  }
+}
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+});
+
+/** A chat route as a user writes it: one run per chat id, started by the first message, moved on by approvals. */
+async function chatRoute(make: () => { agent: Agent }) {
+  const runs = new Map<string, Agent>();
+  const server = createServer(async (req, res) => {
+    let body = '';
+    for await (const piece of req) body += piece;
+    const { id, messages } = JSON.parse(body) as { id: string; messages: UIMessage[] };
+    let agent = runs.get(id);
+    let drive: () => Promise<Status>;
+    if (!agent) {
+      agent = make().agent;
+      runs.set(id, agent);
+      const first = messages.at(-1)?.parts.find((p) => p.type === 'text');
+      const goal = first && 'text' in first ? first.text : '';
+      const started = agent;
+      drive = () => started.start(goal);
+    } else {
+      const decisions = decisionsFrom(messages);
+      const waiting = agent;
+      drive = () => waiting.decide(decisions);
+    }
+    pipeUIMessageStreamToResponse({ response: res, stream: toUIMessageStream(agent, drive) });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`, runs };
+}
+
+const toolParts = (message: UIMessage | undefined) =>
+  (message?.parts ?? []).filter((p) => p.type.startsWith('tool-')) as unknown as Part[];
+
+describe("toUIMessageStream, read by ai's chat client over HTTP", () => {
+  it('streams text and tool calls, asks for approval as the chat’s approval part, and goes on in the same message once approved', async () => {
+    const desk = supportDesk();
+    const { url, runs } = await chatRoute(() => ({
+      agent: new Agent({ runId: 'chat-1', tools: desk.tools, policy: desk.policy }),
+    }));
+    const chat = new NodeChat(url);
+    await chat.sendMessage({ text: 'Refund A-1, it arrived broken' });
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    const agent = runs.values().next().value as Agent;
+    expect(agent.state.status).toBe('awaiting_approval');
+    const pending = agent.state.pendingCalls[0];
+    const answer = chat.lastMessage;
+    expect(answer?.role).toBe('assistant');
+    expect(answer?.parts.find((p) => p.type === 'text')).toMatchObject({ text: 'Let me look.' });
+    expect(toolParts(answer)).toMatchObject([
+      {
+        type: 'tool-lookup_order',
+        toolCallId: 'chat-1:1',
+        state: 'output-available',
+        input: { order: 'A-1' },
+        output: { order: 'A-1', total: 129 },
+      },
+      {
+        type: 'tool-refund',
+        toolCallId: 'chat-1:2',
+        state: 'approval-requested',
+        input: { order: 'A-1', amount: 60 },
+        approval: { id: pending?.id },
+      },
+    ]);
+    expect(desk.refunds).toEqual([]);
+
+    // The human approves in the browser; the chat sends the messages back by itself.
+    await chat.addToolApprovalResponse({ id: pending?.id ?? '', approved: true, reason: 'broken on arrival' });
+    await vi.waitFor(() => expect(agent.state.status).toBe('done'));
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    expect(desk.refunds).toEqual([{ order: 'A-1', amount: 60, key: 'chat-1:2' }]);
+    expect(chat.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(toolParts(chat.lastMessage)).toMatchObject([
+      { type: 'tool-lookup_order', state: 'output-available' },
+      { type: 'tool-refund', state: 'output-available', output: { refunded: 60 } },
+    ]);
+    const texts = chat.lastMessage?.parts.filter((p) => p.type === 'text').map((p) => ('text' in p ? p.text : ''));
+    expect(texts).toEqual(['Let me look.', 'Refunded $60.']);
+    expect(agent.state.history.find((e) => e.role === 'tool' && e.tool === 'refund')).toMatchObject({
+      approval: { approved: true, note: 'broken on arrival' },
+    });
+  });
+
+  it('a denial in the browser is the call’s denied part, and nothing runs', async () => {
+    const desk = supportDesk();
+    const { url, runs } = await chatRoute(() => ({
+      agent: new Agent({ runId: 'chat-2', tools: desk.tools, policy: desk.policy }),
+    }));
+    const chat = new NodeChat(url);
+    await chat.sendMessage({ text: 'Refund A-1' });
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    const agent = runs.values().next().value as Agent;
+    const id = agent.state.pendingCalls[0]?.id ?? '';
+    await chat.addToolApprovalResponse({ id, approved: false, reason: 'not eligible' });
+    await vi.waitFor(() => expect(agent.state.status).toBe('done'));
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    expect(desk.refunds).toEqual([]);
+    expect(toolParts(chat.lastMessage)[1]).toMatchObject({ type: 'tool-refund', state: 'output-denied' });
+  });
+});
+
+describe('toUIMessageStream, chunk by chunk', () => {
+  it('ends a failed drive with an error chunk and a finish, and stops listening', async () => {
+    const desk = supportDesk();
+    const agent = new Agent({ tools: desk.tools, policy: desk.policy });
+    const stream = toUIMessageStream(agent, async () => {
+      throw new Error('store unavailable');
+    });
+    const chunks: unknown[] = [];
+    const reader = stream.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+    expect(chunks).toEqual([
+      { type: 'start' },
+      { type: 'error', errorText: 'store unavailable' },
+      { type: 'finish', finishReason: 'error' },
+    ]);
+  });
+
+  it('is read into one assistant message by readUIMessageStream', async () => {
+    const desk = supportDesk();
+    const agent = new Agent({ runId: 'r', tools: desk.tools, policy: desk.policy });
+    let message: UIMessage | undefined;
+    for await (const m of readUIMessageStream({
+      stream: toUIMessageStream(agent, () => agent.start('refund A-1'), { messageId: 'm1' }),
+    })) {
+      message = m;
+    }
+    expect(message?.id).toBe('m1');
+    expect(toolParts(message).map((p) => [p.type, p.state])).toEqual([
+      ['tool-lookup_order', 'output-available'],
+      ['tool-refund', 'approval-requested'],
+    ]);
+  });
+});
+
+describe('decisionsFrom: the browser’s answers are hostile input', () => {
+  const answered = (...parts: unknown[]) => [
+    { role: 'user', parts: [] },
+    { role: 'assistant', parts },
+  ];
+  const part = (approval: unknown) => ({ type: 'tool-refund', state: 'approval-responded', approval });
+
+  it('reads each answered approval of the last assistant message; only approved: true approves', () => {
+    expect(
+      decisionsFrom(
+        answered(
+          part({ id: 'a', approved: true, reason: 'ok' }),
+          part({ id: 'b', approved: 'true' }),
+          part({ id: 'c', approved: false }),
+          { type: 'tool-x', state: 'approval-requested', approval: { id: 'd' } },
+        ),
+      ),
+    ).toEqual({ a: { approve: true, note: 'ok' }, b: { approve: false }, c: { approve: false } });
+  });
+
+  it('passes over anything of another shape, keeps the first answer for an id, and an id like __proto__ is only a key', () => {
+    for (const messages of [
+      null,
+      'x',
+      {},
+      [{ role: 'assistant', parts: 'x' }],
+      answered(null, 1, part(null), part({ id: 7 }), part({ id: '' })),
+    ]) {
+      expect(decisionsFrom(messages)).toEqual({});
+    }
+    const decisions = decisionsFrom(
+      answered(part({ id: '__proto__', approved: true }), part({ id: '__proto__', approved: false })),
+    );
+    expect(Object.keys(decisions)).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(decisions)).toBe(Object.prototype);
+    expect(decisionsFrom(answered(part({ id: 'a', approved: false, reason: 'x'.repeat(5000) }))).a).toEqual({
+      approve: false,
+      note: 'x'.repeat(2000),
+    });
+  });
+});
