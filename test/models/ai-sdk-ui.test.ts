@@ -4,88 +4,19 @@
  * as the chat's approval part, the browser's answer (`addToolApprovalResponse`) back to `decide`,
  * and the run going on in the same assistant message.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   AbstractChat,
   type ChatState,
   type ChatStatus,
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
-  pipeUIMessageStreamToResponse,
   readUIMessageStream,
-  tool,
   type UIMessage,
 } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
-import { Agent, type Status } from '../../src/index.js';
-import { aiSdkPolicy, decisionsFrom, fromAiSdkTools, toUIMessageStream } from '../../src/models/ai-sdk.js';
-
-const usage = {
-  inputTokens: { total: 40, noCache: 40, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 6, text: 6, reasoning: 0 },
-};
-type Part = Record<string, unknown> & { type: string };
-const finish: Part = { type: 'finish', usage, finishReason: { unified: 'stop', raw: 'stop' } };
-const said = (id: string, ...pieces: string[]): Part[] => [
-  { type: 'text-start', id },
-  ...pieces.map((delta) => ({ type: 'text-delta', id, delta })),
-  { type: 'text-end', id },
-];
-const call = (toolCallId: string, toolName: string, input: object): Part => ({
-  type: 'tool-call',
-  toolCallId,
-  toolName,
-  input: JSON.stringify(input),
-});
-
-/** A model that streams the next turn of `turns` at each request. */
-function scriptedModel(turns: Part[][]) {
-  let i = 0;
-  return new MockLanguageModelV3({
-    doStream: async () => {
-      const parts = turns[i++] ?? [...said('t', 'nothing more'), finish];
-      return {
-        stream: new ReadableStream({
-          start(controller) {
-            for (const part of parts) controller.enqueue(part as never);
-            controller.close();
-          },
-        }),
-      };
-    },
-  });
-}
-
-function supportDesk() {
-  const refunds: { order: string; amount: number; key: string }[] = [];
-  const tools = fromAiSdkTools(
-    {
-      lookup_order: tool({
-        description: 'Find an order',
-        inputSchema: z.object({ order: z.string() }),
-        execute: async ({ order }) => ({ order, total: 129 }),
-      }),
-      refund: tool({
-        description: 'Refund an order',
-        inputSchema: z.object({ order: z.string(), amount: z.number() }),
-        execute: async ({ order, amount }, { toolCallId }) => {
-          refunds.push({ order, amount, key: toolCallId });
-          return { refunded: amount };
-        },
-      }),
-    },
-    { sideEffects: ['refund'] },
-  );
-  const model = scriptedModel([
-    [...said('a', 'Let me ', 'look.'), call('c1', 'lookup_order', { order: 'A-1' }), finish],
-    [call('c2', 'refund', { order: 'A-1', amount: 60 }), finish],
-    [...said('b', 'Refunded ', '$60.'), finish],
-  ]);
-  return { tools, refunds, policy: aiSdkPolicy({ model, tools }) };
-}
+import { Agent } from '../../src/index.js';
+import { decisionsFrom, toUIMessageStream } from '../../src/models/ai-sdk.js';
+import { chatServer, type Part, supportDesk } from './chat-support.js';
 
 /** The chat's state in memory, as `ai`'s framework bindings keep it in theirs. */
 class MemoryState implements ChatState<UIMessage> {
@@ -114,37 +45,15 @@ class NodeChat extends AbstractChat<UIMessage> {
   }
 }
 
-const servers: Server[] = [];
+const servers: { close(): Promise<void> }[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+  await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-/** A chat route as a user writes it: one run per chat id, started by the first message, moved on by approvals. */
-async function chatRoute(make: () => { agent: Agent }) {
-  const runs = new Map<string, Agent>();
-  const server = createServer(async (req, res) => {
-    let body = '';
-    for await (const piece of req) body += piece;
-    const { id, messages } = JSON.parse(body) as { id: string; messages: UIMessage[] };
-    let agent = runs.get(id);
-    let drive: () => Promise<Status>;
-    if (!agent) {
-      agent = make().agent;
-      runs.set(id, agent);
-      const first = messages.at(-1)?.parts.find((p) => p.type === 'text');
-      const goal = first && 'text' in first ? first.text : '';
-      const started = agent;
-      drive = () => started.start(goal);
-    } else {
-      const decisions = decisionsFrom(messages);
-      const waiting = agent;
-      drive = () => waiting.decide(decisions);
-    }
-    pipeUIMessageStreamToResponse({ response: res, stream: toUIMessageStream(agent, drive) });
-  });
+async function chatRoute(make: (id: string) => Agent) {
+  const server = await chatServer(make);
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`, runs };
+  return { url: `${server.url}/api/chat`, runs: server.runs };
 }
 
 const toolParts = (message: UIMessage | undefined) =>
@@ -153,9 +62,7 @@ const toolParts = (message: UIMessage | undefined) =>
 describe("toUIMessageStream, read by ai's chat client over HTTP", () => {
   it('streams text and tool calls, asks for approval as the chat’s approval part, and goes on in the same message once approved', async () => {
     const desk = supportDesk();
-    const { url, runs } = await chatRoute(() => ({
-      agent: new Agent({ runId: 'chat-1', tools: desk.tools, policy: desk.policy }),
-    }));
+    const { url, runs } = await chatRoute(() => new Agent({ runId: 'chat-1', tools: desk.tools, policy: desk.policy }));
     const chat = new NodeChat(url);
     await chat.sendMessage({ text: 'Refund A-1, it arrived broken' });
     await vi.waitFor(() => expect(chat.status).toBe('ready'));
@@ -202,9 +109,7 @@ describe("toUIMessageStream, read by ai's chat client over HTTP", () => {
 
   it('a denial in the browser is the call’s denied part, and nothing runs', async () => {
     const desk = supportDesk();
-    const { url, runs } = await chatRoute(() => ({
-      agent: new Agent({ runId: 'chat-2', tools: desk.tools, policy: desk.policy }),
-    }));
+    const { url, runs } = await chatRoute(() => new Agent({ runId: 'chat-2', tools: desk.tools, policy: desk.policy }));
     const chat = new NodeChat(url);
     await chat.sendMessage({ text: 'Refund A-1' });
     await vi.waitFor(() => expect(chat.status).toBe('ready'));
