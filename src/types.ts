@@ -75,6 +75,11 @@ export interface PolicyContext {
 /** A piece of a streaming model's answer, as it arrives. */
 export type PolicyDelta =
   | { kind: 'text'; text: string }
+  /**
+   * A piece of the model's reasoning, as far as its API streams it (a summary, for most): shown,
+   * never recorded in the history nor sent back to the model.
+   */
+  | { kind: 'reasoning'; text: string }
   /** A piece of the `index`-th tool call: its id and name when first seen, then argument text. */
   | { kind: 'call'; index: number; id?: string; tool?: string; argsText?: string };
 

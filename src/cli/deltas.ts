@@ -25,13 +25,19 @@ export class LiveDeltas {
   }
 
   delta(delta: PolicyDelta): void {
-    const piece = delta.kind === 'text' ? 'text' : `call ${delta.index}`;
+    const piece = delta.kind === 'call' ? `call ${delta.index}` : delta.kind;
     if (this.#open !== piece) {
       this.end();
-      this.#write(`${this.#c.dim('model')}     ${delta.kind === 'call' ? `${this.#c.dim('calls')} ` : ''}`);
+      const label =
+        delta.kind === 'call'
+          ? `${this.#c.dim('calls')} `
+          : delta.kind === 'reasoning'
+            ? `${this.#c.dim('thinks')} `
+            : '';
+      this.#write(`${this.#c.dim('model')}     ${label}`);
       this.#open = piece;
     }
-    if (delta.kind === 'text') {
+    if (delta.kind !== 'call') {
       this.#write(this.#c.dim(terminalSafe(delta.text)));
       return;
     }

@@ -110,6 +110,9 @@ export function streamTo(ctx: PolicyContext) {
     text(text: string): void {
       if (text !== '') ctx.stream({ kind: 'text', text });
     },
+    reasoning(text: unknown): void {
+      if (typeof text === 'string' && text !== '') ctx.stream({ kind: 'reasoning', text });
+    },
     call(
       index: number,
       piece: { id?: string | undefined; tool?: string | undefined; argsText?: string | undefined },

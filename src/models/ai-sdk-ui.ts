@@ -1,6 +1,6 @@
 /**
- * A run as the AI SDK's UI message stream, the protocol `useChat` reads: the policy's text as it
- * streams, each tool call with its input and then its output (or error, or denial), and each call
+ * A run as the AI SDK's UI message stream, the protocol `useChat` reads: the policy's text and
+ * reasoning as they stream, each tool call with its input and then its output (or error, or denial), and each call
  * waiting for a human as a tool approval request. The front end's answers come back in the chat's
  * messages; `decisionsFrom` reads them as `decide` takes them. No runtime import of `ai`: the
  * chunks are plain objects of the protocol's shapes.
@@ -19,6 +19,9 @@ export type TollgateUIChunk =
   | { type: 'text-start'; id: string }
   | { type: 'text-delta'; id: string; delta: string }
   | { type: 'text-end'; id: string }
+  | { type: 'reasoning-start'; id: string }
+  | { type: 'reasoning-delta'; id: string; delta: string }
+  | { type: 'reasoning-end'; id: string }
   | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-approval-request'; approvalId: string; toolCallId: string }
   | { type: 'tool-output-available'; toolCallId: string; output: unknown }
@@ -98,20 +101,40 @@ export function toUIMessageStream(
       let step = agent.state.steps;
       let inStep = false;
       let textId: string | null = null;
+      let reasoningId: string | null = null;
+      /** Parts are numbered: a step can say text, reason, then say more. */
+      let parts = 0;
       const startStep = () => {
         if (!inStep) write({ type: 'start-step' });
         inStep = true;
       };
-      const endStep = () => {
+      const endReasoning = () => {
+        if (reasoningId !== null) write({ type: 'reasoning-end', id: reasoningId });
+        reasoningId = null;
+      };
+      const endText = () => {
         if (textId !== null) write({ type: 'text-end', id: textId });
         textId = null;
+      };
+      const endStep = () => {
+        endReasoning();
+        endText();
         if (inStep) write({ type: 'finish-step' });
         inStep = false;
       };
+      const reasoning = (delta: string) => {
+        endText();
+        if (reasoningId === null) {
+          reasoningId = `reasoning-${runId}-${step}-${parts++}`;
+          write({ type: 'reasoning-start', id: reasoningId });
+        }
+        write({ type: 'reasoning-delta', id: reasoningId, delta });
+      };
       const text = (delta: string) => {
         if (delta === '') return;
+        endReasoning();
         if (textId === null) {
-          textId = `text-${runId}-${step}`;
+          textId = `text-${runId}-${step}-${parts++}`;
           write({ type: 'text-start', id: textId });
         }
         write({ type: 'text-delta', id: textId, delta });
@@ -126,7 +149,8 @@ export function toUIMessageStream(
         } else if (event.type === 'delta' && event.delta.kind === 'text') {
           streamed = true;
           text(event.delta.text);
-        } else if (event.type === 'entry') entry(event.entry);
+        } else if (event.type === 'delta' && event.delta.kind === 'reasoning') reasoning(event.delta.text);
+        else if (event.type === 'entry') entry(event.entry);
       };
       const entry = (e: HistoryEntry) => {
         if (e.role === 'assistant' && 'final' in e) {
@@ -136,8 +160,8 @@ export function toUIMessageStream(
         } else if (e.role === 'assistant' && ('tool' in e || 'calls' in e)) {
           startStep();
           if (!streamed && typeof e.text === 'string') text(e.text);
-          if (textId !== null) write({ type: 'text-end', id: textId });
-          textId = null;
+          endReasoning();
+          endText();
           const calls = 'calls' in e ? e.calls : [{ tool: e.tool, args: e.args }];
           calls.forEach((call, i) => {
             const toolCallId = keyOf(runId, step, i, calls.length);

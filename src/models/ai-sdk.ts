@@ -144,7 +144,8 @@ async function streamedAction(
       if (part.type === 'text-delta') {
         text += part.delta;
         out.text(part.delta);
-      } else if (part.type === 'tool-input-start' && !part.providerExecuted) {
+      } else if (part.type === 'reasoning-delta') out.reasoning(part.delta);
+      else if (part.type === 'tool-input-start' && !part.providerExecuted) {
         callIndex.set(part.id, callIndex.size);
         out.call(callIndex.size - 1, { id: part.id, tool: part.toolName });
       } else if (part.type === 'tool-input-delta') {

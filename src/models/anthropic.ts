@@ -159,7 +159,7 @@ async function streamedAction(
       } else if (slot?.kind === 'tool' && event.delta.type === 'input_json_delta') {
         slot.json += event.delta.partial_json;
         out.call(callIndex.get(event.index) ?? 0, { argsText: event.delta.partial_json });
-      }
+      } else if (event.delta.type === 'thinking_delta') out.reasoning(event.delta.thinking);
     }
   };
   for await (const event of stream) {

@@ -108,7 +108,9 @@ async function streamedAction(
   let odd = false;
   const read = (event: OpenAI.Responses.ResponseStreamEvent) => {
     if (event.type === 'response.output_text.delta') out.text(event.delta);
-    else if (event.type === 'response.output_item.added' && event.item.type === 'function_call') {
+    else if (event.type === 'response.reasoning_summary_text.delta' || event.type === 'response.reasoning_text.delta') {
+      out.reasoning(event.delta);
+    } else if (event.type === 'response.output_item.added' && event.item.type === 'function_call') {
       callIndex.set(event.output_index, callIndex.size);
       out.call(callIndex.size - 1, { id: event.item.call_id, tool: event.item.name });
     } else if (event.type === 'response.function_call_arguments.delta') {

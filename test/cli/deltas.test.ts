@@ -30,6 +30,15 @@ describe('LiveDeltas', () => {
     );
   });
 
+  it('writes reasoning on a line of its own, marked, and escaped like text', () => {
+    const { written, live } = view();
+    live.delta({ kind: 'reasoning', text: 'The order is ' });
+    live.delta({ kind: 'reasoning', text: 'damaged\u001b[2J' });
+    live.delta({ kind: 'text', text: 'Refunding.' });
+    live.end();
+    expect(written.join('')).toBe('model     thinks The order is damaged\\u001b[2J\nmodel     Refunding.\n');
+  });
+
   it('escapes what a terminal would act on, and indents the lines of a multi-line text', () => {
     expect(terminalSafe('a\u001b[2Jb\rc\u0007d')).toBe('a\\u001b[2Jb\\u000dc\\u0007d');
     expect(terminalSafe('safe\u202eevil')).toBe('safe\\u202eevil');

@@ -76,13 +76,15 @@ export function policyContext(overrides: Partial<PolicyContext> = {}): PolicyCon
   };
 }
 
-/** The text and the per-call argument text a run's delta events add up to. */
-export function joinDeltas(deltas: PolicyDelta[]): { text: string; calls: Record<number, string> } {
+/** The text, the reasoning and the per-call argument text a run's delta events add up to. */
+export function joinDeltas(deltas: PolicyDelta[]): { text: string; reasoning: string; calls: Record<number, string> } {
   let text = '';
+  let reasoning = '';
   const calls: Record<number, string> = {};
   for (const d of deltas) {
     if (d.kind === 'text') text += d.text;
+    else if (d.kind === 'reasoning') reasoning += d.text;
     else calls[d.index] = (calls[d.index] ?? '') + (d.argsText ?? '');
   }
-  return { text, calls };
+  return { text, reasoning, calls };
 }
