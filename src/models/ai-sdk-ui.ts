@@ -146,11 +146,15 @@ export function toUIMessageStream(
           step = event.step;
           streamed = false;
           startStep();
-        } else if (event.type === 'delta' && event.delta.kind === 'text') {
-          streamed = true;
-          text(event.delta.text);
-        } else if (event.type === 'delta' && event.delta.kind === 'reasoning') reasoning(event.delta.text);
-        else if (event.type === 'entry') entry(event.entry);
+        } else if (event.type === 'delta' && event.delta.kind !== 'call') {
+          // A policy may stream anything: only text goes to the browser.
+          const piece: unknown = event.delta.text;
+          if (typeof piece !== 'string' || piece === '') return;
+          if (event.delta.kind === 'text') {
+            streamed = true;
+            text(piece);
+          } else if (event.delta.kind === 'reasoning') reasoning(piece);
+        } else if (event.type === 'entry') entry(event.entry);
       };
       const entry = (e: HistoryEntry) => {
         if (e.role === 'assistant' && 'final' in e) {

@@ -140,6 +140,28 @@ describe('toUIMessageStream, chunk by chunk', () => {
     ]);
   });
 
+  it('writes only text a policy streams: anything else it passes as a delta is left out', async () => {
+    const agent = new Agent({
+      runId: 'h',
+      tools: [],
+      policy: (_history, ctx) => {
+        ctx.stream({ kind: 'text', text: 5 } as never);
+        ctx.stream({ kind: 'reasoning', text: { html: '<b>' } } as never);
+        ctx.stream({ kind: 'other', text: 'x' } as never);
+        ctx.stream({ kind: 'reasoning', text: 'fine' });
+        ctx.stream({ kind: 'text', text: 'ok' });
+        return { final: 'ok' };
+      },
+    });
+    const chunks: { type: string; delta?: unknown }[] = [];
+    const reader = toUIMessageStream(agent, () => agent.start('go')).getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+    expect(chunks.filter((c) => c.type.endsWith('-delta')).map((c) => [c.type, c.delta])).toEqual([
+      ['reasoning-delta', 'fine'],
+      ['text-delta', 'ok'],
+    ]);
+  });
+
   it('is read into one assistant message by readUIMessageStream', async () => {
     const desk = supportDesk();
     const agent = new Agent({ runId: 'r', tools: desk.tools, policy: desk.policy });
