@@ -7,7 +7,7 @@
  */
 import { keyOf } from '../../machines/calls.js';
 import type { HistoryEntry, Json } from '../../machines/types.js';
-import { OptionsError } from '../errors.js';
+import { OptionsError, RunStateError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import type { CallDecisionInput, Decisions, RunEvent, RunState, Status } from '../types.js';
 
@@ -241,4 +241,91 @@ export function decisionsFrom(messages: unknown): Decisions {
     decisions.set(id, approved === true ? { approve: true, ...note } : { approve: false, ...note });
   }
   return Object.fromEntries(decisions);
+}
+
+/** The longest chat id `chatTurn` takes (it is the run's id). */
+const MAX_CHAT_ID_LENGTH = 200;
+
+/** Options of `chatTurn`: where a chat's run comes from. */
+export interface ChatTurnOptions<Run extends ChatRun> {
+  /** The chat's run, or null when the chat has none yet (`Agent.load`, or a lookup). */
+  load(chatId: string): Promise<Run | null> | Run | null;
+  /** A new run for a chat that has none; its run id should be the chat id. */
+  create(chatId: string): Promise<Run> | Run;
+  /** Passed to `toUIMessageStream`. */
+  stream?: UIMessageStreamOptions | undefined;
+}
+
+/** What `chatTurn` needs of a run; an `Agent` is one. */
+export interface ChatRun extends ObservedRun {
+  readonly state: ObservedRun['state'] & Pick<RunState, 'status'>;
+  start(goal: string): Promise<Status>;
+  send(message: string): Promise<Status>;
+  decide(decisions: Decisions): Promise<Status>;
+}
+
+/** The text of the chat's last message when it is the user's, else null. */
+function userText(messages: unknown[]): string | null {
+  const last = messages.at(-1);
+  if (!isPlainObject(last) || last.role !== 'user' || !Array.isArray(last.parts)) return null;
+  const text = last.parts
+    .flatMap((p) => (isPlainObject(p) && p.type === 'text' && typeof p.text === 'string' ? [p.text] : []))
+    .join('');
+  return text.trim() === '' ? null : text;
+}
+
+/**
+ * One request of a `useChat` front end (its JSON body, `{ id, messages }`), as the run's UI message
+ * stream: the chat's first message starts its run (`create`, then `start`); answers to approvals
+ * go to `decide`; a new message after an answer goes on with `send`. The chat id is the run id.
+ * Throws `OptionsError` for a body of another shape, and `RunStateError` for a request that does
+ * not fit the run's status (a new message while calls wait for a human, answers with nothing
+ * waiting): nothing of the run changes then. Hand the stream to `createUIMessageStreamResponse`.
+ *
+ * @example
+ * export async function POST(request: Request) {
+ *   const stream = await chatTurn(await request.json(), {
+ *     load: (id) => Agent.load(store, id, options).catch((e) => (e instanceof RunNotFoundError ? null : Promise.reject(e))),
+ *     create: (id) => new Agent({ ...options, runId: id, store }),
+ *   });
+ *   return createUIMessageStreamResponse({ stream });
+ * }
+ */
+export async function chatTurn<Run extends ChatRun>(
+  body: unknown,
+  options: ChatTurnOptions<Run>,
+): Promise<ReadableStream<TollgateUIChunk>> {
+  if (!isPlainObject(body) || !Array.isArray(body.messages)) {
+    throw new OptionsError('chatTurn: the request body must be a chat request, { id, messages: [...] }');
+  }
+  const { id, messages } = body;
+  if (typeof id !== 'string' || id === '' || id.length > MAX_CHAT_ID_LENGTH) {
+    throw new OptionsError(`chatTurn: the chat id must be a string of 1 to ${MAX_CHAT_ID_LENGTH} characters`);
+  }
+  const text = userText(messages);
+  const existing = await options.load(id);
+  if (existing === null) {
+    if (text === null) throw new OptionsError('chatTurn: a new chat starts with a message of the user’s, with text');
+    const run = await options.create(id);
+    return toUIMessageStream(run, () => run.start(text), options.stream);
+  }
+  const status = existing.state.status;
+  const decisions = decisionsFrom(messages);
+  if (Object.keys(decisions).length > 0) {
+    if (status !== 'awaiting_approval') {
+      throw new RunStateError(`chatTurn: chat ${JSON.stringify(id)} answers approvals, but its run is ${status}`, [
+        'awaiting_approval',
+      ]);
+    }
+    return toUIMessageStream(existing, () => existing.decide(decisions), options.stream);
+  }
+  if (text === null)
+    throw new OptionsError('chatTurn: the request carries neither a user’s message nor an answer to an approval');
+  if (status !== 'done' && status !== 'budget_exhausted') {
+    throw new RunStateError(`chatTurn: chat ${JSON.stringify(id)} cannot take a message while its run is ${status}`, [
+      'done',
+      'budget_exhausted',
+    ]);
+  }
+  return toUIMessageStream(existing, () => existing.send(text), options.stream);
 }

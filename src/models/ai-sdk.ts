@@ -239,6 +239,9 @@ export function aiSdkPolicy<const Tools extends readonly Tool[]>(options: AiSdkP
 
 export { type AiSdkTool, type AiSdkToolsOptions, fromAiSdkTools } from './ai-sdk-tools.js';
 export {
+  type ChatRun,
+  type ChatTurnOptions,
+  chatTurn,
   decisionsFrom,
   type ObservedRun,
   type TollgateUIChunk,

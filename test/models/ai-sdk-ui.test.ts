@@ -14,8 +14,8 @@ import {
   type UIMessage,
 } from 'ai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Agent } from '../../src/index.js';
-import { decisionsFrom, toUIMessageStream } from '../../src/models/ai-sdk.js';
+import { Agent, OptionsError, RunStateError } from '../../src/index.js';
+import { chatTurn, decisionsFrom, toUIMessageStream } from '../../src/models/ai-sdk.js';
 import { chatServer, type Part, supportDesk } from './chat-support.js';
 
 /** The chat's state in memory, as `ai`'s framework bindings keep it in theirs. */
@@ -123,17 +123,87 @@ describe("toUIMessageStream, read by ai's chat client over HTTP", () => {
   });
 });
 
+/** Every chunk of a stream. */
+async function chunksOf(stream: ReadableStream<{ type: string }>) {
+  const chunks: { type: string }[] = [];
+  const reader = stream.getReader();
+  for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+  return chunks;
+}
+
+describe('chatTurn: one request of the chat', () => {
+  it('goes on with a new message after the answer: a new assistant message, the same run', async () => {
+    const desk = supportDesk();
+    const { url, runs } = await chatRoute(() => new Agent({ runId: 'chat-3', tools: desk.tools, policy: desk.policy }));
+    const chat = new NodeChat(url);
+    await chat.sendMessage({ text: 'Refund A-1' });
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    const agent = runs.get(chat.id) as Agent;
+    await chat.addToolApprovalResponse({ id: agent.state.pendingCalls[0]?.id ?? '', approved: true });
+    await vi.waitFor(() => expect(agent.state.status).toBe('done'));
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    await chat.sendMessage({ text: 'Anything else?' });
+    await vi.waitFor(() =>
+      expect(chat.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']),
+    );
+    await vi.waitFor(() => expect(chat.status).toBe('ready'));
+    expect(chat.lastMessage?.parts.filter((p) => p.type === 'text')).toMatchObject([{ text: 'nothing more' }]);
+    expect(agent.state.history.filter((e) => e.role === 'user').map((e) => e.content)).toEqual([
+      'Refund A-1',
+      'Anything else?',
+    ]);
+  });
+
+  it('refuses a request that does not fit the body or the run, changing nothing', async () => {
+    const desk = supportDesk();
+    const agent = new Agent({ runId: 'c', tools: desk.tools, policy: desk.policy });
+    const runs = new Map<string, Agent>();
+    const options = {
+      load: (id: string) => runs.get(id) ?? null,
+      create: (id: string) => runs.set(id, agent).get(id) as Agent,
+    };
+    const user = (text: string) => ({ role: 'user', parts: [{ type: 'text', text }] });
+    for (const body of [
+      null,
+      'x',
+      { id: 'c' },
+      { id: '', messages: [] },
+      { id: 'x'.repeat(201), messages: [] },
+      { id: 7, messages: [] },
+    ]) {
+      await expect(chatTurn(body, options)).rejects.toBeInstanceOf(OptionsError);
+    }
+    // A new chat needs the user's text.
+    await expect(chatTurn({ id: 'c', messages: [user('  ')] }, options)).rejects.toThrow(
+      /starts with a message of the user/,
+    );
+    expect(runs.size).toBe(0);
+    const first = await chatTurn({ id: 'c', messages: [user('Refund A-1')] }, options);
+    await chunksOf(first);
+    expect(agent.state.status).toBe('awaiting_approval');
+    const steps = agent.state.steps;
+    // A new message while a call waits for a human; answers for a run with nothing waiting.
+    await expect(chatTurn({ id: 'c', messages: [user('hurry up')] }, options)).rejects.toBeInstanceOf(RunStateError);
+    const answered = {
+      role: 'assistant',
+      parts: [{ type: 'tool-refund', state: 'approval-responded', approval: { id: 'nope', approved: true } }],
+    };
+    const stale = await chatTurn({ id: 'c', messages: [user('Refund A-1'), answered] }, options);
+    expect((await chunksOf(stale)).map((c) => c.type)).toContain('error');
+    expect(agent.state.status).toBe('awaiting_approval');
+    expect(agent.state.steps).toBe(steps);
+    expect(desk.refunds).toEqual([]);
+  });
+});
+
 describe('toUIMessageStream, chunk by chunk', () => {
-  it('ends a failed drive with an error chunk and a finish, and stops listening', async () => {
+  it('ends a failed drive with an error chunk and a finish', async () => {
     const desk = supportDesk();
     const agent = new Agent({ tools: desk.tools, policy: desk.policy });
     const stream = toUIMessageStream(agent, async () => {
       throw new Error('store unavailable');
     });
-    const chunks: unknown[] = [];
-    const reader = stream.getReader();
-    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
-    expect(chunks).toEqual([
+    expect(await chunksOf(stream)).toEqual([
       { type: 'start' },
       { type: 'error', errorText: 'store unavailable' },
       { type: 'finish', finishReason: 'error' },
@@ -153,9 +223,10 @@ describe('toUIMessageStream, chunk by chunk', () => {
         return { final: 'ok' };
       },
     });
-    const chunks: { type: string; delta?: unknown }[] = [];
-    const reader = toUIMessageStream(agent, () => agent.start('go')).getReader();
-    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+    const chunks = (await chunksOf(toUIMessageStream(agent, () => agent.start('go')))) as {
+      type: string;
+      delta?: unknown;
+    }[];
     expect(chunks.filter((c) => c.type.endsWith('-delta')).map((c) => [c.type, c.delta])).toEqual([
       ['reasoning-delta', 'fine'],
       ['text-delta', 'ok'],

@@ -1,15 +1,14 @@
 /**
  * A support desk on the AI SDK (a scripted `MockLanguageModelV3` that streams, tools written with
- * `tool()`) and the chat route a user writes for `useChat`: one run per chat id, started by the
- * first message, moved on by the approvals the chat sends back.
+ * `tool()`) and the chat route a user writes for `useChat` with `chatTurn`: one run per chat id.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pipeUIMessageStreamToResponse, tool, type UIMessage } from 'ai';
+import { pipeUIMessageStreamToResponse, tool } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
-import type { Agent, Status } from '../../src/index.js';
-import { aiSdkPolicy, decisionsFrom, fromAiSdkTools, toUIMessageStream } from '../../src/models/ai-sdk.js';
+import { type Agent, OptionsError, RunStateError } from '../../src/index.js';
+import { aiSdkPolicy, chatTurn, fromAiSdkTools } from '../../src/models/ai-sdk.js';
 
 const usage = {
   inputTokens: { total: 40, noCache: 40, cacheRead: 0, cacheWrite: 0 },
@@ -86,17 +85,20 @@ export async function chatServer(
     if (req.method !== 'POST' || req.url !== '/api/chat') return other(req, res);
     let body = '';
     for await (const piece of req) body += piece;
-    const { id, messages } = JSON.parse(body) as { id: string; messages: UIMessage[] };
-    const known = runs.get(id);
-    const agent = known ?? make(id);
-    runs.set(id, agent);
-    let drive: () => Promise<Status>;
-    if (known) drive = () => agent.decide(decisionsFrom(messages));
-    else {
-      const goal = (messages.at(-1)?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-      drive = () => agent.start(goal);
+    try {
+      const stream = await chatTurn(JSON.parse(body), {
+        load: (id) => runs.get(id) ?? null,
+        create: (id) => {
+          const agent = make(id);
+          runs.set(id, agent);
+          return agent;
+        },
+      });
+      pipeUIMessageStreamToResponse({ response: res, stream });
+    } catch (error) {
+      const status = error instanceof RunStateError ? 409 : error instanceof OptionsError ? 400 : 500;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: String(error) }));
     }
-    pipeUIMessageStreamToResponse({ response: res, stream: toUIMessageStream(agent, drive) });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
