@@ -184,7 +184,8 @@ function toolOf(name: string, raw: unknown, options: AiSdkToolsOptions): Tool<Js
     sideEffect,
     idempotent: (options.idempotent ?? []).includes(name),
     async fn(args, key, ctx) {
-      const output = execute(args, { toolCallId: key, messages: [], abortSignal: ctx.signal });
+      // Called as the tool's method, as the AI SDK calls it.
+      const output = execute.call(raw, args, { toolCallId: key, messages: [], abortSignal: ctx.signal });
       return outputOf(output);
     },
   };
@@ -193,7 +194,7 @@ function toolOf(name: string, raw: unknown, options: AiSdkToolsOptions): Tool<Js
   if (text !== undefined) tool.description = text;
   if (typeof needsApproval === 'function') {
     const rule: ApprovalRule<JsonObject> = async (args, ctx) =>
-      (await needsApproval(args, { toolCallId: `${ctx.runId}:${ctx.step}`, messages: [] })) !== false;
+      (await needsApproval.call(raw, args, { toolCallId: `${ctx.runId}:${ctx.step}`, messages: [] })) !== false;
     tool.needsApproval = rule;
   } else if (needsApproval === true) tool.needsApproval = true;
   if (options.timeoutMs !== undefined) tool.timeoutMs = options.timeoutMs;

@@ -1,13 +1,14 @@
 /**
  * A run as the AI SDK's UI message stream, the protocol `useChat` reads: the policy's text and
- * reasoning as they stream, each tool call with its input and then its output (or error, or denial), and each call
- * waiting for a human as a tool approval request. The front end's answers come back in the chat's
- * messages; `decisionsFrom` reads them as `decide` takes them. No runtime import of `ai`: the
- * chunks are plain objects of the protocol's shapes.
+ * reasoning as they stream, each tool call with its input and then its output (or error, or
+ * denial), and each call waiting for a human as a tool approval request. The front end's answers
+ * come back in the chat's messages; `decisionsFrom` reads them as `decide` takes them, and
+ * `chatTurn` does a whole request. No runtime import of `ai`: the chunks are plain objects of the
+ * protocol's shapes.
  */
 import { keyOf } from '../../machines/calls.js';
 import type { HistoryEntry, Json } from '../../machines/types.js';
-import { OptionsError, RunStateError } from '../errors.js';
+import { OptionsError, RunStateError, UserError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import type { CallDecisionInput, Decisions, RunEvent, RunState, Status } from '../types.js';
 
@@ -41,11 +42,15 @@ export interface ObservedRun {
 export interface UIMessageStreamOptions {
   /** The id of the assistant message the stream starts; leave it out when continuing one (after approvals). */
   messageId?: string | undefined;
-  /** What an error becomes in the stream (the browser sees it). @default the error's message */
+  /**
+   * What an error becomes in the stream: the browser sees it. @default a Tollgate `UserError`'s
+   * message (a stale approval, a run in the wrong state), else "An error occurred." (an error of
+   * the store or of a tool may name what the browser should not see)
+   */
   onError?: ((error: unknown) => string) | undefined;
 }
 
-/** The calls of the run's last step of calls that have no outcome yet, as (key, tool) in call order. */
+/** The keys of the calls of the run's last step that have no outcome yet, in call order. */
 function openCalls(agent: ObservedRun): string[] {
   const { history, steps, runId } = agent.state;
   let last = -1;
@@ -69,20 +74,16 @@ const DENIED = /^denied by (human|rule)\b/;
 /**
  * The run as a UI message stream: subscribes to `agent`, calls `drive` (what moves the run on:
  * `() => agent.start(goal)`, `() => agent.decide(decisionsFrom(messages))`, `() =>
- * agent.submitMessage(text)`), writes what happens as chunks, and ends when `drive` settles: with
- * an approval request for each call then waiting (its `approvalId` is the pending call's id, its
+ * agent.send(text)`), writes what happens as chunks, and ends when `drive` settles: with an
+ * approval request for each call then waiting (its `approvalId` is the pending call's id, its
  * `toolCallId` the call's idempotency key), then `finish`. A rejected `drive` ends the stream with
- * an `error` chunk. Hand it to `ai`'s `createUIMessageStreamResponse({ stream })`.
+ * an `error` chunk. A reader that goes away (the browser closed the page) stops the stream, not
+ * the run. Hand it to `ai`'s `createUIMessageStreamResponse({ stream })`; `chatTurn` picks the
+ * drive from a chat request.
  *
  * @example
- * // app/api/chat/route.ts (Next.js): the run's id is the chat's id.
- * export async function POST(req: Request) {
- *   const { id, messages } = await req.json();
- *   const agent = await Agent.load(store, id, { policy, tools });
- *   const decisions = decisionsFrom(messages);
- *   const drive = Object.keys(decisions).length > 0 ? () => agent.decide(decisions) : () => agent.submitMessage(lastText(messages));
- *   return createUIMessageStreamResponse({ stream: toUIMessageStream(agent, drive) });
- * }
+ * const stream = toUIMessageStream(agent, () => agent.decide(decisionsFrom(messages)));
+ * return createUIMessageStreamResponse({ stream });
  */
 export function toUIMessageStream(
   agent: ObservedRun,
@@ -91,10 +92,28 @@ export function toUIMessageStream(
 ): ReadableStream<TollgateUIChunk> {
   if (typeof drive !== 'function')
     throw new OptionsError('toUIMessageStream: drive must be a function that moves the run on');
-  const errorText = options.onError ?? ((error: unknown) => (error instanceof Error ? error.message : String(error)));
+  const errorText =
+    options.onError ?? ((error: unknown) => (error instanceof UserError ? error.message : 'An error occurred.'));
+  const textOf = (error: unknown) => {
+    try {
+      const text = errorText(error);
+      return typeof text === 'string' ? text : 'An error occurred.';
+    } catch {
+      return 'An error occurred.';
+    }
+  };
+  /** Set when the reader cancels: nothing more is written, and the run is no longer observed. */
+  let gone: (() => void) | null = null;
+  let cancelled = false;
   return new ReadableStream<TollgateUIChunk>({
+    cancel() {
+      cancelled = true;
+      gone?.();
+    },
     start(controller) {
-      const write = (chunk: TollgateUIChunk) => controller.enqueue(chunk);
+      const write = (chunk: TollgateUIChunk) => {
+        if (!cancelled) controller.enqueue(chunk);
+      };
       /** Keys of the calls whose outcome is still to come, in the order their entries will come. */
       const open = openCalls(agent);
       const { runId } = agent;
@@ -182,9 +201,11 @@ export function toUIMessageStream(
       };
       write(options.messageId === undefined ? { type: 'start' } : { type: 'start', messageId: options.messageId });
       const stop = agent.observe(onEvent);
+      gone = stop;
       const finish = (status: Status | null, error?: unknown) => {
         stop();
-        if (error !== undefined) write({ type: 'error', errorText: errorText(error) });
+        if (cancelled) return;
+        if (error !== undefined) write({ type: 'error', errorText: textOf(error) });
         if (status === 'awaiting_approval') {
           startStep();
           for (const pending of agent.state.pendingCalls) {

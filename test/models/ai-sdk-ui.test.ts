@@ -197,17 +197,50 @@ describe('chatTurn: one request of the chat', () => {
 });
 
 describe('toUIMessageStream, chunk by chunk', () => {
-  it('ends a failed drive with an error chunk and a finish', async () => {
+  it('ends a failed drive with an error chunk and a finish; only a UserError’s message reaches the browser', async () => {
     const desk = supportDesk();
     const agent = new Agent({ tools: desk.tools, policy: desk.policy });
-    const stream = toUIMessageStream(agent, async () => {
-      throw new Error('store unavailable');
-    });
-    expect(await chunksOf(stream)).toEqual([
+    const failing = (error: Error) => async () => {
+      throw error;
+    };
+    expect(await chunksOf(toUIMessageStream(agent, failing(new Error('ENOENT /srv/secrets/db'))))).toEqual([
       { type: 'start' },
-      { type: 'error', errorText: 'store unavailable' },
+      { type: 'error', errorText: 'An error occurred.' },
       { type: 'finish', finishReason: 'error' },
     ]);
+    const stale = new RunStateError('decide: the run is done', ['awaiting_approval']);
+    expect(await chunksOf(toUIMessageStream(agent, failing(stale)))).toContainEqual({
+      type: 'error',
+      errorText: 'decide: the run is done',
+    });
+    const told = toUIMessageStream(agent, failing(new Error('x')), {
+      onError: (e) => `failed: ${(e as Error).message}`,
+    });
+    expect(await chunksOf(told)).toContainEqual({ type: 'error', errorText: 'failed: x' });
+    const throwing = toUIMessageStream(agent, failing(new Error('x')), {
+      onError: () => {
+        throw new Error('bad handler');
+      },
+    });
+    expect(await chunksOf(throwing)).toContainEqual({ type: 'error', errorText: 'An error occurred.' });
+  });
+
+  it('stops when its reader goes away; the run goes on, unobserved', async () => {
+    const desk = supportDesk();
+    const agent = new Agent({ runId: 'gone', tools: desk.tools, policy: desk.policy });
+    let started!: Promise<unknown>;
+    const stream = toUIMessageStream(agent, () => {
+      const status = agent.start('Refund A-1');
+      started = status;
+      return status;
+    });
+    const reader = stream.getReader();
+    expect(await reader.read()).toEqual({ done: false, value: { type: 'start' } });
+    await reader.cancel();
+    expect(await started).toBe('awaiting_approval');
+    // The stream no longer listens: a later event reaches no closed controller.
+    expect(await agent.decide(true)).toBe('done');
+    expect(desk.refunds).toHaveLength(1);
   });
 
   it('writes only text a policy streams: anything else it passes as a delta is left out', async () => {
