@@ -1,7 +1,7 @@
 /**
  * A process that holds a run and is then killed, for test/crash/dead-holder.int.test.ts: it starts
  * run `<runId>` with an `Agent` (default lease, 30 s) whose first tool call never returns, says
- * `holding` once the call is in flight (the run saved `running`, its lease held by this process),
+ * `holding` once the call is in flight and its step saved (the run `running`, its lease held by this process),
  * and waits to be killed. Run: `node --import tsx test/crash/dead-holder-child.ts sqlite <db> <runId>`
  * or `… postgres <url> <schema> <runId>`.
  */
@@ -22,7 +22,12 @@ const agent = new Agent({
   tools: [
     {
       name: 'look',
-      fn: () => {
+      fn: async () => {
+        // The lease is claimed with the run's first save: say `holding` only once the store has
+        // the run, whatever the order of that save and this call.
+        for (let record = await store.load(runId); record === null; record = await store.load(runId)) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
         process.stdout.write('holding\n');
         return new Promise(() => {}); // until killed
       },
